@@ -1,0 +1,50 @@
+# The two commands a fresh machine needs: `make run` and `make test` (see README).
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test setup system-deps services lint format messages bench clean-var
+
+run: setup ## Embedded default: SQLite, filesystem broker, simulated hardware, demo data
+	DJANGO_DEBUG=1 $(PY) manage.py migrate --noinput
+	DJANGO_DEBUG=1 $(PY) manage.py seed_demo
+	DJANGO_DEBUG=1 $(PY) manage.py run_embedded
+
+test: setup services ## Lint and the whole test suite against PostgreSQL and Redis
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/pytest
+
+setup: system-deps $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q '.[dev]'
+	@touch $(STAMP)
+
+system-deps:
+	@scripts/system_deps.sh
+
+services:
+	@scripts/ensure_services.sh
+
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format:
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+messages: ## Re-extract and compile the translations (zh-Hans, en)
+	DJANGO_DEBUG=1 $(PY) manage.py makemessages -l zh_Hans -l en --ignore '.venv/*' --ignore 'bench/*' --ignore 'tests/*'
+	DJANGO_DEBUG=1 $(PY) manage.py compilemessages --ignore '.venv/*'
+
+bench: setup services ## Benchmarks (PostgreSQL); each prints one JSON line last
+	$(PY) bench/availability.py
+
+clean-var:
+	rm -rf var

@@ -1,0 +1,361 @@
+"""Load the demo inventory and users: the seeds' offer in Shenzhen and Hong Kong.
+
+Idempotent: run it any number of times; it updates what exists and adds what is missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
+from django.core.management.base import BaseCommand
+from django.db import transaction
+from django.utils import timezone
+
+from inventory import services
+from inventory.models import (
+    Fabric,
+    GPUModel,
+    Interconnect,
+    Node,
+    NodeStatus,
+    NodeType,
+    Rack,
+    Reservation,
+    Site,
+    Switch,
+    SwitchRole,
+)
+
+# Reference figures and their sources: ../shared/VALIDATION.md (measured GEMM, not spec).
+GPU_MODELS: list[dict[str, Any]] = [
+    {
+        "name": "H100 80G SXM",
+        "memory_gb": 80,
+        "memory_bandwidth_tbs": Decimal("3.35"),
+        "reference_tflops": Decimal("790"),
+        "reference_precision": "bf16",
+        "nvlink_generation": 4,
+        "reference_source": "bf16 GEMM ~790 TFLOPS measured (stas00/ml-engineering MAMF "
+        "794.5); HBM3 3.35 TB/s (NVIDIA H100 SXM datasheet)",
+    },
+    {
+        "name": "H200 141G SXM",
+        "memory_gb": 141,
+        "memory_bandwidth_tbs": Decimal("4.8"),
+        "reference_tflops": Decimal("790"),
+        "reference_precision": "bf16",
+        "nvlink_generation": 4,
+        "reference_source": "bf16 GEMM same as H100 (ml-engineering); HBM3e 4.8 TB/s "
+        "(NVIDIA H200 datasheet)",
+    },
+    {
+        "name": "A100 40G SXM",
+        "memory_gb": 40,
+        "memory_bandwidth_tbs": Decimal("1.555"),
+        "reference_tflops": Decimal("246"),
+        "reference_precision": "bf16",
+        "nvlink_generation": 3,
+        "reference_source": "bf16 GEMM ~246 TFLOPS measured (zzc0721/torch-performance-"
+        "test-data); HBM2 1.555 TB/s (NVIDIA A100 datasheet)",
+    },
+    {
+        "name": "A100 80G SXM",
+        "memory_gb": 80,
+        "memory_bandwidth_tbs": Decimal("2.039"),
+        "reference_tflops": Decimal("265"),
+        "reference_precision": "bf16",
+        "nvlink_generation": 3,
+        "reference_source": "bf16 GEMM ~265-271 TFLOPS measured (ml-engineering); HBM2e "
+        "2.04 TB/s (NVIDIA A100 datasheet)",
+    },
+    {
+        "name": "V100S 32G PCIe",
+        "memory_gb": 32,
+        "memory_bandwidth_tbs": Decimal("1.134"),
+        "reference_tflops": Decimal("89"),
+        "reference_precision": "fp16",
+        "nvlink_generation": None,
+        "reference_source": "fp16 GEMM ~89 TFLOPS measured (zzc0721/torch-performance-"
+        "test-data); HBM2 1,134 GB/s (NVIDIA V100S datasheet)",
+    },
+    {
+        "name": "RTX 3090 24G",
+        "memory_gb": 24,
+        "memory_bandwidth_tbs": Decimal("0.936"),
+        "reference_tflops": Decimal("76"),
+        "reference_precision": "bf16",
+        "nvlink_generation": None,
+        "reference_source": "bf16 GEMM ~76 TFLOPS measured (zzc0721/torch-performance-"
+        "test-data); GDDR6X 936 GB/s (NVIDIA GeForce RTX 3090 specifications)",
+    },
+]
+
+NODE_TYPES: list[dict[str, Any]] = [
+    {
+        "code": "h100-8x-nvlink",
+        "name": "H100 8-GPU NVLink",
+        "cpu": "2× Intel Xeon Platinum 8480+",
+        "ram_gb": 2048,
+        "ram_kind": "DDR5 ECC",
+        "gpu": "H100 80G SXM",
+        "gpu_count": 8,
+        "interconnect": Interconnect.NVSWITCH,
+        "nic_count": 8,
+        "nic_speed_gbps": 400,
+        "fabric": Fabric.IB_NDR,
+        "storage": "2× 3.84 TB NVMe (RAID1)",
+        "description": "4× NVSwitch, 8× ConnectX-7 400 Gb/s InfiniBand NDR.",
+    },
+    {
+        "code": "a100-40g-4x",
+        "name": "A100 40G 4-GPU",
+        "cpu": "2× AMD EPYC 7742",
+        "ram_gb": 512,
+        "ram_kind": "DDR4 ECC",
+        "gpu": "A100 40G SXM",
+        "gpu_count": 4,
+        "interconnect": Interconnect.NVLINK,
+        "nic_count": 2,
+        "nic_speed_gbps": 200,
+        "fabric": Fabric.IB_HDR,
+        "storage": "2× 1.92 TB NVMe (RAID1)",
+        "description": "4× A100 40G with NVLink, 2× ConnectX-6 200 Gb/s.",
+    },
+    {
+        "code": "e5-baremetal",
+        "name": "Bare-metal E5",
+        "cpu": "2× Intel Xeon E5-2698 v4",
+        "ram_gb": 256,
+        "ram_kind": "DDR4 ECC",
+        "gpu": None,
+        "gpu_count": 0,
+        "interconnect": Interconnect.PCIE,
+        "nic_count": 1,
+        "nic_speed_gbps": 10,
+        "fabric": Fabric.ETHERNET,
+        "storage": "2× 480 GB SSD",
+        "optional": ["RTX 3090 24G", "V100S 32G PCIe"],
+        "max_optional_gpus": 4,
+        "description": "Optional RTX 3090 or V100S cards, 1–4, PCIe only.",
+    },
+]
+
+SITES: list[dict[str, Any]] = [
+    {
+        "code": "SZ",
+        "name": "Shenzhen",
+        "city": "Shenzhen",
+        "timezone": "Asia/Shanghai",
+        "currency": "CNY",
+        "vat_rate": Decimal("0.0600"),
+    },
+    {
+        "code": "HK",
+        "name": "Hong Kong",
+        "city": "Hong Kong",
+        "timezone": "Asia/Hong_Kong",
+        "currency": "HKD",
+        "vat_rate": Decimal("0.0000"),
+    },
+]
+
+
+@dataclass(frozen=True)
+class Pod:
+    """A block of identical nodes under one leaf switch."""
+
+    site: str
+    node_type: str
+    short: str  # used in host names
+    leaf: str
+    fabric: str
+    port_speed_gbps: int
+    spine: str
+    nodes: int
+    nodes_per_rack: int
+    rack_prefix: str
+    first_rack: int
+
+
+# 16 H100 nodes fit under one Shenzhen leaf (20 each); 64 need four leaves.
+PODS: list[Pod] = [
+    *[
+        Pod("SZ", "h100-8x-nvlink", "h100", f"sz-ib-leaf-{i:02d}", Fabric.IB_NDR, 400,
+            "sz-ib-spine-01", 20, 4, "A", 1 + (i - 1) * 5)
+        for i in range(1, 5)
+    ],
+    *[
+        Pod("SZ", "a100-40g-4x", "a100", f"sz-hdr-leaf-{i:02d}", Fabric.IB_HDR, 200,
+            "sz-hdr-spine-01", 16, 8, "B", 1 + (i - 1) * 2)
+        for i in range(1, 3)
+    ],
+    Pod("SZ", "e5-baremetal", "e5", "sz-eth-leaf-01", Fabric.ETHERNET, 10,
+        "sz-eth-spine-01", 24, 12, "C", 1),
+    Pod("HK", "h100-8x-nvlink", "h100", "hk-ib-leaf-01", Fabric.IB_NDR, 400,
+        "hk-ib-spine-01", 16, 4, "A", 1),
+    Pod("HK", "a100-40g-4x", "a100", "hk-hdr-leaf-01", Fabric.IB_HDR, 200,
+        "hk-hdr-spine-01", 8, 8, "B", 1),
+    Pod("HK", "e5-baremetal", "e5", "hk-eth-leaf-01", Fabric.ETHERNET, 10,
+        "hk-eth-spine-01", 24, 12, "C", 1),
+]  # fmt: skip
+
+# (site, short, number) -> status the demo node starts in, for a realistic fleet.
+DEMO_STATUSES = {
+    ("SZ", "h100", 80): NodeStatus.MAINTENANCE,
+    ("HK", "e5", 24): NodeStatus.FAULTY,
+}
+
+DEMO_USERS: list[dict[str, Any]] = [
+    {"username": "admin", "password": "admin-demo-2026", "superuser": True, "group": None,
+     "email": "admin@example.com"},
+    {"username": "manager", "password": "manager-demo-2026", "superuser": False,
+     "group": "Sales managers", "email": "manager@example.com"},
+    {"username": "sales", "password": "sales-demo-2026", "superuser": False, "group": "Sales",
+     "email": "sales@example.com"},
+    {"username": "ops", "password": "ops-demo-2026", "superuser": False, "group": "Operations",
+     "email": "ops@example.com"},
+    {"username": "customer", "password": "customer-demo-2026", "superuser": False,
+     "group": None, "email": "customer@example.com"},
+]  # fmt: skip
+
+GROUP_PERMISSIONS = {
+    "Operations": ("inventory", ("view", "add", "change")),
+    "Sales": ("inventory", ("view",)),
+    "Sales managers": ("inventory", ("view",)),
+}
+
+DEMO_BOOKING = "order:demo-seed"
+
+
+class Command(BaseCommand):
+    help = "Load the demo inventory (Shenzhen and Hong Kong) and demo users. Idempotent."
+
+    @transaction.atomic
+    def handle(self, *args: Any, **options: Any) -> None:
+        sites = {
+            s["code"]: Site.objects.update_or_create(code=s["code"], defaults=s)[0] for s in SITES
+        }
+        gpus = {
+            g["name"]: GPUModel.objects.update_or_create(name=g["name"], defaults=g)[0]
+            for g in GPU_MODELS
+        }
+        types = {}
+        for spec in NODE_TYPES:
+            spec = dict(spec)
+            optional = spec.pop("optional", [])
+            gpu = spec.pop("gpu")
+            spec["gpu_model"] = gpus[gpu] if gpu else None
+            nt = NodeType.objects.update_or_create(code=spec["code"], defaults=spec)[0]
+            nt.optional_gpu_models.set([gpus[name] for name in optional])
+            types[nt.code] = nt
+
+        created = 0
+        for pod in PODS:
+            created += self._pod(pod, sites[pod.site], types[pod.node_type])
+        self._demo_booking(sites["SZ"], types["h100-8x-nvlink"])
+        self._users()
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Demo data ready: {Site.objects.count()} sites, {NodeType.objects.count()} "
+                f"node types, {Node.objects.count()} nodes ({created} new)."
+            )
+        )
+
+    def _pod(self, pod: Pod, site: Site, nt: NodeType) -> int:
+        spine = Switch.objects.update_or_create(
+            site=site,
+            name=pod.spine,
+            defaults={
+                "role": SwitchRole.SPINE,
+                "fabric": pod.fabric,
+                "port_speed_gbps": pod.port_speed_gbps,
+            },
+        )[0]
+        leaf = Switch.objects.update_or_create(
+            site=site,
+            name=pod.leaf,
+            defaults={
+                "role": SwitchRole.LEAF,
+                "fabric": pod.fabric,
+                "port_speed_gbps": pod.port_speed_gbps,
+            },
+        )[0]
+        leaf.uplinks.add(spine)
+        existing = set(
+            Node.objects.filter(leaf_switch=leaf).values_list("hostname", flat=True)
+        )
+        offset = sum(
+            p.nodes
+            for p in PODS[: PODS.index(pod)]
+            if p.site == pod.site and p.short == pod.short
+        )
+        created = 0
+        for i in range(pod.nodes):
+            number = offset + i + 1
+            rack_no = pod.first_rack + i // pod.nodes_per_rack
+            rack = Rack.objects.get_or_create(
+                site=site,
+                name=f"{site.code}-{pod.rack_prefix}{rack_no:02d}",
+                defaults={"room": f"{site.code}-1F"},
+            )[0]
+            hostname = f"{site.code.lower()}-{pod.short}-{number:03d}"
+            if hostname in existing:
+                continue
+            services.node_create(
+                site_id=site.pk,
+                node_type_id=nt.pk,
+                rack_id=rack.pk,
+                leaf_switch_id=leaf.pk,
+                hostname=hostname,
+                serial=f"DEMO-{site.code}-{pod.short.upper()}-{number:04d}",
+                bmc_address=f"https://bmc-{hostname}.oob.internal",
+                status=DEMO_STATUSES.get((site.code, pod.short, number), NodeStatus.AVAILABLE),
+                reason="Demo inventory.",
+            )
+            created += 1
+        return created
+
+    def _demo_booking(self, site: Site, nt: NodeType) -> None:
+        """Eight Shenzhen H100 nodes rented for the next 60 days, so counts are live."""
+        if Reservation.objects.filter(owner_ref=DEMO_BOOKING).exists():
+            return
+        nodes = list(
+            Node.objects.filter(site=site, node_type=nt, status=NodeStatus.AVAILABLE).order_by(
+                "hostname"
+            )[:8]
+        )
+        start = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(days=3)
+        services.reservation_hold(
+            nodes=nodes,
+            start_at=start,
+            end_at=start + timedelta(days=60),
+            owner_ref=DEMO_BOOKING,
+            firm=True,
+        )
+
+    def _users(self) -> None:
+        groups = {}
+        for name, (app, actions) in GROUP_PERMISSIONS.items():
+            group = Group.objects.get_or_create(name=name)[0]
+            perms = Permission.objects.filter(
+                content_type__app_label=app,
+                codename__regex=r"^(%s)_" % "|".join(actions),
+            )
+            group.permissions.set(perms)
+            groups[name] = group
+        user_model = get_user_model()
+        for spec in DEMO_USERS:
+            user, _ = user_model.objects.get_or_create(
+                username=spec["username"], defaults={"email": spec["email"]}
+            )
+            user.is_superuser = spec["superuser"]
+            user.is_staff = spec["superuser"] or spec["group"] is not None
+            user.set_password(spec["password"])
+            user.save()
+            if spec["group"]:
+                user.groups.set([groups[spec["group"]]])

@@ -1,0 +1,470 @@
+"""Inventory: data centres, racks, switches, GPU models, node types, nodes, reservations.
+
+Invariants live here (field validation, ``clean()``, database constraints). Writes go
+through ``inventory.services``; multi-line reads through ``inventory.selectors``.
+
+No double booking: PostgreSQL enforces it with the exclusion constraint
+``reservation_no_overlap`` (btree_gist, added in migration 0001 on PostgreSQL only):
+two *active* reservations (status ``hold`` or ``firm``) of one node may not have
+overlapping half-open ranges ``[start_at, end_at)``. ``reservation_hold`` checks the
+same rule first so that SQLite and forms get a clear message, not an IntegrityError.
+"""
+
+from __future__ import annotations
+
+import uuid
+import zoneinfo
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+
+def validate_timezone(value: str) -> None:
+    if value not in zoneinfo.available_timezones():
+        raise ValidationError(_("“%(value)s” is not a known time zone."), params={"value": value})
+
+
+class Currency(models.TextChoices):
+    CNY = "CNY", _("Chinese yuan (CNY)")
+    HKD = "HKD", _("Hong Kong dollar (HKD)")
+    USD = "USD", _("US dollar (USD)")
+
+
+class Site(models.Model):
+    """A data centre (Shenzhen, Hong Kong) with its own currency, VAT rate and time zone."""
+
+    code = models.SlugField(_("code"), max_length=8, unique=True, help_text=_("e.g. SZ, HK"))
+    name = models.CharField(_("name"), max_length=100)
+    city = models.CharField(_("city"), max_length=100)
+    timezone = models.CharField(
+        _("time zone"), max_length=64, default="Asia/Shanghai", validators=[validate_timezone]
+    )
+    currency = models.CharField(_("currency"), max_length=3, choices=Currency.choices)
+    vat_rate = models.DecimalField(
+        _("VAT rate"),
+        max_digits=5,
+        decimal_places=4,
+        validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
+        help_text=_("As a fraction: 0.0600 is 6%."),
+    )
+
+    class Meta:
+        ordering = ["code"]
+        verbose_name = _("site")
+        verbose_name_plural = _("sites")
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(vat_rate__gte=0) & Q(vat_rate__lte=1), name="site_vat_rate_range"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.code})"
+
+    @property
+    def tzinfo(self) -> zoneinfo.ZoneInfo:
+        return zoneinfo.ZoneInfo(self.timezone)
+
+
+class Rack(models.Model):
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="racks")
+    room = models.CharField(_("room"), max_length=50, blank=True)
+    name = models.CharField(_("name"), max_length=50)
+    power_kw = models.DecimalField(
+        _("power budget (kW)"), max_digits=6, decimal_places=1, null=True, blank=True
+    )
+
+    class Meta:
+        ordering = ["site__code", "name"]
+        verbose_name = _("rack")
+        verbose_name_plural = _("racks")
+        constraints = [
+            models.UniqueConstraint(fields=["site", "name"], name="rack_unique_name_per_site")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.site.code}/{self.name}"
+
+
+class Fabric(models.TextChoices):
+    IB_NDR = "ib_ndr", _("InfiniBand NDR 400G")
+    IB_HDR = "ib_hdr", _("InfiniBand HDR 200G")
+    ROCE_V2 = "roce_v2", _("RoCE v2")
+    ETHERNET = "ethernet", _("Ethernet")
+
+
+class SwitchRole(models.TextChoices):
+    LEAF = "leaf", _("leaf")
+    SPINE = "spine", _("spine")
+
+
+class Switch(models.Model):
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="switches")
+    rack = models.ForeignKey(
+        Rack, on_delete=models.PROTECT, null=True, blank=True, related_name="switches"
+    )
+    name = models.CharField(_("name"), max_length=64)
+    role = models.CharField(_("role"), max_length=8, choices=SwitchRole.choices)
+    fabric = models.CharField(_("fabric"), max_length=16, choices=Fabric.choices)
+    port_speed_gbps = models.PositiveIntegerField(_("port speed (Gb/s)"))
+    port_count = models.PositiveIntegerField(_("ports"), default=64)
+    uplinks = models.ManyToManyField(
+        "self",
+        symmetrical=False,
+        blank=True,
+        related_name="downlinks",
+        verbose_name=_("uplinks"),
+        help_text=_("The spine switches this leaf connects to."),
+    )
+
+    class Meta:
+        ordering = ["site__code", "name"]
+        verbose_name = _("switch")
+        verbose_name_plural = _("switches")
+        constraints = [
+            models.UniqueConstraint(fields=["site", "name"], name="switch_unique_name_per_site")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.rack_id and self.site_id and self.rack.site_id != self.site_id:
+            raise ValidationError({"rack": _("The rack is in another site.")})
+
+
+class GPUModel(models.Model):
+    """A GPU with its reference figures; each figure carries its source."""
+
+    name = models.CharField(_("name"), max_length=64, unique=True)
+    memory_gb = models.PositiveIntegerField(_("memory (GB)"))
+    memory_bandwidth_tbs = models.DecimalField(
+        _("memory bandwidth (TB/s)"), max_digits=6, decimal_places=3
+    )
+    reference_tflops = models.DecimalField(
+        _("reference TFLOPS (measured)"), max_digits=8, decimal_places=1
+    )
+    reference_precision = models.CharField(
+        _("reference precision"),
+        max_length=8,
+        choices=[("bf16", "bf16"), ("fp16", "fp16")],
+        default="bf16",
+    )
+    reference_source = models.TextField(_("source of the reference figures"))
+    nvlink_generation = models.PositiveSmallIntegerField(
+        _("NVLink generation"), null=True, blank=True, help_text=_("Empty: PCIe only.")
+    )
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = _("GPU model")
+        verbose_name_plural = _("GPU models")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Interconnect(models.TextChoices):
+    NVSWITCH = "nvswitch", _("NVLink with NVSwitch (all-to-all)")
+    NVLINK = "nvlink", _("NVLink bridges")
+    PCIE = "pcie", _("PCIe only")
+
+
+class NodeType(models.Model):
+    """A server configuration that is rented as one unit."""
+
+    code = models.SlugField(_("code"), max_length=32, unique=True)
+    name = models.CharField(_("name"), max_length=100)
+    cpu = models.CharField(_("CPU"), max_length=100, help_text=_("e.g. 2× Xeon Platinum 8480+"))
+    ram_gb = models.PositiveIntegerField(_("RAM (GB)"))
+    ram_kind = models.CharField(_("RAM kind"), max_length=32, blank=True)
+    gpu_model = models.ForeignKey(
+        GPUModel,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="node_types",
+        verbose_name=_("GPU model"),
+        help_text=_("Empty for a CPU server whose GPUs are optional cards."),
+    )
+    gpu_count = models.PositiveSmallIntegerField(_("GPUs"), default=0)
+    interconnect = models.CharField(
+        _("intra-node interconnect"), max_length=16, choices=Interconnect.choices
+    )
+    nic_count = models.PositiveSmallIntegerField(_("NICs"))
+    nic_speed_gbps = models.PositiveIntegerField(_("NIC speed (Gb/s)"))
+    fabric = models.CharField(_("inter-node fabric"), max_length=16, choices=Fabric.choices)
+    storage = models.CharField(_("storage"), max_length=100)
+    optional_gpu_models = models.ManyToManyField(
+        GPUModel,
+        blank=True,
+        related_name="optional_in_node_types",
+        verbose_name=_("optional GPU cards"),
+    )
+    max_optional_gpus = models.PositiveSmallIntegerField(_("optional GPU cards, at most"), default=0)
+    description = models.TextField(_("description"), blank=True)
+
+    class Meta:
+        ordering = ["code"]
+        verbose_name = _("node type")
+        verbose_name_plural = _("node types")
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(gpu_model__isnull=True) & Q(gpu_count=0))
+                | (Q(gpu_model__isnull=False) & Q(gpu_count__gt=0)),
+                name="nodetype_gpu_model_and_count_agree",
+                violation_error_message=_("A GPU model needs a GPU count above 0, and no model 0."),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class NodeStatus(models.TextChoices):
+    AVAILABLE = "available", _("available")
+    RESERVED = "reserved", _("reserved")
+    PROVISIONING = "provisioning", _("provisioning")
+    VALIDATING = "validating", _("validating")
+    IN_SERVICE = "in_service", _("in service")
+    MAINTENANCE = "maintenance", _("maintenance")
+    FAULTY = "faulty", _("faulty")
+    RETIRED = "retired", _("retired")
+
+
+# The node lifecycle: the one table of allowed moves (from -> allowed targets).
+NODE_TRANSITIONS: dict[str, frozenset[str]] = {
+    NodeStatus.AVAILABLE: frozenset(
+        {NodeStatus.RESERVED, NodeStatus.MAINTENANCE, NodeStatus.FAULTY, NodeStatus.RETIRED}
+    ),
+    NodeStatus.RESERVED: frozenset(
+        {NodeStatus.AVAILABLE, NodeStatus.PROVISIONING, NodeStatus.MAINTENANCE, NodeStatus.FAULTY}
+    ),
+    NodeStatus.PROVISIONING: frozenset(
+        {NodeStatus.VALIDATING, NodeStatus.AVAILABLE, NodeStatus.FAULTY}
+    ),
+    NodeStatus.VALIDATING: frozenset(
+        {NodeStatus.IN_SERVICE, NodeStatus.PROVISIONING, NodeStatus.AVAILABLE, NodeStatus.FAULTY}
+    ),
+    NodeStatus.IN_SERVICE: frozenset(
+        {NodeStatus.AVAILABLE, NodeStatus.MAINTENANCE, NodeStatus.FAULTY}
+    ),
+    NodeStatus.MAINTENANCE: frozenset(
+        {NodeStatus.AVAILABLE, NodeStatus.FAULTY, NodeStatus.RETIRED}
+    ),
+    NodeStatus.FAULTY: frozenset(
+        {NodeStatus.MAINTENANCE, NodeStatus.AVAILABLE, NodeStatus.RETIRED}
+    ),
+    NodeStatus.RETIRED: frozenset(),
+}
+
+# Statuses that take a node out of every availability search, whatever the dates.
+NODE_UNBOOKABLE_STATUSES = (NodeStatus.MAINTENANCE, NodeStatus.FAULTY, NodeStatus.RETIRED)
+
+
+class Node(models.Model):
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="nodes")
+    node_type = models.ForeignKey(
+        NodeType, on_delete=models.PROTECT, related_name="nodes", verbose_name=_("node type")
+    )
+    hostname = models.CharField(_("hostname"), max_length=100, unique=True)
+    serial = models.CharField(_("serial number"), max_length=64, unique=True)
+    bmc_address = models.CharField(
+        _("BMC address"), max_length=255, blank=True, help_text=_("Redfish endpoint URL or IP.")
+    )
+    rack = models.ForeignKey(Rack, on_delete=models.PROTECT, related_name="nodes")
+    leaf_switch = models.ForeignKey(
+        Switch,
+        on_delete=models.PROTECT,
+        related_name="nodes",
+        limit_choices_to={"role": SwitchRole.LEAF},
+        verbose_name=_("leaf switch"),
+    )
+    status = models.CharField(
+        _("status"), max_length=16, choices=NodeStatus.choices, default=NodeStatus.AVAILABLE
+    )
+    status_changed_at = models.DateTimeField(_("status changed"), auto_now_add=True)
+    notes = models.TextField(_("notes"), blank=True)
+
+    class Meta:
+        ordering = ["hostname"]
+        verbose_name = _("node")
+        verbose_name_plural = _("nodes")
+        indexes = [models.Index(fields=["site", "node_type", "status"], name="node_search_idx")]
+
+    def __str__(self) -> str:
+        return self.hostname
+
+    def clean(self) -> None:
+        errors: dict[str, ValidationError] = {}
+        if self.rack_id and self.site_id and self.rack.site_id != self.site_id:
+            errors["rack"] = ValidationError(_("The rack is in another site."))
+        if self.leaf_switch_id:
+            leaf = self.leaf_switch
+            if leaf.role != SwitchRole.LEAF:
+                errors["leaf_switch"] = ValidationError(
+                    _("“%(name)s” is a spine switch; a node hangs under a leaf."),
+                    params={"name": leaf.name},
+                )
+            elif self.site_id and leaf.site_id != self.site_id:
+                errors["leaf_switch"] = ValidationError(_("The leaf switch is in another site."))
+        if errors:
+            raise ValidationError(errors)
+
+
+class NodeEvent(models.Model):
+    """One row per node status transition: who, when, from, to, why."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="events")
+    from_status = models.CharField(_("from"), max_length=16, choices=NodeStatus.choices)
+    to_status = models.CharField(_("to"), max_length=16, choices=NodeStatus.choices)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("by"),
+    )
+    reason = models.TextField(_("why"))
+    created_at = models.DateTimeField(_("when"), auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = _("node event")
+        verbose_name_plural = _("node events")
+
+    def __str__(self) -> str:
+        return f"{self.node_id}: {self.from_status} → {self.to_status}"
+
+
+class MaintenanceWindow(models.Model):
+    """Planned downtime of one node over ``[start_at, end_at)``; no booking may overlap it."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="maintenance_windows")
+    start_at = models.DateTimeField(_("starts"))
+    end_at = models.DateTimeField(_("ends"))
+    reason = models.CharField(_("reason"), max_length=200)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["start_at"]
+        verbose_name = _("maintenance window")
+        verbose_name_plural = _("maintenance windows")
+        indexes = [models.Index(fields=["node", "end_at", "start_at"], name="maint_node_range_idx")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(end_at__gt=models.F("start_at")),
+                name="maintenance_end_after_start",
+                violation_error_message=_("The window must end after it starts."),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} {self.start_at:%Y-%m-%d %H:%M} – {self.end_at:%Y-%m-%d %H:%M}"
+
+
+class ReservationStatus(models.TextChoices):
+    HOLD = "hold", _("hold")
+    FIRM = "firm", _("firm")
+    RELEASED = "released", _("released")
+    EXPIRED = "expired", _("expired")
+    ENDED = "ended", _("ended")
+
+
+# The reservation lifecycle: a tentative hold becomes firm, or is released or expires.
+RESERVATION_TRANSITIONS: dict[str, frozenset[str]] = {
+    ReservationStatus.HOLD: frozenset(
+        {ReservationStatus.FIRM, ReservationStatus.RELEASED, ReservationStatus.EXPIRED}
+    ),
+    ReservationStatus.FIRM: frozenset({ReservationStatus.RELEASED, ReservationStatus.ENDED}),
+    ReservationStatus.RELEASED: frozenset(),
+    ReservationStatus.EXPIRED: frozenset(),
+    ReservationStatus.ENDED: frozenset(),
+}
+ACTIVE_RESERVATION_STATUSES = (ReservationStatus.HOLD, ReservationStatus.FIRM)
+
+
+class Reservation(models.Model):
+    """A node booked over the half-open range ``[start_at, end_at)``.
+
+    The kind is the status while active: ``hold`` (tentative, with ``expires_at``) or
+    ``firm``. ``group`` ties the nodes of one booking together; ``owner_ref`` names what
+    the booking belongs to (``quote:Q-SZ-2026-000123``, ``order:42``).
+    """
+
+    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="reservations")
+    start_at = models.DateTimeField(_("starts"))
+    end_at = models.DateTimeField(_("ends"))
+    status = models.CharField(
+        _("status"), max_length=16, choices=ReservationStatus.choices, default=ReservationStatus.HOLD
+    )
+    expires_at = models.DateTimeField(
+        _("hold expires"), null=True, blank=True, help_text=_("Only for holds.")
+    )
+    group = models.UUIDField(_("booking"), default=uuid.uuid4, db_index=True)
+    owner_ref = models.CharField(_("belongs to"), max_length=100, db_index=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["start_at", "node_id"]
+        verbose_name = _("reservation")
+        verbose_name_plural = _("reservations")
+        indexes = [
+            models.Index(
+                fields=["node", "end_at", "start_at"],
+                name="resv_active_node_range_idx",
+                condition=Q(status__in=["hold", "firm"]),
+            ),
+            models.Index(
+                fields=["expires_at"], name="resv_hold_expiry_idx", condition=Q(status="hold")
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(end_at__gt=models.F("start_at")),
+                name="reservation_end_after_start",
+                violation_error_message=_("A reservation must end after it starts."),
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="hold") | Q(expires_at__isnull=False),
+                name="reservation_hold_has_expiry",
+                violation_error_message=_("A hold needs an expiry time."),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} [{self.start_at:%Y-%m-%d %H:%M}, {self.end_at:%Y-%m-%d %H:%M}) {self.status}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE_RESERVATION_STATUSES
+
+
+class ReservationEvent(models.Model):
+    reservation = models.ForeignKey(Reservation, on_delete=models.CASCADE, related_name="events")
+    from_status = models.CharField(max_length=16, choices=ReservationStatus.choices, blank=True)
+    to_status = models.CharField(max_length=16, choices=ReservationStatus.choices)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    reason = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = _("reservation event")
+        verbose_name_plural = _("reservation events")
+
+    def __str__(self) -> str:
+        return f"{self.reservation_id}: {self.from_status or '∅'} → {self.to_status}"

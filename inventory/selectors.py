@@ -1,0 +1,183 @@
+"""Reads of the inventory that are more than one line."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
+
+from inventory.models import (
+    ACTIVE_RESERVATION_STATUSES,
+    NODE_UNBOOKABLE_STATUSES,
+    MaintenanceWindow,
+    Node,
+    NodeType,
+    Reservation,
+    Site,
+)
+from inventory.placement import Candidate, Placement, earliest_full_start, place
+
+# How far past the requested period the search looks for the earliest full-count start.
+EARLIEST_START_HORIZON = timedelta(days=365)
+
+
+def _busy_over(start_at: datetime, end_at: datetime) -> tuple[Exists, Exists]:
+    reserved = Reservation.objects.filter(
+        node=OuterRef("pk"),
+        status__in=ACTIVE_RESERVATION_STATUSES,
+        start_at__lt=end_at,
+        end_at__gt=start_at,
+    )
+    maintained = MaintenanceWindow.objects.filter(
+        node=OuterRef("pk"), start_at__lt=end_at, end_at__gt=start_at
+    )
+    return Exists(reserved), Exists(maintained)
+
+
+def free_nodes(
+    *, site: Site | int, node_type: NodeType | int, start_at: datetime, end_at: datetime
+) -> QuerySet[Node]:
+    """Nodes of a type at a site that can be booked over all of ``[start_at, end_at)``:
+    not reserved, not in a maintenance window, not in maintenance, faulty or retired."""
+    reserved, maintained = _busy_over(start_at, end_at)
+    return (
+        Node.objects.filter(site=site, node_type=node_type)
+        .exclude(status__in=NODE_UNBOOKABLE_STATUSES)
+        .exclude(reserved)
+        .exclude(maintained)
+    )
+
+
+@dataclass(frozen=True)
+class Availability:
+    """What an availability search found for ``requested`` nodes."""
+
+    requested: int
+    start_at: datetime
+    end_at: datetime
+    free: tuple[Candidate, ...]
+    placement: Placement | None
+    earliest_start: datetime | None = None
+    free_by_leaf: dict[str, list[Candidate]] = field(default_factory=dict)
+
+    @property
+    def free_count(self) -> int:
+        return len(self.free)
+
+    @property
+    def can_place(self) -> bool:
+        return self.placement is not None
+
+
+def availability_search(
+    *,
+    site: Site | int,
+    node_type: NodeType | int,
+    count: int,
+    start_at: datetime,
+    end_at: datetime,
+) -> Availability:
+    """Free nodes grouped by leaf switch, and the topology-aware choice of ``count``.
+
+    One query when the count can be met; a second, for the busy intervals of the type's
+    nodes, when it cannot and the earliest full-count start has to be found.
+    """
+    if count <= 0:
+        raise ValueError("count must be positive")
+    rows = free_nodes(
+        site=site, node_type=node_type, start_at=start_at, end_at=end_at
+    ).values_list("pk", "hostname", "leaf_switch__name", "rack__name")
+    free = tuple(
+        Candidate(node_id=pk, hostname=host, leaf=leaf, rack=rack) for pk, host, leaf, rack in rows
+    )
+    by_leaf: dict[str, list[Candidate]] = defaultdict(list)
+    for c in sorted(free, key=lambda c: (c.leaf, c.hostname)):
+        by_leaf[c.leaf].append(c)
+    placement = place(free, count)
+    earliest = start_at if placement else None
+    if placement is None:
+        earliest = _earliest_full_start(
+            site=site,
+            node_type=node_type,
+            count=count,
+            start_at=start_at,
+            duration=end_at - start_at,
+            free_ids=[c.node_id for c in free],
+        )
+    return Availability(
+        requested=count,
+        start_at=start_at,
+        end_at=end_at,
+        free=free,
+        placement=placement,
+        earliest_start=earliest,
+        free_by_leaf=dict(by_leaf),
+    )
+
+
+def _earliest_full_start(
+    *,
+    site: Site | int,
+    node_type: NodeType | int,
+    count: int,
+    start_at: datetime,
+    duration: timedelta,
+    free_ids: list[int],
+) -> datetime | None:
+    horizon_end = start_at + duration + EARLIEST_START_HORIZON
+    bookable = Q(node__site=site, node__node_type=node_type) & ~Q(
+        node__status__in=NODE_UNBOOKABLE_STATUSES
+    )
+    in_horizon = Q(start_at__lt=horizon_end, end_at__gt=start_at)
+    reservations = Reservation.objects.filter(
+        bookable, in_horizon, status__in=ACTIVE_RESERVATION_STATUSES
+    ).values_list("node_id", "start_at", "end_at")
+    windows = MaintenanceWindow.objects.filter(bookable, in_horizon).values_list(
+        "node_id", "start_at", "end_at"
+    )
+    busy: dict[int, list[tuple[datetime, datetime]]] = defaultdict(list)
+    for node_id, s, e in reservations.union(windows, all=True).order_by():
+        busy[node_id].append((s, e))
+    return earliest_full_start(
+        busy=busy,
+        eligible=set(free_ids) | set(busy),
+        count=count,
+        start=start_at,
+        duration=duration,
+        horizon_end=horizon_end,
+    )
+
+
+def free_counts_now(*, at: datetime | None = None) -> dict[tuple[int, int], int]:
+    """``{(site_id, node_type_id): nodes bookable right now}``, in one query."""
+    at = at or timezone.now()
+    reserved, maintained = _busy_over(at, at + timedelta(seconds=1))
+    rows = (
+        Node.objects.exclude(status__in=NODE_UNBOOKABLE_STATUSES)
+        .exclude(reserved)
+        .exclude(maintained)
+        .order_by()
+        .values("site_id", "node_type_id")
+        .annotate(free=Count("pk"))
+    )
+    return {(r["site_id"], r["node_type_id"]): r["free"] for r in rows}
+
+
+def catalog_sites() -> list[Site]:
+    return list(Site.objects.order_by("code"))
+
+
+def catalog_node_types() -> list[NodeType]:
+    return list(
+        NodeType.objects.select_related("gpu_model")
+        .prefetch_related("optional_gpu_models")
+        .order_by("code")
+    )
+
+
+def node_counts_by_site_and_type() -> dict[tuple[int, int], int]:
+    rows = Node.objects.order_by().values("site_id", "node_type_id").annotate(n=Count("pk"))
+    return {(r["site_id"], r["node_type_id"]): r["n"] for r in rows}

@@ -1,0 +1,398 @@
+"""Every write to the inventory. Services own their transactions and lock what they move."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from inventory.models import (
+    ACTIVE_RESERVATION_STATUSES,
+    NODE_TRANSITIONS,
+    NODE_UNBOOKABLE_STATUSES,
+    RESERVATION_TRANSITIONS,
+    MaintenanceWindow,
+    Node,
+    NodeEvent,
+    NodeStatus,
+    Reservation,
+    ReservationEvent,
+    ReservationStatus,
+)
+from portal.errors import DomainError, DoubleBooking
+from portal.statemachine import transition_check
+
+EXCLUSION_CONSTRAINT = "reservation_no_overlap"
+
+User = AbstractBaseUser | None
+
+
+def _check_range(start_at: datetime, end_at: datetime) -> None:
+    if timezone.is_naive(start_at) or timezone.is_naive(end_at):
+        raise DomainError(_("Start and end need a time zone."))
+    if end_at <= start_at:
+        raise DomainError(_("The end must be after the start."))
+
+
+# --- Nodes ------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def node_transition(*, node: Node, to_status: str, actor: User = None, reason: str) -> Node:
+    """Move a node along its lifecycle, recording who, when, from, to and why."""
+    if not reason or not reason.strip():
+        raise DomainError(_("Say why the node changes status."))
+    locked = Node.objects.select_for_update().get(pk=node.pk)
+    transition_check(
+        table=NODE_TRANSITIONS,
+        labels=NodeStatus,
+        what=_("Node %(hostname)s") % {"hostname": locked.hostname},
+        source=locked.status,
+        target=to_status,
+    )
+    NodeEvent.objects.create(
+        node=locked, from_status=locked.status, to_status=to_status, actor=actor, reason=reason
+    )
+    locked.status = to_status
+    locked.status_changed_at = timezone.now()
+    locked.save(update_fields=["status", "status_changed_at"])
+    node.status = locked.status
+    node.status_changed_at = locked.status_changed_at
+    return locked
+
+
+def node_mark_faulty(*, node: Node, actor: User = None, reason: str) -> Node:
+    """Take a node out of service because it is broken."""
+    return node_transition(node=node, to_status=NodeStatus.FAULTY, actor=actor, reason=reason)
+
+
+def node_bulk_transition(
+    *, nodes: Sequence[Node], to_status: str, actor: User = None, reason: str
+) -> tuple[list[Node], list[str]]:
+    """Move each node through the state machine; one refused move does not stop the rest.
+
+    Returns the moved nodes and one message per refused node.
+    """
+    moved: list[Node] = []
+    refused: list[str] = []
+    for node in nodes:
+        try:
+            moved.append(
+                node_transition(node=node, to_status=to_status, actor=actor, reason=reason)
+            )
+        except DomainError as exc:
+            refused.append(exc.message)
+    return moved, refused
+
+
+@transaction.atomic
+def node_create(
+    *,
+    site_id: int,
+    node_type_id: int,
+    rack_id: int,
+    leaf_switch_id: int,
+    hostname: str,
+    serial: str,
+    bmc_address: str = "",
+    status: str = NodeStatus.AVAILABLE,
+    actor: User = None,
+    reason: str = "",
+) -> Node:
+    """Add a node to the inventory, validated, with a first event row."""
+    node = Node(
+        site_id=site_id,
+        node_type_id=node_type_id,
+        rack_id=rack_id,
+        leaf_switch_id=leaf_switch_id,
+        hostname=hostname,
+        serial=serial,
+        bmc_address=bmc_address,
+        status=status,
+    )
+    node.full_clean()
+    node.save()
+    NodeEvent.objects.create(
+        node=node,
+        from_status=status,
+        to_status=status,
+        actor=actor,
+        reason=reason or _("Added to the inventory."),
+    )
+    return node
+
+
+# --- Maintenance windows ----------------------------------------------------------------
+
+
+@transaction.atomic
+def maintenance_window_create(
+    *, node: Node, start_at: datetime, end_at: datetime, reason: str, actor: User = None
+) -> MaintenanceWindow:
+    """Plan downtime for a node; refused if an active booking overlaps it."""
+    _check_range(start_at, end_at)
+    Node.objects.select_for_update().get(pk=node.pk)
+    clash = (
+        Reservation.objects.filter(
+            node=node,
+            status__in=ACTIVE_RESERVATION_STATUSES,
+            start_at__lt=end_at,
+            end_at__gt=start_at,
+        )
+        .order_by("start_at")
+        .first()
+    )
+    if clash is not None:
+        raise DoubleBooking(
+            _(
+                "Node %(hostname)s is booked from %(start)s to %(end)s (%(owner)s); "
+                "move or swap that booking before planning maintenance over it."
+            )
+            % {
+                "hostname": node.hostname,
+                "start": clash.start_at.isoformat(),
+                "end": clash.end_at.isoformat(),
+                "owner": clash.owner_ref,
+            }
+        )
+    window = MaintenanceWindow(
+        node=node, start_at=start_at, end_at=end_at, reason=reason, created_by=actor
+    )
+    window.full_clean()
+    window.save()
+    return window
+
+
+# --- Reservations -----------------------------------------------------------------------
+
+
+def _conflicts(node_ids: Sequence[int], start_at: datetime, end_at: datetime) -> list[str]:
+    """Human-readable reasons why some of the nodes cannot be booked over the range."""
+    reasons: list[str] = []
+    clashes = (
+        Reservation.objects.filter(
+            node_id__in=node_ids,
+            status__in=ACTIVE_RESERVATION_STATUSES,
+            start_at__lt=end_at,
+            end_at__gt=start_at,
+        )
+        .select_related("node")
+        .order_by("node__hostname", "start_at")
+    )
+    for r in clashes:
+        reasons.append(
+            _("%(hostname)s is already booked from %(start)s to %(end)s")
+            % {
+                "hostname": r.node.hostname,
+                "start": r.start_at.isoformat(),
+                "end": r.end_at.isoformat(),
+            }
+        )
+    windows = (
+        MaintenanceWindow.objects.filter(
+            node_id__in=node_ids, start_at__lt=end_at, end_at__gt=start_at
+        )
+        .select_related("node")
+        .order_by("node__hostname", "start_at")
+    )
+    for w in windows:
+        reasons.append(
+            _("%(hostname)s is in maintenance from %(start)s to %(end)s")
+            % {
+                "hostname": w.node.hostname,
+                "start": w.start_at.isoformat(),
+                "end": w.end_at.isoformat(),
+            }
+        )
+    return reasons
+
+
+def reservation_hold(
+    *,
+    nodes: Sequence[Node],
+    start_at: datetime,
+    end_at: datetime,
+    owner_ref: str,
+    expires_at: datetime | None = None,
+    firm: bool = False,
+    actor: User = None,
+    group: uuid.UUID | None = None,
+) -> list[Reservation]:
+    """Book every node over ``[start_at, end_at)``, all or none.
+
+    A hold (the default) needs ``expires_at``; ``firm=True`` books for good. The check
+    here gives a clear message; PostgreSQL's exclusion constraint is the last word when
+    two processes race past it.
+    """
+    _check_range(start_at, end_at)
+    if not nodes:
+        raise DomainError(_("Choose at least one node to book."))
+    if not firm:
+        if expires_at is None:
+            raise DomainError(_("A hold needs an expiry time."))
+        if timezone.is_naive(expires_at):
+            raise DomainError(_("The hold expiry needs a time zone."))
+    status = ReservationStatus.FIRM if firm else ReservationStatus.HOLD
+    node_ids = sorted({n.pk for n in nodes})
+    group = group or uuid.uuid4()
+    try:
+        with transaction.atomic():
+            locked = list(Node.objects.select_for_update().filter(pk__in=node_ids).order_by("pk"))
+            if len(locked) != len(node_ids):
+                raise DomainError(_("Some of the chosen nodes no longer exist."))
+            unbookable = [n for n in locked if n.status in NODE_UNBOOKABLE_STATUSES]
+            if unbookable:
+                raise DoubleBooking(
+                    _("Cannot book %(nodes)s: not in service (%(statuses)s).")
+                    % {
+                        "nodes": ", ".join(n.hostname for n in unbookable),
+                        "statuses": ", ".join(n.get_status_display() for n in unbookable),
+                    }
+                )
+            reasons = _conflicts(node_ids, start_at, end_at)
+            if reasons:
+                raise DoubleBooking(
+                    _("These nodes are not free for the whole period: %(reasons)s.")
+                    % {"reasons": "; ".join(reasons)}
+                )
+            created = Reservation.objects.bulk_create(
+                [
+                    Reservation(
+                        node=n,
+                        start_at=start_at,
+                        end_at=end_at,
+                        status=status,
+                        expires_at=None if firm else expires_at,
+                        group=group,
+                        owner_ref=owner_ref,
+                        created_by=actor,
+                    )
+                    for n in locked
+                ]
+            )
+            if any(r.pk is None for r in created):  # backends that return no ids
+                created = list(Reservation.objects.filter(group=group).order_by("node_id"))
+            ReservationEvent.objects.bulk_create(
+                [
+                    ReservationEvent(
+                        reservation=r,
+                        from_status="",
+                        to_status=status,
+                        actor=actor,
+                        reason=_("Booked for %(owner)s.") % {"owner": owner_ref},
+                    )
+                    for r in created
+                ]
+            )
+            return created
+    except IntegrityError as exc:
+        if EXCLUSION_CONSTRAINT in str(exc):
+            raise DoubleBooking(
+                _("Another booking took some of these nodes a moment ago; choose again.")
+            ) from exc
+        raise
+
+
+@transaction.atomic
+def reservation_transition(
+    *, reservation: Reservation, to_status: str, actor: User = None, reason: str
+) -> Reservation:
+    locked = Reservation.objects.select_for_update().select_related("node").get(pk=reservation.pk)
+    transition_check(
+        table=RESERVATION_TRANSITIONS,
+        labels=ReservationStatus,
+        what=_("The booking of %(hostname)s") % {"hostname": locked.node.hostname},
+        source=locked.status,
+        target=to_status,
+    )
+    ReservationEvent.objects.create(
+        reservation=locked,
+        from_status=locked.status,
+        to_status=to_status,
+        actor=actor,
+        reason=reason,
+    )
+    locked.status = to_status
+    if to_status != ReservationStatus.HOLD:
+        locked.expires_at = None
+    locked.save(update_fields=["status", "expires_at"])
+    return locked
+
+
+def _group_transition(
+    *, group: uuid.UUID, to_status: str, actor: User, reason: str
+) -> list[Reservation]:
+    reservations = list(
+        Reservation.objects.select_for_update().filter(group=group).order_by("node_id")
+    )
+    if not reservations:
+        raise DomainError(_("No booking with this reference exists."))
+    return [
+        reservation_transition(reservation=r, to_status=to_status, actor=actor, reason=reason)
+        for r in reservations
+    ]
+
+
+@transaction.atomic
+def reservation_group_confirm(
+    *, group: uuid.UUID, actor: User = None, reason: str = ""
+) -> list[Reservation]:
+    """Turn every hold of a booking into a firm reservation, or none of them."""
+    return _group_transition(
+        group=group,
+        to_status=ReservationStatus.FIRM,
+        actor=actor,
+        reason=reason or _("Confirmed."),
+    )
+
+
+@transaction.atomic
+def reservation_group_release(
+    *, group: uuid.UUID, actor: User = None, reason: str
+) -> list[Reservation]:
+    """Give the nodes of a booking back; already ended parts stay as they are."""
+    reservations = list(
+        Reservation.objects.select_for_update()
+        .filter(group=group, status__in=ACTIVE_RESERVATION_STATUSES)
+        .order_by("node_id")
+    )
+    return [
+        reservation_transition(
+            reservation=r, to_status=ReservationStatus.RELEASED, actor=actor, reason=reason
+        )
+        for r in reservations
+    ]
+
+
+def reservation_expire_holds(*, now: datetime | None = None) -> int:
+    """Expire every hold whose time is up, freeing its nodes. Safe to run twice."""
+    now = now or timezone.now()
+    expired = 0
+    with transaction.atomic():
+        due = list(
+            Reservation.objects.select_for_update(skip_locked=True)
+            .filter(status=ReservationStatus.HOLD, expires_at__lte=now)
+            .order_by("pk")
+        )
+        if not due:
+            return 0
+        ReservationEvent.objects.bulk_create(
+            [
+                ReservationEvent(
+                    reservation=r,
+                    from_status=ReservationStatus.HOLD,
+                    to_status=ReservationStatus.EXPIRED,
+                    reason=_("The hold expired at %(at)s.") % {"at": r.expires_at.isoformat()},
+                )
+                for r in due
+            ]
+        )
+        expired = Reservation.objects.filter(pk__in=[r.pk for r in due]).update(
+            status=ReservationStatus.EXPIRED, expires_at=None
+        )
+    return expired

@@ -1,0 +1,13 @@
+"""Thin Celery tasks for the inventory: re-fetch, return early if done, call a service."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from inventory import services
+
+
+@shared_task(acks_late=True)
+def reservation_expire_holds_task() -> int:
+    """Expire holds whose time is up (Celery beat, every minute). Idempotent."""
+    return services.reservation_expire_holds()

@@ -1,0 +1,18 @@
+"""Settings for the test suite: the production code path against PostgreSQL and Redis.
+
+``make test`` (and plain ``pytest``) use this module; each default can be overridden
+from the environment (``DATABASE_URL``, ``REDIS_URL``).
+"""
+
+import os
+
+os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-secret-key-not-for-production-9f3b2c1d8e7a6")
+os.environ.setdefault("DJANGO_SECURE_SSL_REDIRECT", "0")
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/portal")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
+os.environ.setdefault("PORTAL_VAR_DIR", "/tmp/gpu-portal-test-var")  # noqa: S108
+
+from portal.settings import *  # noqa: E402,F403
+
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+CELERY_TASK_ALWAYS_EAGER = False

@@ -1,0 +1,23 @@
+"""Root URL configuration."""
+
+from django.conf import settings
+from django.conf.urls.i18n import i18n_patterns
+from django.contrib import admin
+from django.urls import include, path
+
+from portal import views
+
+urlpatterns = [
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("healthz", views.healthz, name="healthz"),
+]
+urlpatterns += i18n_patterns(
+    path("", views.catalog, name="catalog"),
+    path("admin/", admin.site.urls),
+    prefix_default_language=True,
+)
+
+if settings.DEBUG:  # pragma: no cover - development static files
+    from django.contrib.staticfiles.urls import staticfiles_urlpatterns
+
+    urlpatterns += staticfiles_urlpatterns()

@@ -1,0 +1,89 @@
+"""Small builders for inventory objects in tests (plain functions, real models)."""
+
+from __future__ import annotations
+
+import itertools
+from decimal import Decimal
+
+from inventory.models import (
+    Fabric,
+    GPUModel,
+    Interconnect,
+    Node,
+    NodeType,
+    Rack,
+    Site,
+    Switch,
+    SwitchRole,
+)
+
+_seq = itertools.count(1)
+
+
+def site(code: str = "SZ", **kw) -> Site:
+    defaults = {
+        "name": "Shenzhen",
+        "city": "Shenzhen",
+        "timezone": "Asia/Shanghai",
+        "currency": "CNY",
+        "vat_rate": Decimal("0.06"),
+    }
+    defaults.update(kw)
+    return Site.objects.get_or_create(code=code, defaults=defaults)[0]
+
+
+def gpu_model(name: str = "H100 80G SXM") -> GPUModel:
+    return GPUModel.objects.get_or_create(
+        name=name,
+        defaults={
+            "memory_gb": 80,
+            "memory_bandwidth_tbs": Decimal("3.35"),
+            "reference_tflops": Decimal("790"),
+            "reference_source": "test",
+            "nvlink_generation": 4,
+        },
+    )[0]
+
+
+def node_type(code: str = "h100-8x", **kw) -> NodeType:
+    defaults = {
+        "name": "H100 8-GPU NVLink",
+        "cpu": "2× Xeon Platinum 8480+",
+        "ram_gb": 2048,
+        "gpu_model": gpu_model(),
+        "gpu_count": 8,
+        "interconnect": Interconnect.NVSWITCH,
+        "nic_count": 8,
+        "nic_speed_gbps": 400,
+        "fabric": Fabric.IB_NDR,
+        "storage": "2× 3.84 TB NVMe RAID1",
+    }
+    defaults.update(kw)
+    return NodeType.objects.get_or_create(code=code, defaults=defaults)[0]
+
+
+def rack(s: Site, name: str) -> Rack:
+    return Rack.objects.get_or_create(site=s, name=name)[0]
+
+
+def leaf(s: Site, name: str, fabric: str = Fabric.IB_NDR) -> Switch:
+    return Switch.objects.get_or_create(
+        site=s,
+        name=name,
+        defaults={"role": SwitchRole.LEAF, "fabric": fabric, "port_speed_gbps": 400},
+    )[0]
+
+
+def node(
+    s: Site, nt: NodeType, *, leaf_name: str = "leaf-1", rack_name: str = "R01", **kw
+) -> Node:
+    n = next(_seq)
+    defaults = {
+        "hostname": f"{s.code.lower()}-{nt.code}-{n:05d}",
+        "serial": f"SN{n:08d}",
+        "bmc_address": f"https://10.0.{n // 250}.{n % 250}",
+    }
+    defaults.update(kw)
+    return Node.objects.create(
+        site=s, node_type=nt, rack=rack(s, rack_name), leaf_switch=leaf(s, leaf_name), **defaults
+    )
