@@ -206,7 +206,9 @@ class NodeType(models.Model):
         related_name="optional_in_node_types",
         verbose_name=_("optional GPU cards"),
     )
-    max_optional_gpus = models.PositiveSmallIntegerField(_("optional GPU cards, at most"), default=0)
+    max_optional_gpus = models.PositiveSmallIntegerField(
+        _("optional GPU cards, at most"), default=0
+    )
     description = models.TextField(_("description"), blank=True)
 
     class Meta:
@@ -404,7 +406,10 @@ class Reservation(models.Model):
     start_at = models.DateTimeField(_("starts"))
     end_at = models.DateTimeField(_("ends"))
     status = models.CharField(
-        _("status"), max_length=16, choices=ReservationStatus.choices, default=ReservationStatus.HOLD
+        _("status"),
+        max_length=16,
+        choices=ReservationStatus.choices,
+        default=ReservationStatus.HOLD,
     )
     expires_at = models.DateTimeField(
         _("hold expires"), null=True, blank=True, help_text=_("Only for holds.")
@@ -444,7 +449,8 @@ class Reservation(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.node_id} [{self.start_at:%Y-%m-%d %H:%M}, {self.end_at:%Y-%m-%d %H:%M}) {self.status}"
+        span = f"[{self.start_at:%Y-%m-%d %H:%M}, {self.end_at:%Y-%m-%d %H:%M})"
+        return f"{self.node_id} {span} {self.status}"
 
     @property
     def is_active(self) -> bool:

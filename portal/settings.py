@@ -41,7 +41,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_htmx",
     "import_export",
-    "portal",
+    "portal.apps.PortalConfig",
     "inventory",
     "billing",
     "provisioning",
@@ -172,8 +172,15 @@ CELERY_BEAT_SCHEDULE = {
         "task": "inventory.tasks.reservation_expire_holds_task",
         "schedule": 60.0,
     },
+    "expire-quotes": {
+        "task": "billing.tasks.quote_expire_due_task",
+        "schedule": 300.0,
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(_CELERY_DIR / "beat-schedule")
+
+# Absolute address of the portal, for links in emails and PDFs.
+PORTAL_BASE_URL = env.str("PORTAL_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
 # --- Hardware -------------------------------------------------------------------------
 PORTAL_HARDWARE_DRIVER = env.str("PORTAL_HARDWARE_DRIVER", default="simulated")

@@ -12,7 +12,7 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/portal
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
 os.environ.setdefault("PORTAL_VAR_DIR", "/tmp/gpu-portal-test-var")  # noqa: S108
 
-from portal.settings import *  # noqa: E402,F403
+from portal.settings import *  # noqa: F403
 
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 CELERY_TASK_ALWAYS_EAGER = False

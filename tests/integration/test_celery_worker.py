@@ -3,7 +3,6 @@
 import os
 import subprocess
 import sys
-import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -63,7 +62,10 @@ def test_worker_expires_a_hold_in_the_database(worker, sz, h100):
     node = factories.node(sz, h100)
     start = timezone.now() + timedelta(days=1)
     services.reservation_hold(
-        nodes=[node], start_at=start, end_at=start + timedelta(days=3), owner_ref="quote:t",
+        nodes=[node],
+        start_at=start,
+        end_at=start + timedelta(days=3),
+        owner_ref="quote:t",
         expires_at=timezone.now() - timedelta(seconds=1),
     )
     result = reservation_expire_holds_task.apply_async(queue=worker)

@@ -80,7 +80,12 @@ DAY = timedelta(days=1)
 
 def test_earliest_start_is_now_when_enough_are_free():
     t = earliest_full_start(
-        busy={}, eligible=[1, 2, 3], count=3, start=T0, duration=30 * DAY, horizon_end=T0 + 400 * DAY
+        busy={},
+        eligible=[1, 2, 3],
+        count=3,
+        start=T0,
+        duration=30 * DAY,
+        horizon_end=T0 + 400 * DAY,
     )
     assert t == T0
 
@@ -93,7 +98,11 @@ def test_earliest_start_waits_for_the_last_needed_node():
     }
     # Two nodes for 30 days: node 3 is busy on day 2, node 1 frees on day 5.
     t = earliest_full_start(
-        busy=busy, eligible=[1, 2, 3], count=2, start=T0, duration=30 * DAY,
+        busy=busy,
+        eligible=[1, 2, 3],
+        count=2,
+        start=T0,
+        duration=30 * DAY,
         horizon_end=T0 + 400 * DAY,
     )
     assert t == T0 + 5 * DAY

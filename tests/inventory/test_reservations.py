@@ -125,8 +125,11 @@ def test_bad_ranges_are_refused(two_nodes):
         services.reservation_hold(nodes=[a], start_at=T0, end_at=T0, owner_ref="o", firm=True)
     with pytest.raises(DomainError, match="time zone"):
         services.reservation_hold(
-            nodes=[a], start_at=T0.replace(tzinfo=None), end_at=(T0 + DAY).replace(tzinfo=None),
-            owner_ref="o", firm=True,
+            nodes=[a],
+            start_at=T0.replace(tzinfo=None),
+            end_at=(T0 + DAY).replace(tzinfo=None),
+            owner_ref="o",
+            firm=True,
         )
     with pytest.raises(DomainError, match="expiry"):
         services.reservation_hold(nodes=[a], start_at=T0, end_at=T0 + DAY, owner_ref="o")
@@ -135,20 +138,28 @@ def test_bad_ranges_are_refused(two_nodes):
 def test_holds_expire_and_free_the_nodes(two_nodes):
     a, _ = two_nodes
     services.reservation_hold(
-        nodes=[a], start_at=T0, end_at=T0 + 10 * DAY, owner_ref="quote:1",
+        nodes=[a],
+        start_at=T0,
+        end_at=T0 + 10 * DAY,
+        owner_ref="quote:1",
         expires_at=timezone.now() - timedelta(seconds=1),
     )
     assert services.reservation_expire_holds() == 1
     assert services.reservation_expire_holds() == 0  # safe to run twice
     assert Reservation.objects.get().status == ReservationStatus.EXPIRED
     # The node is free again for the same dates.
-    services.reservation_hold(nodes=[a], start_at=T0, end_at=T0 + 10 * DAY, owner_ref="o", firm=True)
+    services.reservation_hold(
+        nodes=[a], start_at=T0, end_at=T0 + 10 * DAY, owner_ref="o", firm=True
+    )
 
 
 def test_confirm_turns_holds_firm_and_ended_bookings_cannot_come_back(two_nodes):
     a, b = two_nodes
     booked = services.reservation_hold(
-        nodes=[a, b], start_at=T0, end_at=T0 + DAY, owner_ref="q",
+        nodes=[a, b],
+        start_at=T0,
+        end_at=T0 + DAY,
+        owner_ref="q",
         expires_at=timezone.now() + timedelta(hours=1),
     )
     group = booked[0].group

@@ -29,12 +29,18 @@ def test_catalog_shows_live_free_counts(client, sz, h100):
     nodes = [factories.node(sz, h100) for _ in range(5)]
     now = timezone.now()
     services.reservation_hold(
-        nodes=nodes[:2], start_at=now - timedelta(days=1), end_at=now + timedelta(days=1),
-        owner_ref="order:1", firm=True,
+        nodes=nodes[:2],
+        start_at=now - timedelta(days=1),
+        end_at=now + timedelta(days=1),
+        owner_ref="order:1",
+        firm=True,
     )
     services.reservation_hold(  # a future booking does not take a node away today
-        nodes=nodes[2:3], start_at=now + timedelta(days=5), end_at=now + timedelta(days=9),
-        owner_ref="order:2", firm=True,
+        nodes=nodes[2:3],
+        start_at=now + timedelta(days=5),
+        end_at=now + timedelta(days=9),
+        owner_ref="order:2",
+        firm=True,
     )
     services.node_mark_faulty(node=nodes[4], reason="PSU")
     html = client.get(catalog_url("en")).content.decode()

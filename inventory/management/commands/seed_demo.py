@@ -233,7 +233,7 @@ DEMO_BOOKING = "order:demo-seed"
 
 
 class Command(BaseCommand):
-    help = "Load the demo inventory (Shenzhen and Hong Kong) and demo users. Idempotent."
+    help = "Load the demo inventory, price books and users (Shenzhen, Hong Kong). Idempotent."
 
     @transaction.atomic
     def handle(self, *args: Any, **options: Any) -> None:
@@ -259,6 +259,10 @@ class Command(BaseCommand):
             created += self._pod(pod, sites[pod.site], types[pod.node_type])
         self._demo_booking(sites["SZ"], types["h100-8x-nvlink"])
         self._users()
+        from billing import demo as billing_demo
+
+        billing_demo.seed_price_books()
+        billing_demo.seed_sales_and_customers()
         self.stdout.write(
             self.style.SUCCESS(
                 f"Demo data ready: {Site.objects.count()} sites, {NodeType.objects.count()} "
@@ -286,13 +290,9 @@ class Command(BaseCommand):
             },
         )[0]
         leaf.uplinks.add(spine)
-        existing = set(
-            Node.objects.filter(leaf_switch=leaf).values_list("hostname", flat=True)
-        )
+        existing = set(Node.objects.filter(leaf_switch=leaf).values_list("hostname", flat=True))
         offset = sum(
-            p.nodes
-            for p in PODS[: PODS.index(pod)]
-            if p.site == pod.site and p.short == pod.short
+            p.nodes for p in PODS[: PODS.index(pod)] if p.site == pod.site and p.short == pod.short
         )
         created = 0
         for i in range(pod.nodes):
@@ -344,7 +344,7 @@ class Command(BaseCommand):
             group = Group.objects.get_or_create(name=name)[0]
             perms = Permission.objects.filter(
                 content_type__app_label=app,
-                codename__regex=r"^(%s)_" % "|".join(actions),
+                codename__regex=r"^({})_".format("|".join(actions)),
             )
             group.permissions.set(perms)
             groups[name] = group

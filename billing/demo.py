@@ -1,0 +1,184 @@
+"""Demo price books (the seeds' offer), sales limits and a demo customer. Idempotent."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time
+from decimal import Decimal
+
+from django.contrib.auth import get_user_model
+
+from billing.models import (
+    AddonPrice,
+    CardOptionPrice,
+    DiscountRule,
+    FreeService,
+    NodePrice,
+    PriceBook,
+    Promotion,
+    SalesProfile,
+)
+from inventory.models import GPUModel, NodeType, Site
+from portal.models import Membership, MemberRole, Organisation
+
+D = Decimal
+DAILY_NOTE = "Derived for the demo: monthly ÷ 30 × 1.2 (the seeds rent by the day but give no daily price)."  # noqa: E501
+
+# Per site: node type code -> (basis, category, monthly per unit). Shenzhen from the seeds
+# (H100 ¥80,000-120,000 per node-month: the middle; A100 ¥2,800 per GPU; E5 ¥3,999).
+# Hong Kong in HKD: the Shenzhen figures × 1.08, rounded (a demo rate, not a quote).
+NODE_PRICES = {
+    "SZ": {
+        "h100-8x-nvlink": ("node", "gpu", D("100000")),
+        "a100-40g-4x": ("gpu", "gpu", D("2800")),
+        "e5-baremetal": ("node", "bare_metal", D("3999")),
+    },
+    "HK": {
+        "h100-8x-nvlink": ("node", "gpu", D("108000")),
+        "a100-40g-4x": ("gpu", "gpu", D("3020")),
+        "e5-baremetal": ("node", "bare_metal", D("4319")),
+    },
+}
+CARD_PRICES = {
+    "SZ": {"RTX 3090 24G": D("1750"), "V100S 32G PCIe": D("1500")},
+    "HK": {"RTX 3090 24G": D("1890"), "V100S 32G PCIe": D("1620")},
+}
+# (code, English, Chinese, unit, price SZ, price HK, note, note zh). Prices the seeds do
+# not give are demo figures; what the customer fears is hidden is priced or says free.
+ADDONS = [
+    ("checkpoint-storage", "Checkpoint storage (distributed, 3 replicas)", "检查点存储（分布式三副本）",
+     "tb_month", D("300"), D("324"), "", ""),
+    ("egress", "Internet egress traffic", "公网出口流量", "tb", D("500"), D("540"),
+     "Estimated; billed on use", "预估用量，按实际用量计费"),
+    ("cross-node-traffic", "Cross-node traffic inside the cluster (InfiniBand / RoCE)",
+     "集群内跨节点流量（InfiniBand / RoCE）", "month", D("0"), D("0"), "Free", "免费"),
+    ("extra-ip", "Extra public IPv4 address", "额外公网 IPv4 地址", "ip_month", D("50"), D("54"), "", ""),
+    ("ddos-5g", "DDoS protection 5 Gb/s", "DDoS 防护 5 Gb/s", "month", D("0"), D("0"), "Free", "免费"),
+    ("ddos-20g", "DDoS protection 20 Gb/s", "DDoS 防护 20 Gb/s", "month", D("2000"), D("2160"), "", ""),
+]  # fmt: skip
+FREE_SERVICES = [
+    ("Snapshots", "快照"),
+    (
+        "Environment set-up: CUDA 12.4, PyTorch 2.3, DeepSpeed 0.14, FlashAttention-2",
+        "环境部署：CUDA 12.4、PyTorch 2.3、DeepSpeed 0.14、FlashAttention-2",
+    ),
+    ("NCCL tuning sheet", "NCCL 调优参数表"),
+    ("DDoS protection 5 Gb/s", "DDoS 防护 5 Gb/s"),
+]
+DISCOUNTS = [
+    # code, English, Chinese, term, multiplier, category, GPU model
+    ("gpu-quarterly", "GPU quarterly", "GPU 季付 95 折", "quarter", D("0.95"), "gpu", None),
+    ("gpu-annual", "GPU annual", "GPU 年付 8 折", "year", D("0.80"), "gpu", None),
+    ("h100-annual", "H100 annual", "H100 年付 85 折", "year", D("0.85"), None, "H100 80G SXM"),
+]
+
+
+def seed_price_books() -> list[PriceBook]:
+    books = []
+    types = {nt.code: nt for nt in NodeType.objects.all()}
+    gpus = {g.name: g for g in GPUModel.objects.all()}
+    for site in Site.objects.filter(code__in=NODE_PRICES):
+        start = datetime.combine(date(2026, 1, 1), time.min, tzinfo=site.tzinfo)
+        book, _ = PriceBook.objects.get_or_create(
+            site=site,
+            currency=site.currency,
+            effective_from=start,
+            defaults={"name": f"{site.name} 2026"},
+        )
+        for code, (basis, category, monthly) in NODE_PRICES[site.code].items():
+            if code not in types:
+                continue
+            NodePrice.objects.update_or_create(
+                price_book=book,
+                node_type=types[code],
+                defaults={
+                    "basis": basis,
+                    "category": category,
+                    "monthly": monthly,
+                    "daily": (monthly / 30 * D("1.2")).quantize(D("0.01")),
+                    "daily_note": DAILY_NOTE,
+                },
+            )
+        if "e5-baremetal" in types:
+            for gpu_name, monthly in CARD_PRICES[site.code].items():
+                CardOptionPrice.objects.update_or_create(
+                    price_book=book,
+                    node_type=types["e5-baremetal"],
+                    gpu_model=gpus[gpu_name],
+                    defaults={
+                        "monthly": monthly,
+                        "daily": (monthly / 30 * D("1.2")).quantize(D("0.01")),
+                        "max_per_node": 4,
+                    },
+                )
+        for i, (code, name, name_zh, unit, sz, hk, note, note_zh) in enumerate(ADDONS):
+            AddonPrice.objects.update_or_create(
+                price_book=book,
+                code=code,
+                defaults={
+                    "name": name,
+                    "name_zh": name_zh,
+                    "unit": unit,
+                    "price": sz if site.code == "SZ" else hk,
+                    "note": note,
+                    "note_zh": note_zh,
+                    "position": i,
+                },
+            )
+        for i, (name, name_zh) in enumerate(FREE_SERVICES):
+            FreeService.objects.update_or_create(
+                price_book=book, name=name, defaults={"name_zh": name_zh, "position": i}
+            )
+        for code, name, name_zh, term, multiplier, category, gpu in DISCOUNTS:
+            DiscountRule.objects.update_or_create(
+                price_book=book,
+                code=code,
+                defaults={
+                    "name": name,
+                    "name_zh": name_zh,
+                    "term": term,
+                    "multiplier": multiplier,
+                    "category": category or "",
+                    "gpu_model": gpus.get(gpu) if gpu else None,
+                },
+            )
+        if site.code == "HK":
+            Promotion.objects.update_or_create(
+                price_book=book,
+                code="hk-baremetal-bogo",
+                defaults={
+                    "name": "Overseas bare metal: buy one, get one",
+                    "name_zh": "海外裸金属买一送一",
+                    "valid_from": date(2026, 1, 1),
+                    "valid_until": date(2027, 6, 30),
+                    "buy": 1,
+                    "get": 1,
+                    "category": "bare_metal",
+                },
+            )
+        books.append(book)
+    return books
+
+
+def seed_sales_and_customers() -> None:
+    users = get_user_model().objects
+    for username, limit, approves in (("sales", "0.10", False), ("manager", "0.25", True)):
+        user = users.filter(username=username).first()
+        if user:
+            SalesProfile.objects.update_or_create(
+                user=user, defaults={"max_discount": D(limit), "can_approve": approves}
+            )
+    org, _ = Organisation.objects.get_or_create(
+        name="Pearl River AI Lab",
+        defaults={
+            "legal_name": "深圳珠江智算科技有限公司",
+            "tax_id": "91440300MA5DEMO001",
+            "billing_address": "深圳市南山区科技园 1 号",
+            "country": "CN",
+            "billing_email": "finance@pearlriver.example",
+        },
+    )
+    customer = users.filter(username="customer").first()
+    if customer:
+        Membership.objects.get_or_create(
+            organisation=org, user=customer, defaults={"role": MemberRole.OWNER}
+        )

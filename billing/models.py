@@ -1,0 +1,667 @@
+"""Billing: price books, discounts, promotions, add-ons, quotes and their revisions, orders.
+
+Amounts are Decimal with the project's digits and places (``MONEY_*`` settings) and a
+currency column beside them. A quote stores the engine's priced lines as they were when
+it was priced: a later price-book change never touches a quote that was sent.
+"""
+
+from __future__ import annotations
+
+import secrets
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone, translation
+from django.utils.translation import gettext_lazy as _
+
+from inventory.models import Currency, GPUModel, NodeType, Site
+from portal.models import Organisation
+
+
+def money_field(verbose_name: Any, **kwargs: Any) -> models.DecimalField:
+    return models.DecimalField(
+        verbose_name,
+        max_digits=settings.MONEY_MAX_DIGITS,
+        decimal_places=settings.MONEY_DECIMAL_PLACES,
+        **kwargs,
+    )
+
+
+def fraction_field(verbose_name: Any, **kwargs: Any) -> models.DecimalField:
+    return models.DecimalField(
+        verbose_name,
+        max_digits=5,
+        decimal_places=4,
+        validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
+        **kwargs,
+    )
+
+
+class Bilingual(models.Model):
+    """Data shown to customers in both languages: ``name`` (English) and ``name_zh``."""
+
+    name = models.CharField(_("name (English)"), max_length=200)
+    name_zh = models.CharField(_("name (Chinese)"), max_length=200, blank=True)
+
+    class Meta:
+        abstract = True
+
+    def localized_name(self, language: str | None = None) -> str:
+        language = language or translation.get_language() or "en"
+        if language.startswith("zh") and self.name_zh:
+            return self.name_zh
+        return self.name
+
+
+class Term(models.TextChoices):
+    DAY = "day", _("daily")
+    MONTH = "month", _("monthly")
+    QUARTER = "quarter", _("quarterly")
+    YEAR = "year", _("annual")
+
+
+class Category(models.TextChoices):
+    GPU = "gpu", _("GPU servers and cards")
+    BARE_METAL = "bare_metal", _("bare-metal CPU servers")
+
+
+# --- Price books ------------------------------------------------------------------------
+
+
+class PriceBook(models.Model):
+    """One site's prices in one currency from ``effective_from`` on.
+
+    The book in force at a moment is the latest one effective by then. A new book (or a
+    change to a future one) applies to quotes priced from then on; quotes store their
+    prices, so a sent quote keeps them.
+    """
+
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="price_books")
+    name = models.CharField(_("name"), max_length=100)
+    currency = models.CharField(_("currency"), max_length=3, choices=Currency.choices)
+    effective_from = models.DateTimeField(_("effective from"))
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    notes = models.TextField(_("notes"), blank=True)
+
+    class Meta:
+        ordering = ["site__code", "-effective_from"]
+        verbose_name = _("price book")
+        verbose_name_plural = _("price books")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["site", "currency", "effective_from"], name="pricebook_unique_start"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.site.code} {self.currency} {self.name}"
+
+
+class PriceBasis(models.TextChoices):
+    PER_NODE = "node", _("per node")
+    PER_GPU = "gpu", _("per GPU")
+
+
+class NodePrice(models.Model):
+    """A node type's price: per node or per GPU, per month, and a daily rate of its own."""
+
+    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="node_prices")
+    node_type = models.ForeignKey(NodeType, on_delete=models.PROTECT, related_name="+")
+    category = models.CharField(_("category"), max_length=16, choices=Category.choices)
+    basis = models.CharField(_("priced"), max_length=8, choices=PriceBasis.choices)
+    monthly = money_field(_("per unit per month"), validators=[MinValueValidator(0)])
+    daily = money_field(_("per unit per day"), validators=[MinValueValidator(0)])
+    daily_note = models.CharField(
+        _("how the daily rate was set"),
+        max_length=200,
+        blank=True,
+        help_text=_("e.g. “derived: monthly ÷ 30 × 1.2” when the offer gives no daily price."),
+    )
+
+    class Meta:
+        verbose_name = _("node price")
+        verbose_name_plural = _("node prices")
+        constraints = [
+            models.UniqueConstraint(fields=["price_book", "node_type"], name="nodeprice_unique"),
+            models.CheckConstraint(
+                condition=Q(daily__gte=models.F("monthly") / 30),
+                name="nodeprice_daily_not_below_monthly",
+                violation_error_message=_(
+                    "The daily rate × 30 must be at least the monthly rate, or renting by "
+                    "the day would be cheaper than by the month."
+                ),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node_type} {self.monthly}/{self.get_basis_display()}"
+
+
+class CardOptionPrice(models.Model):
+    """An optional GPU card for a server (bare-metal E5 + RTX 3090 ¥1,750 per card)."""
+
+    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="card_prices")
+    node_type = models.ForeignKey(NodeType, on_delete=models.PROTECT, related_name="+")
+    gpu_model = models.ForeignKey(GPUModel, on_delete=models.PROTECT, related_name="+")
+    monthly = money_field(_("per card per month"), validators=[MinValueValidator(0)])
+    daily = money_field(_("per card per day"), validators=[MinValueValidator(0)])
+    max_per_node = models.PositiveSmallIntegerField(_("cards per node, at most"), default=4)
+
+    class Meta:
+        verbose_name = _("card option price")
+        verbose_name_plural = _("card option prices")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["price_book", "node_type", "gpu_model"], name="cardprice_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(daily__gte=models.F("monthly") / 30),
+                name="cardprice_daily_not_below_monthly",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node_type} + {self.gpu_model}"
+
+    @property
+    def code(self) -> str:
+        return f"gpu{self.gpu_model_id}"
+
+
+class AddonUnit(models.TextChoices):
+    TB_MONTH = "tb_month", _("per TB per month")
+    TB = "tb", _("per TB")
+    IP_MONTH = "ip_month", _("per IP per month")
+    MONTH = "month", _("per month")
+    ONCE = "once", _("once")
+
+
+class AddonPrice(Bilingual):
+    """Priced, or explicitly free: storage, traffic, IPs, DDoS tiers."""
+
+    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="addons")
+    code = models.SlugField(_("code"), max_length=32)
+    unit = models.CharField(_("unit"), max_length=16, choices=AddonUnit.choices)
+    price = money_field(_("price per unit"), validators=[MinValueValidator(0)])
+    note = models.CharField(_("note"), max_length=200, blank=True)
+    note_zh = models.CharField(_("note (Chinese)"), max_length=200, blank=True)
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "code"]
+        verbose_name = _("add-on price")
+        verbose_name_plural = _("add-on prices")
+        constraints = [
+            models.UniqueConstraint(fields=["price_book", "code"], name="addon_unique_code")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class FreeService(Bilingual):
+    """Shown on every quote as a zero-priced line (snapshots, environment set-up …)."""
+
+    price_book = models.ForeignKey(
+        PriceBook, on_delete=models.CASCADE, related_name="free_services"
+    )
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "pk"]
+        verbose_name = _("free service")
+        verbose_name_plural = _("free services")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class DiscountRule(Bilingual):
+    """Pay ``multiplier`` of list for a term; the most specific scope wins."""
+
+    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="discounts")
+    code = models.SlugField(_("code"), max_length=32)
+    term = models.CharField(_("term"), max_length=8, choices=Term.choices)
+    multiplier = fraction_field(_("pay this share of list"), help_text=_("0.8500 = 85% of list"))
+    node_type = models.ForeignKey(
+        NodeType, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    gpu_model = models.ForeignKey(
+        GPUModel, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    category = models.CharField(_("category"), max_length=16, choices=Category.choices, blank=True)
+
+    class Meta:
+        ordering = ["term", "code"]
+        verbose_name = _("term discount")
+        verbose_name_plural = _("term discounts")
+        constraints = [
+            models.UniqueConstraint(fields=["price_book", "code"], name="discount_unique_code"),
+            models.CheckConstraint(
+                condition=Q(multiplier__gt=0) & Q(multiplier__lte=1),
+                name="discount_multiplier_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.multiplier})"
+
+
+class Promotion(Bilingual):
+    """Buy N, get M free, between two dates (Hong Kong bare metal: buy one, get one)."""
+
+    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="promotions")
+    code = models.SlugField(_("code"), max_length=32)
+    valid_from = models.DateField(_("valid from"))
+    valid_until = models.DateField(_("valid until (inclusive)"))
+    buy = models.PositiveSmallIntegerField(_("buy"), default=1)
+    get = models.PositiveSmallIntegerField(_("get free"), default=1)
+    category = models.CharField(_("category"), max_length=16, choices=Category.choices, blank=True)
+    node_type = models.ForeignKey(
+        NodeType, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["valid_from", "code"]
+        verbose_name = _("promotion")
+        verbose_name_plural = _("promotions")
+        constraints = [
+            models.UniqueConstraint(fields=["price_book", "code"], name="promotion_unique_code"),
+            models.CheckConstraint(
+                condition=Q(valid_until__gte=models.F("valid_from")),
+                name="promotion_dates_in_order",
+            ),
+            models.CheckConstraint(condition=Q(buy__gte=1) & Q(get__gte=1), name="promotion_n_m"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PriceChange(models.Model):
+    """The log of every price-book change: who, when, what, before and after."""
+
+    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="changes")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    at = models.DateTimeField(default=timezone.now)
+    what = models.CharField(_("what"), max_length=200)
+    before = models.JSONField(_("before"), null=True, blank=True)
+    after = models.JSONField(_("after"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+        verbose_name = _("price change")
+        verbose_name_plural = _("price changes")
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.what}"
+
+
+# --- Sales ------------------------------------------------------------------------------
+
+
+class SalesProfile(models.Model):
+    """How much extra discount a salesperson may give alone, and whether they approve."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sales_profile"
+    )
+    max_discount = fraction_field(
+        _("maximum extra discount"), default=Decimal("0.10"), help_text=_("0.1000 = 10%")
+    )
+    can_approve = models.BooleanField(_("approves discounts"), default=False)
+
+    class Meta:
+        verbose_name = _("sales profile")
+        verbose_name_plural = _("sales profiles")
+
+    def __str__(self) -> str:
+        return f"{self.user} ≤ {self.max_discount:.0%}"
+
+
+# --- Quotes -----------------------------------------------------------------------------
+
+
+class QuoteStatus(models.TextChoices):
+    DRAFT = "draft", _("draft")
+    PENDING_APPROVAL = "pending_approval", _("pending approval")
+    APPROVED = "approved", _("approved")
+    SENT = "sent", _("sent")
+    ACCEPTED = "accepted", _("accepted")
+    REJECTED = "rejected", _("rejected")
+    EXPIRED = "expired", _("expired")
+    SUPERSEDED = "superseded", _("superseded")
+
+
+QUOTE_TRANSITIONS: dict[str, frozenset[str]] = {
+    QuoteStatus.DRAFT: frozenset(
+        {QuoteStatus.PENDING_APPROVAL, QuoteStatus.SENT, QuoteStatus.SUPERSEDED}
+    ),
+    QuoteStatus.PENDING_APPROVAL: frozenset(
+        {QuoteStatus.APPROVED, QuoteStatus.DRAFT, QuoteStatus.SUPERSEDED}
+    ),
+    QuoteStatus.APPROVED: frozenset({QuoteStatus.SENT, QuoteStatus.DRAFT, QuoteStatus.SUPERSEDED}),
+    QuoteStatus.SENT: frozenset(
+        {
+            QuoteStatus.ACCEPTED,
+            QuoteStatus.REJECTED,
+            QuoteStatus.EXPIRED,
+            QuoteStatus.SUPERSEDED,
+        }
+    ),
+    QuoteStatus.ACCEPTED: frozenset(),
+    QuoteStatus.REJECTED: frozenset(),
+    QuoteStatus.EXPIRED: frozenset(),
+    QuoteStatus.SUPERSEDED: frozenset(),
+}
+# Statuses in which the quote's content may still change.
+QUOTE_EDITABLE = (QuoteStatus.DRAFT,)
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+class NumberSequence(models.Model):
+    """The last number used per document kind, site and year (Q-SZ-2026-000123).
+
+    Taken under a row lock inside the creating transaction, so numbers are gapless:
+    a rolled-back creation gives its number back.
+    """
+
+    kind = models.CharField(max_length=8)  # "Q" quotes, "O" orders, "I" invoices
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="+")
+    year = models.PositiveSmallIntegerField()
+    last = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "site", "year"], name="numbersequence_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}-{self.site_id}-{self.year}: {self.last}"
+
+
+class Quote(models.Model):
+    number = models.CharField(_("number"), max_length=32, db_index=True)
+    version = models.PositiveSmallIntegerField(_("version"), default=1)
+    previous = models.OneToOneField(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="next_revision",
+        verbose_name=_("revises"),
+    )
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="quotes")
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.PROTECT, related_name="quotes", verbose_name=_("customer")
+    )
+    contact_name = models.CharField(_("contact"), max_length=200)
+    contact_email = models.EmailField(_("contact email"))
+    language = models.CharField(
+        _("language"), max_length=8, choices=settings.LANGUAGES, default="zh-hans"
+    )
+    price_book = models.ForeignKey(PriceBook, on_delete=models.PROTECT, related_name="quotes")
+    currency = models.CharField(_("currency"), max_length=3, choices=Currency.choices)
+    vat_rate = fraction_field(_("VAT rate"))
+    term = models.CharField(_("term"), max_length=8, choices=Term.choices)
+    duration = models.PositiveSmallIntegerField(_("duration (in term units)"))
+    start_date = models.DateField(_("start date"))
+    valid_until = models.DateField(_("valid until"))
+    expires_at = models.DateTimeField(
+        _("expires"), null=True, blank=True, help_text=_("End of the validity day, site time.")
+    )
+    extra_discount = fraction_field(_("extra discount"), default=Decimal("0"))
+    status = models.CharField(
+        _("status"), max_length=20, choices=QuoteStatus.choices, default=QuoteStatus.DRAFT
+    )
+    list_total = money_field(_("list total"), default=Decimal("0"))
+    discount_total = money_field(_("discounts"), default=Decimal("0"))
+    net_total = money_field(_("net"), default=Decimal("0"))
+    vat_total = money_field(_("VAT"), default=Decimal("0"))
+    gross_total = money_field(_("total"), default=Decimal("0"))
+    placement = models.JSONField(_("placement"), default=dict, blank=True)
+    reservation_group = models.UUIDField(_("booking"), null=True, blank=True)
+    token = models.CharField(max_length=64, unique=True, default=new_token, editable=False)
+    notes = models.TextField(_("notes for the customer"), blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="quotes_created"
+    )
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    sent_at = models.DateTimeField(_("sent"), null=True, blank=True)
+    emailed_at = models.DateTimeField(_("emailed"), null=True, blank=True)
+    decided_at = models.DateTimeField(_("accepted or rejected"), null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    decided_by_name = models.CharField(_("accepted or rejected by"), max_length=200, blank=True)
+    decided_ip = models.GenericIPAddressField(_("from IP"), null=True, blank=True)
+    decision_comment = models.TextField(_("comment"), blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("quote")
+        verbose_name_plural = _("quotes")
+        constraints = [
+            models.UniqueConstraint(fields=["number", "version"], name="quote_unique_version"),
+        ]
+        indexes = [models.Index(fields=["status", "valid_until"], name="quote_expiry_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.number} v{self.version}"
+
+    @property
+    def is_editable(self) -> bool:
+        return self.status in QUOTE_EDITABLE
+
+
+class ItemKind(models.TextChoices):
+    NODE = "node", _("nodes")
+    ADDON = "addon", _("add-on")
+    CUSTOM = "custom", _("custom line")
+
+
+class QuoteItem(models.Model):
+    """What the quote asks for (the engine's input); ``QuoteLine`` is what it costs."""
+
+    quote = models.ForeignKey(Quote, on_delete=models.CASCADE, related_name="items")
+    position = models.PositiveSmallIntegerField(default=0)
+    kind = models.CharField(_("kind"), max_length=8, choices=ItemKind.choices)
+    node_type = models.ForeignKey(
+        NodeType, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    quantity = models.DecimalField(
+        _("quantity"), max_digits=10, decimal_places=2, validators=[MinValueValidator(0)]
+    )
+    card_gpu_model = models.ForeignKey(
+        GPUModel,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("GPU cards"),
+    )
+    cards_per_node = models.PositiveSmallIntegerField(_("cards per node"), default=0)
+    addon_code = models.SlugField(_("add-on"), max_length=32, blank=True)
+    description = models.CharField(_("description"), max_length=300, blank=True)
+    unit_price = money_field(_("unit price"), null=True, blank=True)
+    discountable = models.BooleanField(_("sales discount applies"), default=False)
+
+    class Meta:
+        ordering = ["position", "pk"]
+        verbose_name = _("quote item")
+        verbose_name_plural = _("quote items")
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(kind="node") | Q(node_type__isnull=False),
+                name="quoteitem_node_has_type",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.quantity}"
+
+
+class QuoteLine(models.Model):
+    """A priced line, exactly as the engine produced it when the quote was priced."""
+
+    quote = models.ForeignKey(Quote, on_delete=models.CASCADE, related_name="lines")
+    position = models.PositiveSmallIntegerField()
+    kind = models.CharField(max_length=8)
+    code = models.CharField(max_length=64)
+    description = models.CharField(max_length=300)
+    description_zh = models.CharField(max_length=300, blank=True)
+    quantity = models.DecimalField(max_digits=12, decimal_places=2)
+    unit = models.CharField(max_length=16)
+    unit_price = money_field(_("unit price"))
+    periods = models.DecimalField(max_digits=10, decimal_places=4)
+    period_unit = models.CharField(max_length=8)
+    list_amount = money_field(_("list"))
+    discount_amount = money_field(_("discounts"))
+    net = money_field(_("net"))
+    vat = money_field(_("VAT"))
+    gross = money_field(_("gross"))
+    adjustments = models.JSONField(default=list)
+    note = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["quote", "position"], name="quoteline_unique_pos")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.description}: {self.net}"
+
+    def localized_description(self, language: str | None = None) -> str:
+        language = language or translation.get_language() or "en"
+        if language.startswith("zh") and self.description_zh:
+            return self.description_zh
+        return self.description
+
+
+class QuoteEvent(models.Model):
+    quote = models.ForeignKey(Quote, on_delete=models.CASCADE, related_name="events")
+    from_status = models.CharField(max_length=20, blank=True)
+    to_status = models.CharField(max_length=20)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.quote_id}: {self.from_status or '∅'} → {self.to_status}"
+
+
+class QuoteDocument(models.Model):
+    """A rendered quote PDF, stored once per version and language, with its SHA-256."""
+
+    quote = models.ForeignKey(Quote, on_delete=models.CASCADE, related_name="documents")
+    language = models.CharField(max_length=8, choices=settings.LANGUAGES)
+    file = models.FileField(upload_to="quotes/%Y/")
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["quote", "language"], name="quotedoc_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.quote} [{self.language}] {self.sha256[:12]}"
+
+
+# --- Orders -----------------------------------------------------------------------------
+
+
+class OrderStatus(models.TextChoices):
+    AWAITING_PAYMENT = "awaiting_payment", _("awaiting contract and payment")
+    PAID = "paid", _("paid")
+    PROVISIONING = "provisioning", _("provisioning")
+    VALIDATING = "validating", _("validating")
+    READY = "ready", _("ready")
+    EXPIRED = "expired", _("expired")
+    CANCELLED = "cancelled", _("cancelled")
+    ENDED = "ended", _("ended")
+
+
+ORDER_TRANSITIONS: dict[str, frozenset[str]] = {
+    OrderStatus.AWAITING_PAYMENT: frozenset(
+        {OrderStatus.PAID, OrderStatus.EXPIRED, OrderStatus.CANCELLED}
+    ),
+    OrderStatus.PAID: frozenset({OrderStatus.PROVISIONING, OrderStatus.CANCELLED}),
+    OrderStatus.PROVISIONING: frozenset({OrderStatus.VALIDATING, OrderStatus.CANCELLED}),
+    OrderStatus.VALIDATING: frozenset(
+        {OrderStatus.READY, OrderStatus.PROVISIONING, OrderStatus.CANCELLED}
+    ),
+    OrderStatus.READY: frozenset({OrderStatus.ENDED}),
+    OrderStatus.EXPIRED: frozenset(),
+    OrderStatus.CANCELLED: frozenset(),
+    OrderStatus.ENDED: frozenset(),
+}
+
+
+class Order(models.Model):
+    number = models.CharField(_("number"), max_length=32, unique=True)
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.PROTECT, related_name="orders", verbose_name=_("customer")
+    )
+    quote = models.OneToOneField(Quote, on_delete=models.PROTECT, related_name="order")
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="orders")
+    status = models.CharField(
+        _("status"),
+        max_length=20,
+        choices=OrderStatus.choices,
+        default=OrderStatus.AWAITING_PAYMENT,
+    )
+    currency = models.CharField(_("currency"), max_length=3, choices=Currency.choices)
+    gross_total = money_field(_("total"))
+    start_at = models.DateTimeField(_("starts"))
+    end_at = models.DateTimeField(_("ends"))
+    reservation_group = models.UUIDField(_("booking"), null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("order")
+        verbose_name_plural = _("orders")
+
+    def __str__(self) -> str:
+        return self.number
+
+
+class OrderEvent(models.Model):
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="events")
+    from_status = models.CharField(max_length=20, blank=True)
+    to_status = models.CharField(max_length=20)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.order_id}: {self.from_status or '∅'} → {self.to_status}"

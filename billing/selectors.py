@@ -1,0 +1,198 @@
+"""Reads for billing: the price book in force, its engine snapshot, quote lists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Prefetch, Q, QuerySet
+from django.utils import timezone
+
+from billing import pricing
+from billing.models import (
+    AddonPrice,
+    CardOptionPrice,
+    DiscountRule,
+    FreeService,
+    NodePrice,
+    PriceBook,
+    Promotion,
+    Quote,
+)
+from inventory.models import Site
+from portal.errors import DomainError
+
+
+def price_book_in_force(*, site: Site, at: datetime | None = None) -> PriceBook:
+    """The latest price book of the site effective at ``at`` (now by default)."""
+    at = at or timezone.now()
+    book = (
+        PriceBook.objects.filter(site=site, currency=site.currency, effective_from__lte=at)
+        .order_by("-effective_from")
+        .first()
+    )
+    if book is None:
+        from django.utils.translation import gettext as _
+
+        raise DomainError(
+            _("No price book for %(site)s in %(currency)s is in force yet.")
+            % {"site": site.name, "currency": site.currency}
+        )
+    return book
+
+
+@dataclass(frozen=True)
+class BookSnapshot:
+    """The engine's view of a price book, plus the Chinese names for line descriptions."""
+
+    book: PriceBook
+    engine: pricing.PriceBook
+    names_zh: dict[str, str]  # engine line code -> Chinese description
+
+
+def price_book_snapshot(*, book: PriceBook) -> BookSnapshot:
+    """Load a whole price book in a fixed number of queries and convert it for the engine."""
+    book = (
+        PriceBook.objects.select_related("site")
+        .prefetch_related(
+            Prefetch(
+                "node_prices",
+                queryset=NodePrice.objects.select_related("node_type__gpu_model"),
+            ),
+            Prefetch(
+                "card_prices", queryset=CardOptionPrice.objects.select_related("gpu_model")
+            ),
+            Prefetch("addons", queryset=AddonPrice.objects.order_by("position", "code")),
+            Prefetch("free_services", queryset=FreeService.objects.order_by("position", "pk")),
+            Prefetch(
+                "discounts",
+                queryset=DiscountRule.objects.select_related("node_type", "gpu_model"),
+            ),
+            Prefetch("promotions", queryset=Promotion.objects.select_related("node_type")),
+        )
+        .get(pk=book.pk)
+    )
+    cards_by_type: dict[int, list[pricing.CardOption]] = {}
+    names_zh: dict[str, str] = {}
+    for cp in book.card_prices.all():
+        cards_by_type.setdefault(cp.node_type_id, []).append(
+            pricing.CardOption(
+                code=cp.code,
+                name=cp.gpu_model.name,
+                gpu_model=cp.gpu_model.name,
+                monthly=cp.monthly,
+                daily=cp.daily,
+                max_per_node=cp.max_per_node,
+            )
+        )
+    nodes = {}
+    for np in book.node_prices.all():
+        nt = np.node_type
+        nodes[nt.code] = pricing.NodePrice(
+            node_type=nt.code,
+            name=nt.name,
+            category=pricing.Category(np.category),
+            basis=pricing.Basis(np.basis),
+            units_per_node=nt.gpu_count if np.basis == "gpu" else 1,
+            monthly=np.monthly,
+            daily=np.daily,
+            gpu_model=nt.gpu_model.name if nt.gpu_model else None,
+            options=tuple(cards_by_type.get(nt.pk, ())),
+        )
+    addons = {}
+    for a in book.addons.all():
+        addons[a.code] = pricing.AddonPrice(
+            code=a.code, name=a.name, unit=pricing.AddonUnit(a.unit), price=a.price, note=a.note
+        )
+        if a.name_zh:
+            names_zh[f"addon:{a.code}"] = a.name_zh
+    free = []
+    for fs in book.free_services.all():
+        free.append(fs.name)
+        if fs.name_zh:
+            names_zh[f"free:{fs.name}"] = fs.name_zh
+    discounts = tuple(
+        pricing.DiscountRule(
+            code=d.code,
+            label=d.name,
+            term=pricing.Term(d.term),
+            multiplier=d.multiplier,
+            node_type=d.node_type.code if d.node_type else None,
+            gpu_model=d.gpu_model.name if d.gpu_model else None,
+            category=pricing.Category(d.category) if d.category else None,
+        )
+        for d in book.discounts.all()
+    )
+    promotions = tuple(
+        pricing.Promotion(
+            code=p.code,
+            label=p.name,
+            valid_from=p.valid_from,
+            valid_until=p.valid_until,
+            buy=p.buy,
+            get=p.get,
+            site=book.site.code,
+            category=pricing.Category(p.category) if p.category else None,
+            node_type=p.node_type.code if p.node_type else None,
+        )
+        for p in book.promotions.all()
+    )
+    for d in book.discounts.all():
+        if d.name_zh:
+            names_zh[f"rule:{d.code}"] = d.name_zh
+    for p in book.promotions.all():
+        if p.name_zh:
+            names_zh[f"rule:{p.code}"] = p.name_zh
+    engine = pricing.PriceBook(
+        site=book.site.code,
+        currency=book.currency,
+        vat_rate=book.site.vat_rate,
+        nodes=nodes,
+        addons=addons,
+        discounts=discounts,
+        promotions=promotions,
+        free_services=tuple(free),
+    )
+    return BookSnapshot(book=book, engine=engine, names_zh=names_zh)
+
+
+def quote_list(
+    *,
+    status: str | None = None,
+    created_by: int | None = None,
+    organisation: int | None = None,
+    search: str | None = None,
+) -> QuerySet[Quote]:
+    """Quotes for the sales list, newest first, with what the list shows."""
+    qs = Quote.objects.select_related("organisation", "site", "created_by").order_by(
+        "-created_at", "-pk"
+    )
+    if status:
+        qs = qs.filter(status=status)
+    if created_by:
+        qs = qs.filter(created_by_id=created_by)
+    if organisation:
+        qs = qs.filter(organisation_id=organisation)
+    if search:
+        qs = qs.filter(Q(number__icontains=search) | Q(organisation__name__icontains=search))
+    return qs
+
+
+def quote_list_for_org(*, organisation_ids: list[int]) -> QuerySet[Quote]:
+    """What a customer sees: the quotes of their organisations that were sent to them."""
+    return (
+        Quote.objects.filter(organisation_id__in=organisation_ids)
+        .exclude(status__in=["draft", "pending_approval", "approved"])
+        .select_related("organisation", "site")
+        .order_by("-created_at", "-pk")
+    )
+
+
+def quote_detail(*, pk: int) -> Quote:
+    return (
+        Quote.objects.select_related(
+            "organisation", "site", "created_by", "price_book", "previous"
+        )
+        .prefetch_related("lines", "items__node_type", "events__actor")
+        .get(pk=pk)
+    )

@@ -1,0 +1,1 @@
+"""Every write in billing. Import the functions from their modules."""

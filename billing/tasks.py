@@ -1,0 +1,58 @@
+"""Thin Celery tasks for billing: take ids, re-fetch, return early if done, call a service."""
+
+from __future__ import annotations
+
+import logging
+from smtplib import SMTPException
+
+from celery import shared_task
+from django.conf import settings
+from django.core.mail import EmailMessage
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone, translation
+
+from billing.models import Quote, QuoteStatus
+from billing.services import quotes as quote_services
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task
+def quote_expire_due_task() -> int:
+    """Expire sent quotes past their validity (Celery beat). Idempotent."""
+    return quote_services.quote_expire_due()
+
+
+@shared_task(
+    autoretry_for=(SMTPException, ConnectionError, TimeoutError),
+    retry_backoff=True,
+    max_retries=5,
+)
+def quote_email(quote_id: int) -> str:
+    """Email a sent quote to its contact with the PDF attached and the link to accept it.
+
+    Sends once: ``emailed_at`` records it, and a second run returns early.
+    """
+    quote = Quote.objects.select_related("organisation", "site", "created_by").get(pk=quote_id)
+    if quote.status != QuoteStatus.SENT or quote.emailed_at:
+        return "skipped"
+    from billing import documents
+
+    document = documents.quote_document(quote=quote, language=quote.language)
+    with translation.override(quote.language):
+        link = settings.PORTAL_BASE_URL + reverse("quote_public", args=[quote.token])
+        context = {"quote": quote, "link": link}
+        subject = render_to_string("email/quote_sent_subject.txt", context).strip()
+        body = render_to_string("email/quote_sent.txt", context)
+    message = EmailMessage(
+        subject=subject,
+        body=body,
+        to=[quote.contact_email],
+        reply_to=[quote.created_by.email] if quote.created_by.email else None,
+    )
+    with document.file.open("rb") as fh:
+        message.attach(f"{quote.number}-v{quote.version}.pdf", fh.read(), "application/pdf")
+    message.send()
+    Quote.objects.filter(pk=quote.pk).update(emailed_at=timezone.now())
+    return "sent"
