@@ -203,3 +203,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
 }
+
+# django-import-export keeps an upload between preview and confirm in the cache (Redis in
+# production), so the confirm step works whichever web process answers it.
+IMPORT_EXPORT_TMP_STORAGE_CLASS = "import_export.tmp_storages.CacheStorage"
