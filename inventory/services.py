@@ -127,6 +127,26 @@ def node_create(
     return node
 
 
+@transaction.atomic
+def node_bulk_create(*, nodes: Sequence[Node], actor: User = None, reason: str) -> list[Node]:
+    """Add many nodes at once (demo data, large imports): each is validated with
+    ``clean()``; uniqueness is left to the database's constraints."""
+    for node in nodes:
+        node.clean_fields(exclude=["site", "node_type", "rack", "leaf_switch"])
+        node.clean()
+    created = Node.objects.bulk_create(nodes)
+    if any(n.pk is None for n in created):
+        hostnames = [n.hostname for n in nodes]
+        created = list(Node.objects.filter(hostname__in=hostnames))
+    NodeEvent.objects.bulk_create(
+        [
+            NodeEvent(node=n, from_status=n.status, to_status=n.status, actor=actor, reason=reason)
+            for n in created
+        ]
+    )
+    return created
+
+
 # --- Maintenance windows ----------------------------------------------------------------
 
 

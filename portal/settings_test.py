@@ -16,3 +16,8 @@ from portal.settings import *  # noqa: F403
 
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 CELERY_TASK_ALWAYS_EAGER = False
+# Argon2 still, at minimal cost: the suite creates many users.
+PASSWORD_HASHERS = [
+    "portal.hashers.CheapArgon2PasswordHasher",
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+]

@@ -14,6 +14,8 @@ urlpatterns = [
 urlpatterns += i18n_patterns(
     path("", views.catalog, name="catalog"),
     path("admin/", admin.site.urls),
+    path("", include("billing.urls")),
+    path("sales/", include("billing.urls_sales")),
     prefix_default_language=True,
 )
 

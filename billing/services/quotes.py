@@ -31,6 +31,7 @@ from billing.models import (
     QuoteLine,
     QuoteStatus,
     SalesProfile,
+    Term,
 )
 from inventory import selectors as inventory_selectors
 from inventory import services as inventory_services
@@ -260,9 +261,15 @@ def _validate_terms(
         raise DomainError(_("Choose a term: daily, monthly, quarterly or annual."))
     lo, hi = pricing.TERM_DURATION[pricing.Term(term)]
     if not (lo <= duration <= hi):
+        units = {
+            "day": _("days"),
+            "month": _("months"),
+            "quarter": _("quarters"),
+            "year": _("years"),
+        }[term]
         raise DomainError(
-            _("A %(term)s term runs from %(lo)s to %(hi)s units; %(n)s is outside that.")
-            % {"term": term, "lo": lo, "hi": hi, "n": duration}
+            _("A %(term)s rental runs from %(lo)s to %(hi)s %(units)s; %(n)s is outside that.")
+            % {"term": Term(term).label, "lo": lo, "hi": hi, "units": units, "n": duration}
         )
     if start_date < site_today(site):
         raise DomainError(_("The start date is in the past."))

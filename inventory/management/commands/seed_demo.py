@@ -294,30 +294,33 @@ class Command(BaseCommand):
         offset = sum(
             p.nodes for p in PODS[: PODS.index(pod)] if p.site == pod.site and p.short == pod.short
         )
-        created = 0
+        racks = {}
+        new_nodes = []
         for i in range(pod.nodes):
             number = offset + i + 1
             rack_no = pod.first_rack + i // pod.nodes_per_rack
-            rack = Rack.objects.get_or_create(
-                site=site,
-                name=f"{site.code}-{pod.rack_prefix}{rack_no:02d}",
-                defaults={"room": f"{site.code}-1F"},
-            )[0]
+            rack_name = f"{site.code}-{pod.rack_prefix}{rack_no:02d}"
+            if rack_name not in racks:
+                racks[rack_name] = Rack.objects.get_or_create(
+                    site=site, name=rack_name, defaults={"room": f"{site.code}-1F"}
+                )[0]
             hostname = f"{site.code.lower()}-{pod.short}-{number:03d}"
             if hostname in existing:
                 continue
-            services.node_create(
-                site_id=site.pk,
-                node_type_id=nt.pk,
-                rack_id=rack.pk,
-                leaf_switch_id=leaf.pk,
-                hostname=hostname,
-                serial=f"DEMO-{site.code}-{pod.short.upper()}-{number:04d}",
-                bmc_address=f"https://bmc-{hostname}.oob.internal",
-                status=DEMO_STATUSES.get((site.code, pod.short, number), NodeStatus.AVAILABLE),
-                reason="Demo inventory.",
+            new_nodes.append(
+                Node(
+                    site=site,
+                    node_type=nt,
+                    rack=racks[rack_name],
+                    leaf_switch=leaf,
+                    hostname=hostname,
+                    serial=f"DEMO-{site.code}-{pod.short.upper()}-{number:04d}",
+                    bmc_address=f"https://bmc-{hostname}.oob.internal",
+                    status=DEMO_STATUSES.get((site.code, pod.short, number), NodeStatus.AVAILABLE),
+                )
             )
-            created += 1
+        services.node_bulk_create(nodes=new_nodes, reason="Demo inventory.")
+        created = len(new_nodes)
         return created
 
     def _demo_booking(self, site: Site, nt: NodeType) -> None:
@@ -350,12 +353,13 @@ class Command(BaseCommand):
             groups[name] = group
         user_model = get_user_model()
         for spec in DEMO_USERS:
-            user, _ = user_model.objects.get_or_create(
+            user, created = user_model.objects.get_or_create(
                 username=spec["username"], defaults={"email": spec["email"]}
             )
             user.is_superuser = spec["superuser"]
             user.is_staff = spec["superuser"] or spec["group"] is not None
-            user.set_password(spec["password"])
+            if created:  # a password changed since is kept (hashing is slow on purpose)
+                user.set_password(spec["password"])
             user.save()
             if spec["group"]:
                 user.groups.set([groups[spec["group"]]])

@@ -1,0 +1,96 @@
+"""Template helpers for money and priced lines, in the active language."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django import template
+from django.utils import translation
+from django.utils.translation import gettext as _
+
+register = template.Library()
+
+SYMBOLS = {"CNY": "¥", "HKD": "HK$", "USD": "US$"}
+
+
+@register.filter
+def money(value: Decimal | str | None, currency: str = "") -> str:
+    """``¥1,234,567.00``: two places, thousands separators, the currency's symbol."""
+    if value is None or value == "":
+        return ""
+    amount = Decimal(value)
+    sign = "-" if amount < 0 else ""
+    symbol = SYMBOLS.get(currency, f"{currency} " if currency else "")
+    return f"{sign}{symbol}{abs(amount):,.2f}"
+
+
+@register.filter
+def percent(value: Decimal | str | None) -> str:
+    if value is None or value == "":
+        return ""
+    return f"{Decimal(value) * 100:.2f}".rstrip("0").rstrip(".") + "%"
+
+
+@register.filter
+def localized(obj: Any) -> str:
+    """The object's name (or a line's description) in the active language."""
+    if hasattr(obj, "localized_description"):
+        return obj.localized_description()
+    if hasattr(obj, "localized_name"):
+        return obj.localized_name()
+    return str(obj)
+
+
+UNIT_LABELS = {
+    "node": lambda: _("node"),
+    "GPU": lambda: _("GPU"),
+    "card": lambda: _("card"),
+    "tb_month": lambda: _("TB·month"),
+    "tb": lambda: _("TB"),
+    "ip_month": lambda: _("IP·month"),
+    "month": lambda: _("month"),
+    "once": lambda: _("once"),
+    "each": lambda: _("each"),
+    "service": lambda: _("service"),
+    "day": lambda: _("day"),
+}
+
+
+@register.filter
+def unit_label(unit: str) -> str:
+    label = UNIT_LABELS.get(unit)
+    return label() if label else unit
+
+
+@register.filter
+def adjustment_label(adj: dict[str, Any]) -> str:
+    language = translation.get_language() or "en"
+    if language.startswith("zh") and adj.get("label_zh"):
+        return adj["label_zh"]
+    if adj.get("kind") == "sales":
+        return _("Sales discount")
+    return adj.get("label", "")
+
+
+@register.filter
+def adjustment_reason(adj: dict[str, Any]) -> str:
+    """Why a discount applies, in words, from the engine's kind and parameters."""
+    p = adj.get("params", {})
+    kind = adj.get("kind")
+    if kind == "term":
+        share = f"{Decimal(p.get('multiplier', '1')) * 100:.0f}%"
+        text = _("pay %(share)s of list for this term") % {"share": share}
+        if p.get("capped"):
+            text += _(" (a shorter term's rate, so committing longer never costs more)")
+        return text
+    if kind == "promotion":
+        return _("%(free)s of %(quantity)s free, valid %(start)s to %(end)s") % {
+            "free": p.get("free"),
+            "quantity": p.get("quantity"),
+            "start": p.get("valid_from"),
+            "end": p.get("valid_until"),
+        }
+    if kind == "sales":
+        return _("extra discount of %(percent)s") % {"percent": p.get("percent", "")}
+    return ""

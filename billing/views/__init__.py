@@ -1,0 +1,1 @@
+"""Billing pages: ``public`` (the customer's quote link), ``sales`` (staff)."""

@@ -1,0 +1,287 @@
+"""The quote lifecycle: numbering, approval, holds, acceptance, revisions, expiry, links."""
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import override
+
+from billing.models import Order, OrderStatus, Quote, QuoteStatus
+from billing.services import quotes as qs
+from inventory import services as inventory_services
+from inventory.models import NodeType, Reservation, ReservationStatus, Site
+from portal.errors import DomainError, NotEnoughCapacity
+from portal.models import Membership, Organisation
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def demo(db):
+    call_command("seed_demo", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    users = get_user_model().objects
+    return {
+        "sz": Site.objects.get(code="SZ"),
+        "hk": Site.objects.get(code="HK"),
+        "h100": NodeType.objects.get(code="h100-8x-nvlink"),
+        "e5": NodeType.objects.get(code="e5-baremetal"),
+        "org": Organisation.objects.get(name="Pearl River AI Lab"),
+        "sales": users.get(username="sales"),
+        "manager": users.get(username="manager"),
+        "customer": users.get(username="customer"),
+    }
+
+
+def make_quote(demo, *, nodes=2, discount="0", term="month", duration=1, site="sz", **kw):
+    start = timezone.now().date() + timedelta(days=7)
+    return qs.quote_create(
+        site=demo[site],
+        organisation=demo["org"],
+        contact_name="Li Wei",
+        contact_email=kw.pop("contact_email", "li.wei@example.com"),
+        term=term,
+        duration=duration,
+        start_date=kw.pop("start_date", start),
+        items=kw.pop(
+            "items",
+            [qs.ItemSpec(kind="node", quantity=Decimal(nodes), node_type_id=demo["h100"].pk)],
+        ),
+        actor=kw.pop("actor", demo["sales"]),
+        extra_discount=Decimal(discount),
+        **kw,
+    )
+
+
+def holds_of(quote):
+    return Reservation.objects.filter(group=quote.reservation_group)
+
+
+def test_numbers_are_gapless_per_site_and_year(demo):
+    year = timezone.now().year
+    a, b = make_quote(demo), make_quote(demo)
+    c = make_quote(demo, site="hk")
+    assert a.number == f"Q-SZ-{year}-000001"
+    assert b.number == f"Q-SZ-{year}-000002"
+    assert c.number == f"Q-HK-{year}-000001"
+    # A failed creation gives its number back: the next one is still 000003.
+    with pytest.raises(DomainError):
+        make_quote(demo, items=[])
+    assert make_quote(demo).number == f"Q-SZ-{year}-000003"
+
+
+def test_quote_stores_the_engine_pricing(demo):
+    quote = make_quote(demo, nodes=2, term="year")
+    node_line = quote.lines.get(kind="node")
+    assert node_line.list_amount == Decimal("2400000.00")  # 2 × ¥100,000 × 12
+    assert [a["code"] for a in node_line.adjustments] == ["h100-annual"]
+    assert node_line.net == Decimal("2040000.00")  # 85% of list
+    assert quote.net_total == sum(line.net for line in quote.lines.all())
+    assert quote.vat_total == Decimal("122400.00")  # 6%
+    assert quote.gross_total == quote.net_total + quote.vat_total
+    assert quote.lines.filter(kind="free").count() == 4
+
+
+def test_send_holds_nodes_under_one_leaf_until_the_quote_expires(demo):
+    quote = qs.quote_send(quote=make_quote(demo, nodes=16), actor=demo["sales"])
+    holds = holds_of(quote)
+    assert holds.count() == 16
+    assert {h.status for h in holds} == {ReservationStatus.HOLD}
+    assert {h.expires_at for h in holds} == {quote.expires_at}
+    group = quote.placement["groups"][0]
+    assert group["count"] == 16 and len(group["leaves"]) == 1
+    assert quote.status == QuoteStatus.SENT
+
+
+def test_sent_quote_is_immutable_and_a_revision_supersedes_it(demo):
+    v1 = qs.quote_send(quote=make_quote(demo), actor=demo["sales"])
+    with pytest.raises(DomainError, match="revision"):
+        qs.quote_update(
+            quote=v1,
+            actor=demo["sales"],
+            organisation=demo["org"],
+            contact_name="x",
+            contact_email="x@example.com",
+            term="month",
+            duration=2,
+            start_date=v1.start_date,
+            items=qs.quote_items(v1),
+            extra_discount=Decimal("0"),
+            language="en",
+            notes="",
+            valid_until=v1.valid_until,
+        )
+    v2 = qs.quote_revise(quote=v1, actor=demo["sales"])
+    assert (v2.number, v2.version, v2.status) == (v1.number, 2, QuoteStatus.DRAFT)
+    v1.refresh_from_db()
+    assert v1.status == QuoteStatus.SENT  # still open until v2 goes out
+    with pytest.raises(DomainError, match="already has a revision"):
+        qs.quote_revise(quote=v1, actor=demo["sales"])
+    v2 = qs.quote_send(quote=v2, actor=demo["sales"])
+    v1.refresh_from_db()
+    assert v1.status == QuoteStatus.SUPERSEDED
+    assert v1.lines.count() > 0  # the old version stays readable
+    assert {h.status for h in holds_of(v1)} == {ReservationStatus.RELEASED}
+    assert {h.status for h in holds_of(v2)} == {ReservationStatus.HOLD}
+    with pytest.raises(DomainError, match="superseded"):
+        qs.quote_revise(quote=v1, actor=demo["sales"])
+
+
+def test_discount_above_the_limit_needs_a_manager(demo):
+    quote = make_quote(demo, discount="0.15")
+    with pytest.raises(DomainError, match="approval"):
+        qs.quote_send(quote=quote, actor=demo["sales"])
+    quote = qs.quote_request_approval(quote=quote, actor=demo["sales"], comment="big account")
+    assert quote.status == QuoteStatus.PENDING_APPROVAL
+    with pytest.raises(DomainError, match="sales manager"):
+        qs.quote_approve(quote=quote, actor=demo["sales"])
+    quote = qs.quote_approve(quote=quote, actor=demo["manager"], comment="ok for Q1")
+    assert quote.status == QuoteStatus.APPROVED
+    quote = qs.quote_send(quote=quote, actor=demo["sales"])
+    assert quote.status == QuoteStatus.SENT
+    history = list(quote.events.values_list("to_status", "actor__username", "comment"))
+    assert ("approved", "manager", "ok for Q1") in history
+
+
+def test_declined_approval_returns_to_the_requester_with_the_reason(demo):
+    quote = qs.quote_request_approval(
+        quote=make_quote(demo, discount="0.20"), actor=demo["sales"]
+    )
+    with pytest.raises(DomainError, match="why"):
+        qs.quote_decline_approval(quote=quote, actor=demo["manager"], comment=" ")
+    quote = qs.quote_decline_approval(quote=quote, actor=demo["manager"], comment="max 12%")
+    assert quote.status == QuoteStatus.DRAFT
+    assert "max 12%" in quote.events.last().comment
+
+
+def test_within_the_limit_approval_is_not_needed(demo):
+    with pytest.raises(DomainError, match="within your limit"):
+        qs.quote_request_approval(quote=make_quote(demo, discount="0.05"), actor=demo["sales"])
+
+
+def test_accept_turns_holds_firm_and_creates_the_order(demo):
+    quote = qs.quote_send(quote=make_quote(demo, nodes=2), actor=demo["sales"])
+    order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+    quote.refresh_from_db()
+    assert quote.status == QuoteStatus.ACCEPTED
+    assert (quote.decided_by, quote.decided_by_name, quote.decided_ip) == (
+        demo["customer"],
+        "Li Wei",
+        "203.0.113.9",
+    )
+    assert {h.status for h in holds_of(quote)} == {ReservationStatus.FIRM}
+    assert order.status == OrderStatus.AWAITING_PAYMENT
+    assert order.gross_total == quote.gross_total
+    assert order.organisation == demo["org"]
+    with pytest.raises(DomainError, match="Only a sent quote"):
+        qs.quote_reject(quote=quote, user=demo["customer"], name="x", ip=None)
+
+
+def test_reject_releases_the_holds(demo):
+    quote = qs.quote_send(quote=make_quote(demo), actor=demo["sales"])
+    qs.quote_reject(quote=quote, user=None, name="Li Wei", ip="198.51.100.1", reason="too dear")
+    quote.refresh_from_db()
+    assert quote.status == QuoteStatus.REJECTED
+    assert {h.status for h in holds_of(quote)} == {ReservationStatus.RELEASED}
+
+
+def test_expiry_releases_holds_and_blocks_acceptance(demo):
+    quote = qs.quote_send(quote=make_quote(demo), actor=demo["sales"])
+    later = quote.expires_at + timedelta(seconds=1)
+    assert qs.quote_expire_due(now=later) == 1
+    assert qs.quote_expire_due(now=later) == 0
+    quote.refresh_from_db()
+    assert quote.status == QuoteStatus.EXPIRED
+    assert {h.status for h in holds_of(quote)} == {ReservationStatus.RELEASED}
+    with pytest.raises(DomainError, match="no longer be accepted"):
+        qs.quote_accept(quote=quote, user=None, name="x", ip=None)
+
+
+def test_accepting_after_the_nodes_were_taken_fails_cleanly_and_a_fresh_quote_follows(demo):
+    quote = qs.quote_send(quote=make_quote(demo, nodes=2), actor=demo["sales"])
+    held = list(holds_of(quote).select_related("node"))
+    # Staff release the hold and someone else books one of those nodes.
+    inventory_services.reservation_group_release(group=quote.reservation_group, reason="ops")
+    inventory_services.reservation_hold(
+        nodes=[held[0].node],
+        start_at=held[0].start_at,
+        end_at=held[0].end_at,
+        owner_ref="order:other",
+        firm=True,
+    )
+    with pytest.raises(qs.NodesGone):
+        qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip=None)
+    quote.refresh_from_db()
+    assert quote.status == QuoteStatus.SENT
+    assert not Order.objects.exists()
+    fresh = qs.quote_refresh(quote=quote)
+    assert (fresh.version, fresh.status) == (2, QuoteStatus.SENT)
+    fresh_nodes = set(holds_of(fresh).values_list("node_id", flat=True))
+    assert held[0].node_id not in fresh_nodes and len(fresh_nodes) == 2
+    # No node is booked twice over the period.
+    for node_id in fresh_nodes | {held[0].node_id}:
+        assert (
+            Reservation.objects.filter(
+                node_id=node_id, status__in=["hold", "firm"], start_at__lt=held[0].end_at
+            ).count()
+            == 1
+        )
+
+
+def test_sending_without_enough_nodes_says_how_many_and_when(demo):
+    with pytest.raises(NotEnoughCapacity, match=r"Only \d+ of 200"):
+        qs.quote_send(quote=make_quote(demo, nodes=200), actor=demo["sales"])
+
+
+def test_bad_input_is_refused_with_a_message(demo):
+    with pytest.raises(DomainError, match="past"):
+        make_quote(demo, start_date=timezone.now().date() - timedelta(days=2))
+    with pytest.raises(DomainError, match="daily"):
+        make_quote(demo, term="day", duration=90)
+    with pytest.raises(DomainError, match="whole"):
+        make_quote(
+            demo,
+            items=[qs.ItemSpec(kind="node", quantity=Decimal("1.5"), node_type_id=demo["h100"].pk)],
+        )
+    with pytest.raises(DomainError, match="email"):
+        make_quote(demo, contact_email="not-an-address")
+
+
+def quote_url(name, quote, lang="en"):
+    with override(lang):
+        return reverse(name, args=[quote.token])
+
+
+def test_token_link_shows_the_quote_and_accepts(client, demo):
+    quote = qs.quote_send(quote=make_quote(demo), actor=demo["sales"])
+    page = client.get(quote_url("quote_public", quote))
+    assert page.status_code == 200
+    assert quote.number in page.content.decode()
+    response = client.post(
+        quote_url("quote_public_accept", quote), {"name": "Li Wei"}, REMOTE_ADDR="192.0.2.7"
+    )
+    assert response.status_code == 302
+    quote.refresh_from_db()
+    assert quote.status == QuoteStatus.ACCEPTED and quote.decided_ip == "192.0.2.7"
+
+
+def test_token_links_cannot_be_guessed_or_used_by_another_organisation(client, demo):
+    quote = qs.quote_send(quote=make_quote(demo), actor=demo["sales"])
+    assert len(quote.token) >= 40
+    guessed = quote.token[:-1] + ("A" if quote.token[-1] != "A" else "B")
+    assert client.get(f"/en/q/{guessed}/").status_code == 404
+    # A customer of another organisation, logged in, gets a 404 with the real token.
+    other = get_user_model().objects.create_user("eve", "eve@example.com", "pw-eve-12345")
+    Membership.objects.create(organisation=Organisation.objects.create(name="Other"), user=other)
+    client.force_login(other)
+    assert client.get(quote_url("quote_public", quote)).status_code == 404
+    assert client.post(quote_url("quote_public_accept", quote), {"name": "Eve"}).status_code == 404
+    quote.refresh_from_db()
+    assert quote.status == QuoteStatus.SENT
+    # Drafts are never reachable by token.
+    draft = make_quote(demo)
+    client.logout()
+    assert client.get(quote_url("quote_public", draft)).status_code == 404
