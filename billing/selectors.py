@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Prefetch, Q, QuerySet
 from django.utils import timezone
@@ -196,3 +197,55 @@ def quote_detail(*, pk: int) -> Quote:
         .prefetch_related("lines", "items__node_type", "events__actor")
         .get(pk=pk)
     )
+
+
+def sizing_options(*, site: Site) -> list[Any]:
+    """The site's priced GPU configurations as the sizing calculator sees them.
+
+    A CPU server with optional cards gives one option per card model, fully populated.
+    """
+    from billing.sizing import NodeOption
+
+    snapshot = price_book_snapshot(book=price_book_in_force(site=site))
+    prices = {np.node_type.code: np for np in snapshot.book.node_prices.all()}
+    cards: dict[int, list[Any]] = {}
+    for cp in snapshot.book.card_prices.all():
+        cards.setdefault(cp.node_type_id, []).append(cp)
+    options: list[NodeOption] = []
+    for code, np in sorted(prices.items()):
+        nt = np.node_type
+        units = nt.gpu_count if np.basis == "gpu" else 1
+        base = np.monthly * units
+        common = {
+            "intra_node": nt.interconnect,
+            "nic_count": nt.nic_count,
+            "nic_speed_gbps": nt.nic_speed_gbps,
+            "fabric": nt.fabric,
+        }
+        if nt.gpu_model is not None:
+            options.append(
+                NodeOption(
+                    code=code,
+                    name=nt.name,
+                    gpu_model=nt.gpu_model.name,
+                    gpus_per_node=nt.gpu_count,
+                    gpu_memory_gb=nt.gpu_model.memory_gb,
+                    bf16_tflops=nt.gpu_model.reference_tflops,
+                    monthly_price_per_node=base,
+                    **common,
+                )
+            )
+        for cp in cards.get(nt.pk, []):
+            options.append(
+                NodeOption(
+                    code=f"{code}+{cp.code}",
+                    name=f"{nt.name} + {cp.max_per_node}× {cp.gpu_model.name}",
+                    gpu_model=cp.gpu_model.name,
+                    gpus_per_node=cp.max_per_node,
+                    gpu_memory_gb=cp.gpu_model.memory_gb,
+                    bf16_tflops=cp.gpu_model.reference_tflops,
+                    monthly_price_per_node=base + cp.monthly * cp.max_per_node,
+                    **common,
+                )
+            )
+    return options

@@ -13,6 +13,7 @@ urlpatterns = [
 ]
 urlpatterns += i18n_patterns(
     path("", views.catalog, name="catalog"),
+    path("wizard/", views.wizard, name="wizard"),
     path("admin/", admin.site.urls),
     path("", include("billing.urls")),
     path("sales/", include("billing.urls_sales")),

@@ -205,45 +205,51 @@ def _line_zh(snapshot: selectors.BookSnapshot, line: pricing.PricedLine) -> str:
     return ""
 
 
+def priced_lines_as_rows(
+    snapshot: selectors.BookSnapshot, priced: pricing.PricedQuote, *, quote: Quote | None = None
+) -> list[QuoteLine]:
+    """The engine's lines as (unsaved) ``QuoteLine`` rows: what quotes store, and what
+    previews, the wizard and the PDF show, through the same template partial."""
+    return [
+        QuoteLine(
+            quote=quote,
+            position=i,
+            kind=line.kind.value,
+            code=line.code,
+            description=line.description,
+            description_zh=_line_zh(snapshot, line),
+            quantity=line.quantity,
+            unit=line.unit,
+            unit_price=line.unit_price,
+            periods=line.periods,
+            period_unit=line.period_unit,
+            list_amount=line.list_amount,
+            discount_amount=line.discount_total,
+            net=line.net,
+            vat=line.vat,
+            gross=line.gross,
+            note=line.note,
+            adjustments=[
+                {
+                    "code": a.code,
+                    "label": a.label,
+                    "label_zh": snapshot.names_zh.get(f"rule:{a.code}", ""),
+                    "amount": str(a.amount),
+                    "kind": a.kind.value,
+                    "params": a.param_dict,
+                }
+                for a in line.adjustments
+            ],
+        )
+        for i, line in enumerate(priced.lines)
+    ]
+
+
 def _store_pricing(
     quote: Quote, snapshot: selectors.BookSnapshot, priced: pricing.PricedQuote
 ) -> None:
     quote.lines.all().delete()
-    QuoteLine.objects.bulk_create(
-        [
-            QuoteLine(
-                quote=quote,
-                position=i,
-                kind=line.kind.value,
-                code=line.code,
-                description=line.description,
-                description_zh=_line_zh(snapshot, line),
-                quantity=line.quantity,
-                unit=line.unit,
-                unit_price=line.unit_price,
-                periods=line.periods,
-                period_unit=line.period_unit,
-                list_amount=line.list_amount,
-                discount_amount=line.discount_total,
-                net=line.net,
-                vat=line.vat,
-                gross=line.gross,
-                note=line.note,
-                adjustments=[
-                    {
-                        "code": a.code,
-                        "label": a.label,
-                        "label_zh": snapshot.names_zh.get(f"rule:{a.code}", ""),
-                        "amount": str(a.amount),
-                        "kind": a.kind.value,
-                        "params": a.param_dict,
-                    }
-                    for a in line.adjustments
-                ],
-            )
-            for i, line in enumerate(priced.lines)
-        ]
-    )
+    QuoteLine.objects.bulk_create(priced_lines_as_rows(snapshot, priced, quote=quote))
     quote.price_book = snapshot.book
     quote.currency = priced.currency
     quote.vat_rate = priced.vat_rate
