@@ -101,9 +101,11 @@ def place(candidates: Iterable[Candidate], count: int) -> Placement | None:
     while remaining > 0:
         fitting = [name for name, nodes in leaves.items() if len(nodes) >= remaining]
         if fitting:
+            # Best fit: the smallest leaf that holds the rest; among equals, fewest racks.
+            smallest = min(len(leaves[n]) for n in fitting)
             best = min(
-                fitting,
-                key=lambda n: (len(leaves[n]), _racks_needed(leaves[n], remaining), n),
+                (n for n in fitting if len(leaves[n]) == smallest),
+                key=lambda n: (_racks_needed(leaves[n], remaining), n),
             )
             chosen.extend(_take_fewest_racks(leaves[best], remaining))
             break

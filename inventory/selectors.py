@@ -87,8 +87,10 @@ def availability_search(
     """
     if count <= 0:
         raise ValueError("count must be positive")
-    rows = free_nodes(site=site, node_type=node_type, start_at=start_at, end_at=end_at).values_list(
-        "pk", "hostname", "leaf_switch__name", "rack__name"
+    rows = (
+        free_nodes(site=site, node_type=node_type, start_at=start_at, end_at=end_at)
+        .order_by()  # placement sorts for itself; no ORDER BY in SQL
+        .values_list("pk", "hostname", "leaf_switch__name", "rack__name")
     )
     free = tuple(
         Candidate(node_id=pk, hostname=host, leaf=leaf, rack=rack) for pk, host, leaf, rack in rows
