@@ -5,3 +5,11 @@ from django.utils.translation import gettext_lazy as _
 class BillingConfig(AppConfig):
     name = "billing"
     verbose_name = _("Billing")
+
+    def ready(self) -> None:
+        # The pure modules (sizing) translate through this hook, in the active language.
+        from django.utils.translation import gettext
+
+        from billing import i18n
+
+        i18n.set_translator(gettext)

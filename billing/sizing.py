@@ -19,6 +19,11 @@ Rules from the seeds:
 Our estimates: the factor for SGD and Adafactor, the ZeRO-1/2 divisors, 10% memory
 headroom, 40% MFU, the 70–100B band (between the seeds' bands), "medium bandwidth" for
 multi-node data parallel under 30B (≥ 100 Gb/s per node), rounding to whole nodes.
+
+Every user-facing string goes through ``_()`` from billing.i18n (the Django layer installs
+gettext there), with named %-placeholders filled in after the call; numbers are formatted
+here with ``fmt``/``fmt_sci`` and passed in. Texts are translated when ``size()`` and
+``validate()`` run, so they come out in the language active at the call.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Literal
+
+from billing.i18n import _, gettext_noop
 
 Precision = Literal["fp32", "bf16", "fp16", "fp8"]
 Optimizer = Literal["adamw", "sgd", "adafactor"]
@@ -81,16 +88,17 @@ CLOS_MIN_GPUS = 64  # seeds: 64 GPUs and more need IB NDR 400G in a 3-tier CLOS
 NVLINK_KINDS = frozenset({"nvswitch", "nvlink"})
 RDMA_FABRICS = frozenset({"ib_ndr", "ib_hdr", "roce_v2"})
 
+# English labels, marked for extraction; translated where used (_fabric_label, _intra_label).
 FABRIC_LABELS: dict[str, str] = {
-    "ib_ndr": "InfiniBand NDR 400G",
-    "ib_hdr": "InfiniBand HDR 200G",
-    "roce_v2": "RoCE v2",
-    "ethernet": "Ethernet",
+    "ib_ndr": gettext_noop("InfiniBand NDR 400G"),
+    "ib_hdr": gettext_noop("InfiniBand HDR 200G"),
+    "roce_v2": gettext_noop("RoCE v2"),
+    "ethernet": gettext_noop("Ethernet"),
 }
 INTRA_LABELS: dict[str, str] = {
-    "nvswitch": "NVLink with NVSwitch",
-    "nvlink": "NVLink",
-    "pcie": "PCIe only",
+    "nvswitch": gettext_noop("NVLink with NVSwitch"),
+    "nvlink": gettext_noop("NVLink"),
+    "pcie": gettext_noop("PCIe only"),
 }
 
 GB_PLACES = Decimal("0.01")
@@ -151,8 +159,9 @@ class Note:
     source: Source
 
     def __str__(self) -> str:
-        label = "seeds" if self.source == "seeds" else "our estimate"
-        return f"{self.text} ({label})"
+        label = _("seeds") if self.source == "seeds" else _("our estimate")
+        # Translators: a note followed by where its rule comes from ("seeds" or "our estimate").
+        return _("%(text)s (%(source)s)") % {"text": self.text, "source": label}
 
 
 @dataclass(frozen=True)
@@ -227,6 +236,40 @@ def fmt_sci(value: Decimal) -> str:
     return f"{mantissa} × 10^{int(exponent)}"
 
 
+def _percent(fraction: Decimal) -> str:
+    """0.9 -> "90%"."""
+    return _("%(number)s%%") % {"number": fmt(fraction * 100)}
+
+
+def _fabric_label(code: str) -> str:
+    label = FABRIC_LABELS.get(code)
+    return code if label is None else _(label)
+
+
+def _intra_label(code: str) -> str:
+    label = INTRA_LABELS.get(code)
+    return code if label is None else _(label)
+
+
+def _then(first: str, second: str) -> str:
+    """Two sentences (or clauses) one after the other."""
+    # Translators: two sentences one after the other; drop the space where the language
+    # does not put one between sentences.
+    return _("%(first)s %(second)s") % {"first": first, "second": second}
+
+
+def _nodes(count: int) -> str:
+    """ "1 node", "7 nodes"."""
+    if count == 1:
+        return _("%(count)s node") % {"count": count}
+    return _("%(count)s nodes") % {"count": count}
+
+
+def _percent_range(low: Decimal, high: Decimal) -> str:
+    """0.3, 0.5 -> "30–50%"."""
+    return _("%(low)s–%(high)s%%") % {"low": fmt(low * 100), "high": fmt(high * 100)}
+
+
 def _ceil(value: Decimal) -> int:
     return int(value.to_integral_value(rounding=ROUND_CEILING))
 
@@ -238,9 +281,25 @@ def _gb(value: Decimal) -> Decimal:
 # --- Validation -------------------------------------------------------------------------
 
 
-def _decimal(value: object, field_name: str, label: str) -> Decimal:
+def _not_a_number(field_name: str) -> str:
+    if field_name == "params_billion":
+        return _("Model size must be a number.")
+    if field_name == "target_tokens_billion":
+        return _("Target tokens must be a number.")
+    return _("Target days must be a number.")
+
+
+def _not_finite(field_name: str) -> str:
+    if field_name == "params_billion":
+        return _("Model size must be a finite number.")
+    if field_name == "target_tokens_billion":
+        return _("Target tokens must be a finite number.")
+    return _("Target days must be a finite number.")
+
+
+def _decimal(value: object, field_name: str) -> Decimal:
     if isinstance(value, bool):
-        raise SizingError(field_name, f"{label} must be a number.")
+        raise SizingError(field_name, _not_a_number(field_name))
     try:
         if isinstance(value, Decimal):
             number = value
@@ -249,61 +308,72 @@ def _decimal(value: object, field_name: str, label: str) -> Decimal:
         elif isinstance(value, float | str):
             number = Decimal(str(value).strip())
         else:
-            raise SizingError(field_name, f"{label} must be a number.")
+            raise SizingError(field_name, _not_a_number(field_name))
     except InvalidOperation as exc:
-        raise SizingError(field_name, f"{label} must be a number.") from exc
+        raise SizingError(field_name, _not_a_number(field_name)) from exc
     if not number.is_finite():
-        raise SizingError(field_name, f"{label} must be a finite number.")
+        raise SizingError(field_name, _not_finite(field_name))
     return number
 
 
 def validate(inp: SizingInput) -> SizingInput:
     """Check the input and return it with numbers as Decimal; raise SizingError."""
-    params = _decimal(inp.params_billion, "params_billion", "Model size")
+    params = _decimal(inp.params_billion, "params_billion")
     if params <= 0:
-        raise SizingError("params_billion", "Model size must be more than 0 billion parameters.")
+        raise SizingError("params_billion", _("Model size must be more than 0 billion parameters."))
     if params > MAX_PARAMS_BILLION:
         raise SizingError(
             "params_billion",
-            "Model size must be at most 20,000 billion (20T) parameters; "
-            f"{fmt(params)} billion is beyond what this wizard can size.",
+            _(
+                "Model size must be at most %(max)s billion (20T) parameters; "
+                "%(size)s billion is beyond what this wizard can size."
+            )
+            % {"max": fmt(MAX_PARAMS_BILLION), "size": fmt(params)},
         )
     if inp.precision not in PRECISIONS:
         raise SizingError(
             "precision",
-            f"Unknown precision “{inp.precision}”: choose one of {', '.join(PRECISIONS)}.",
+            _("Unknown precision “%(value)s”: choose one of %(choices)s.")
+            % {"value": inp.precision, "choices": ", ".join(PRECISIONS)},
         )
     if inp.optimizer not in OPTIMIZERS:
         raise SizingError(
             "optimizer",
-            f"Unknown optimizer “{inp.optimizer}”: choose one of {', '.join(OPTIMIZERS)}.",
+            _("Unknown optimizer “%(value)s”: choose one of %(choices)s.")
+            % {"value": inp.optimizer, "choices": ", ".join(OPTIMIZERS)},
         )
     stage = inp.zero_stage
     if isinstance(stage, str) and stage.strip().isdigit():
         stage = int(stage.strip())
     if isinstance(stage, bool) or not isinstance(stage, int) or stage not in ZERO_STAGES:
-        raise SizingError("zero_stage", "ZeRO stage must be 0, 1, 2 or 3.")
+        raise SizingError("zero_stage", _("ZeRO stage must be 0, 1, 2 or 3."))
 
     tokens = days = None
     if inp.target_tokens_billion is not None:
-        tokens = _decimal(inp.target_tokens_billion, "target_tokens_billion", "Target tokens")
+        tokens = _decimal(inp.target_tokens_billion, "target_tokens_billion")
         if tokens <= 0:
-            raise SizingError("target_tokens_billion", "Target tokens must be more than 0 billion.")
+            raise SizingError(
+                "target_tokens_billion", _("Target tokens must be more than 0 billion.")
+            )
     if inp.target_days is not None:
-        days = _decimal(inp.target_days, "target_days", "Target days")
+        days = _decimal(inp.target_days, "target_days")
         if days <= 0:
-            raise SizingError("target_days", "Target days must be more than 0.")
+            raise SizingError("target_days", _("Target days must be more than 0."))
         if days > MAX_TARGET_DAYS:
-            raise SizingError("target_days", "Target days must be at most 3,650 (ten years).")
+            raise SizingError(
+                "target_days",
+                _("Target days must be at most %(max)s (ten years).")
+                % {"max": fmt(MAX_TARGET_DAYS)},
+            )
     if tokens is not None and days is None:
         raise SizingError(
             "target_days",
-            "Give the number of days as well as the target tokens, or leave both empty.",
+            _("Give the number of days as well as the target tokens, or leave both empty."),
         )
     if days is not None and tokens is None:
         raise SizingError(
             "target_tokens_billion",
-            "Give the target tokens as well as the number of days, or leave both empty.",
+            _("Give the target tokens as well as the number of days, or leave both empty."),
         )
     return SizingInput(
         params_billion=params,
@@ -336,59 +406,83 @@ def _memory(inp: SizingInput) -> tuple[int, Decimal, Decimal, Decimal, Decimal, 
     total = _gb(inp.params_billion * nbytes * factor)
     divisor = ZERO_DIVISOR[inp.zero_stage]
     needed = _gb(total / divisor)
-    notes: list[Note] = [
-        Note(
+    if nbytes == 1:
+        per_param = _(
             "GPU memory ≈ parameters × bytes per parameter × factor "
-            f"({nbytes} byte{'s' if nbytes > 1 else ''} for {inp.precision}).",
-            "seeds",
+            "(%(bytes)s byte for %(precision)s)."
         )
+    else:
+        per_param = _(
+            "GPU memory ≈ parameters × bytes per parameter × factor "
+            "(%(bytes)s bytes for %(precision)s)."
+        )
+    notes: list[Note] = [
+        Note(per_param % {"bytes": nbytes, "precision": inp.precision}, "seeds"),
     ]
     if inp.optimizer in SEED_OPTIMIZERS:
         notes.append(
             Note(
-                "Factor 3.5 covers weights, gradients, optimizer states and activations "
-                "for mixed-precision Adam(W).",
+                _(
+                    "Factor 3.5 covers weights, gradients, optimizer states and activations "
+                    "for mixed-precision Adam(W)."
+                ),
                 "seeds",
             )
         )
     else:
         notes.append(
             Note(
-                f"Factor {fmt(factor)} for {inp.optimizer}: it keeps less optimizer state "
-                "than Adam(W), whose factor is 3.5 in the seeds.",
+                _(
+                    "Factor %(factor)s for %(optimizer)s: it keeps less optimizer state "
+                    "than Adam(W), whose factor is 3.5 in the seeds."
+                )
+                % {"factor": fmt(factor), "optimizer": inp.optimizer},
                 "estimate",
             )
         )
     if inp.precision == "fp8":
         notes.append(
             Note(
-                "fp8 at 1 byte per parameter applies the seeds' formula as is; fp8 training "
-                "usually keeps higher-precision master weights and optimizer states, so "
-                "expect more memory than this.",
+                _(
+                    "fp8 at 1 byte per parameter applies the seeds' formula as is; fp8 "
+                    "training usually keeps higher-precision master weights and optimizer "
+                    "states, so expect more memory than this."
+                ),
                 "estimate",
             )
         )
     if inp.zero_stage == 3:
         notes.append(
             Note(
-                "ZeRO-3 cuts memory 4–8×: we size on ÷ 4 (conservative) and show ÷ 8 "
-                "as the optimistic end.",
+                _(
+                    "ZeRO-3 cuts memory 4–8×: we size on ÷ 4 (conservative) and show ÷ 8 "
+                    "as the optimistic end."
+                ),
                 "seeds",
             )
         )
     elif inp.zero_stage in (1, 2):
-        notes.append(
-            Note(
-                f"ZeRO-{inp.zero_stage} ÷ {fmt(divisor)}: it partitions "
-                f"{'optimizer states' if inp.zero_stage == 1 else 'optimizer states and gradients'}"
-                " only; the seeds give a figure for ZeRO-3 alone (4–8×).",
-                "estimate",
+        if inp.zero_stage == 1:
+            partial = _(
+                "ZeRO-%(stage)s ÷ %(divisor)s: it partitions optimizer states only; the "
+                "seeds give a figure for ZeRO-3 alone (4–8×)."
             )
-        )
+        else:
+            partial = _(
+                "ZeRO-%(stage)s ÷ %(divisor)s: it partitions optimizer states and "
+                "gradients only; the seeds give a figure for ZeRO-3 alone (4–8×)."
+            )
+        notes.append(Note(partial % {"stage": inp.zero_stage, "divisor": fmt(divisor)}, "estimate"))
     notes.append(
         Note(
-            "Usable memory is 90% of each GPU's memory, keeping ~10% headroom for the CUDA "
-            "context, NCCL buffers and fragmentation.",
+            _(
+                "Usable memory is %(usable)s of each GPU's memory, keeping ~%(headroom)s "
+                "headroom for the CUDA context, NCCL buffers and fragmentation."
+            )
+            % {
+                "usable": _percent(USABLE_MEMORY_FRACTION),
+                "headroom": _percent(1 - USABLE_MEMORY_FRACTION),
+            },
             "estimate",
         )
     )
@@ -403,14 +497,31 @@ def _formula(
     divisor: Decimal,
     needed: Decimal,
 ) -> str:
-    unit = "bytes" if nbytes > 1 else "byte"
-    head = f"{fmt(inp.params_billion)} B × {nbytes} {unit} × {fmt(factor)} = {fmt(total)} GB"
+    if nbytes == 1:
+        head = _("%(params)s B × %(bytes)s byte × %(factor)s = %(total)s GB")
+    else:
+        head = _("%(params)s B × %(bytes)s bytes × %(factor)s = %(total)s GB")
+    head %= {
+        "params": fmt(inp.params_billion),
+        "bytes": nbytes,
+        "factor": fmt(factor),
+        "total": fmt(total),
+    }
     if inp.zero_stage == 0:
-        return f"{head} (no ZeRO)"
-    text = f"{head}; ZeRO-{inp.zero_stage} ÷ {fmt(divisor)} = {fmt(needed)} GB"
+        return _("%(memory)s (no ZeRO)") % {"memory": head}
+    text = _("%(memory)s; ZeRO-%(stage)s ÷ %(divisor)s = %(needed)s GB") % {
+        "memory": head,
+        "stage": inp.zero_stage,
+        "divisor": fmt(divisor),
+        "needed": fmt(needed),
+    }
     if inp.zero_stage == 3:
         best = _gb(total / ZERO3_OPTIMISTIC_DIVISOR)
-        text += f" (÷ {fmt(ZERO3_OPTIMISTIC_DIVISOR)} = {fmt(best)} GB at best)"
+        text = _("%(formula)s (÷ %(divisor)s = %(best)s GB at best)") % {
+            "formula": text,
+            "divisor": fmt(ZERO3_OPTIMISTIC_DIVISOR),
+            "best": fmt(best),
+        }
     return text
 
 
@@ -442,14 +553,14 @@ def _plan(
     gpus = int(option.gpus_per_node)
     memory = Decimal(option.gpu_memory_gb)
     if gpus <= 0 or memory <= 0:
-        return OptionPlan(option, 0, None, 0, 0, 0, None, ("it has no GPUs",))
+        return OptionPlan(option, 0, None, 0, 0, 0, None, (_("it has no GPUs"),))
     problems: list[str] = []
     usable = memory * USABLE_MEMORY_FRACTION
     for_memory = max(1, _ceil(needed_gb / usable))
     for_compute: int | None = None
     if flops is not None and inp.target_days is not None:
         if Decimal(option.bf16_tflops) <= 0:
-            problems.append("it has no bf16 TFLOPS figure to size compute on")
+            problems.append(_("it has no bf16 TFLOPS figure to size compute on"))
         else:
             for_compute = _gpus_for_compute(flops, inp.target_days, option)
     gpus_needed = max(for_memory, for_compute or 0)
@@ -462,50 +573,72 @@ def _plan(
 
     if band != "<30B" and option.intra_node not in NVLINK_KINDS:
         problems.append(
-            "30B+ models need NVLink or NVSwitch inside the node for tensor parallelism; "
-            f"it has {INTRA_LABELS.get(option.intra_node, option.intra_node)}"
+            _(
+                "30B+ models need NVLink or NVSwitch inside the node for tensor "
+                "parallelism; it has %(intra)s"
+            )
+            % {"intra": _intra_label(option.intra_node)}
         )
     if inp.zero_stage == 0 and band == "<30B" and needed_gb > usable:
         problems.append(
-            "plain data parallel keeps a whole copy of the model on every GPU: "
-            f"{fmt(needed_gb)} GB needed, {fmt(usable)} GB usable per GPU "
-            "(choose ZeRO 1–3)"
+            _(
+                "plain data parallel keeps a whole copy of the model on every GPU: "
+                "%(needed)s GB needed, %(usable)s GB usable per GPU (choose ZeRO 1–3)"
+            )
+            % {"needed": fmt(needed_gb), "usable": fmt(usable)}
         )
     if inp.zero_stage == 0 and band in ("30-70B", "70-100B") and needed_gb > usable * gpus:
         problems.append(
-            "tensor parallel inside the node keeps a whole copy of the model in every "
-            f"node: {fmt(needed_gb)} GB needed, {fmt(usable * gpus)} GB usable per node "
-            "(choose ZeRO 1–3)"
+            _(
+                "tensor parallel inside the node keeps a whole copy of the model in every "
+                "node: %(needed)s GB needed, %(usable)s GB usable per node (choose ZeRO 1–3)"
+            )
+            % {"needed": fmt(needed_gb), "usable": fmt(usable * gpus)}
         )
     if multi:
         if band == "<30B" and bandwidth < MEDIUM_BANDWIDTH_GBPS:
             problems.append(
-                f"{nodes} nodes need at least {MEDIUM_BANDWIDTH_GBPS} Gb/s per node between "
-                f"them; it has {bandwidth} Gb/s"
+                _(
+                    "%(nodes)s nodes need at least %(min)s Gb/s per node between them; "
+                    "it has %(has)s Gb/s"
+                )
+                % {"nodes": nodes, "min": MEDIUM_BANDWIDTH_GBPS, "has": bandwidth}
             )
         if band in ("30-70B", "70-100B"):
             if bandwidth < TP_DP_BANDWIDTH_GBPS:
                 problems.append(
-                    f"30–100B models across nodes need ≥ {TP_DP_BANDWIDTH_GBPS} Gb/s per "
-                    f"node between nodes; it has {bandwidth} Gb/s"
+                    _(
+                        "30–100B models across nodes need ≥ %(min)s Gb/s per node between "
+                        "nodes; it has %(has)s Gb/s"
+                    )
+                    % {"min": TP_DP_BANDWIDTH_GBPS, "has": bandwidth}
                 )
             if option.fabric not in RDMA_FABRICS:
                 problems.append(
-                    "30–100B models across nodes need an RDMA fabric (InfiniBand or "
-                    f"RoCE v2), not plain {FABRIC_LABELS.get(option.fabric, option.fabric)}"
+                    _(
+                        "30–100B models across nodes need an RDMA fabric (InfiniBand or "
+                        "RoCE v2), not plain %(fabric)s"
+                    )
+                    % {"fabric": _fabric_label(option.fabric)}
                 )
         if band == ">=100B" and (
             option.fabric != "ib_ndr" or option.nic_speed_gbps < LARGE_NIC_GBPS
         ):
             problems.append(
-                "100B+ models need 400 Gb/s InfiniBand NDR NICs between nodes; it has "
-                f"{option.nic_count}× {option.nic_speed_gbps} Gb/s "
-                f"{FABRIC_LABELS.get(option.fabric, option.fabric)}"
+                _(
+                    "100B+ models need 400 Gb/s InfiniBand NDR NICs between nodes; it has "
+                    "%(nics)s× %(speed)s Gb/s %(fabric)s"
+                )
+                % {
+                    "nics": option.nic_count,
+                    "speed": option.nic_speed_gbps,
+                    "fabric": _fabric_label(option.fabric),
+                }
             )
         elif gpu_count >= CLOS_MIN_GPUS and option.fabric != "ib_ndr":
             problems.append(
-                f"{gpu_count} GPUs (64 or more) need InfiniBand NDR 400G; it has "
-                f"{FABRIC_LABELS.get(option.fabric, option.fabric)}"
+                _("%(gpus)s GPUs (64 or more) need InfiniBand NDR 400G; it has %(fabric)s")
+                % {"gpus": gpu_count, "fabric": _fabric_label(option.fabric)}
             )
     return OptionPlan(
         option=option,
@@ -531,51 +664,59 @@ def _parallelism(band: Band, plan: OptionPlan | None) -> tuple[str, list[Note]]:
     gpus = plan.gpu_count if plan else 0
     if band == "<30B":
         if plan is not None and nodes > 1:
-            text = (
-                f"Data parallel (PyTorch DDP, or ZeRO/FSDP to shard) across {nodes} nodes "
-                f"({gpus} GPUs). The seeds size models under 30B on one 8-GPU node; more "
+            text = _(
+                "Data parallel (PyTorch DDP, or ZeRO/FSDP to shard) across %(nodes)s nodes "
+                "(%(gpus)s GPUs). The seeds size models under 30B on one 8-GPU node; more "
                 "nodes here are for the deadline, and medium bandwidth between them is enough."
-            )
+            ) % {"nodes": nodes, "gpus": gpus}
+        elif plan is not None:
+            text = _(
+                "Data parallel (PyTorch DDP, or ZeRO/FSDP to shard) on one node (%(gpus)s "
+                "GPUs): under 30B parameters one 8-GPU node with data parallelism is enough."
+            ) % {"gpus": gpus}
         else:
-            where = f"one node ({gpus} GPUs)" if plan is not None else "one 8-GPU node"
-            text = (
-                f"Data parallel (PyTorch DDP, or ZeRO/FSDP to shard) on {where}: under 30B "
-                "parameters one 8-GPU node with data parallelism is enough."
+            text = _(
+                "Data parallel (PyTorch DDP, or ZeRO/FSDP to shard) on one 8-GPU node: "
+                "under 30B parameters one 8-GPU node with data parallelism is enough."
             )
-        return text, [Note("Under 30B: one 8-GPU node, data parallel.", "seeds")]
+        return text, [Note(_("Under 30B: one 8-GPU node, data parallel."), "seeds")]
     if band == "30-70B":
         if plan is not None and nodes == 1:
-            text = (
-                f"Tensor parallel across the node's {gpus} GPUs over NVLink/NVSwitch; to go "
+            text = _(
+                "Tensor parallel across the node's %(gpus)s GPUs over NVLink/NVSwitch; to go "
                 "faster, add nodes with data parallel across them (at least 200 Gb/s "
                 "between nodes)."
-            )
+            ) % {"gpus": gpus}
         else:
-            text = (
+            text = _(
                 "Tensor parallel inside the node over NVLink/NVSwitch, data parallel across "
                 "nodes; at least 200 Gb/s between nodes."
             )
         return text, [
             Note(
-                "30–70B: full NVLink inside the node, ≥ 200 Gb/s between nodes, tensor + "
-                "data parallel.",
+                _(
+                    "30–70B: full NVLink inside the node, ≥ 200 Gb/s between nodes, tensor + "
+                    "data parallel."
+                ),
                 "seeds",
             )
         ]
     if band == "70-100B":
-        text = (
+        text = _(
             "Between the seeds' 30–70B and 100B+ bands: treat it like 30–70B (tensor "
             "parallel inside the node over NVLink/NVSwitch, data parallel across nodes), "
             "but plan for 400 Gb/s between nodes."
         )
         return text, [
             Note(
-                "70–100B is not covered by the seeds: we apply the 30–70B rules and "
-                "recommend 400 Gb/s between nodes as for 100B+.",
+                _(
+                    "70–100B is not covered by the seeds: we apply the 30–70B rules and "
+                    "recommend 400 Gb/s between nodes as for 100B+."
+                ),
                 "estimate",
             )
         ]
-    text = (
+    text = _(
         "Multi-node 3D parallel: tensor parallel inside the node, pipeline parallel across "
         "nodes, data parallel with ZeRO on top; expert parallel for MoE models. Use "
         "topology-aware placement (as few leaf switches as possible) and automatic "
@@ -583,13 +724,18 @@ def _parallelism(band: Band, plan: OptionPlan | None) -> tuple[str, list[Note]]:
     )
     return text, [
         Note(
-            "100B and up: multi-node cluster, 400 Gb/s between nodes, 3D parallel with ZeRO "
-            "and expert parallel, topology-aware scheduling and automatic fault recovery.",
+            _(
+                "100B and up: multi-node cluster, 400 Gb/s between nodes, 3D parallel with "
+                "ZeRO and expert parallel, topology-aware scheduling and automatic fault "
+                "recovery."
+            ),
             "seeds",
         ),
         Note(
-            "The seeds put a 175B-class model at 32–64 H100 80G at least; start with a "
-            "small cluster rented by the day for profiling, then scale.",
+            _(
+                "The seeds put a 175B-class model at 32–64 H100 80G at least; start with a "
+                "small cluster rented by the day for profiling, then scale."
+            ),
             "seeds",
         ),
     ]
@@ -601,75 +747,89 @@ def _fabric(band: Band, plan: OptionPlan) -> tuple[str, str, list[Note]]:
     gpus = plan.gpu_count
     if plan.node_count == 1:
         if option.intra_node in NVLINK_KINDS:
-            fabric = (
+            fabric = _(
                 "Single node, NVLink/NVSwitch only: no inter-node fabric is needed; the "
                 "GPUs talk over NVLink inside the node."
             )
         else:
-            fabric = (
+            fabric = _(
                 "Single node, PCIe only: no inter-node fabric is needed; the GPUs talk "
                 "over PCIe (NCCL P2P) inside the node."
             )
-        return fabric, "Single node: no switch fabric.", []
+        return fabric, _("Single node: no switch fabric."), []
 
-    placement = " Place the nodes under as few leaf switches as possible."
+    placement = _("Place the nodes under as few leaf switches as possible.")
     notes: list[Note] = []
     if gpus >= CLOS_MIN_GPUS:
-        fabric = (
-            f"InfiniBand NDR 400G required: at {gpus} GPUs (64 or more) the seeds make IB NDR "
-            "400 Gb/s mandatory so that AllReduce does not hold training back."
+        fabric = _(
+            "InfiniBand NDR 400G required: at %(gpus)s GPUs (64 or more) the seeds make IB "
+            "NDR 400 Gb/s mandatory so that AllReduce does not hold training back."
+        ) % {"gpus": gpus}
+        topology = _then(
+            _(
+                "3-tier CLOS with adaptive routing: non-blocking, line rate between any two "
+                "ports (64 GPUs and more)."
+            ),
+            placement,
         )
-        topology = (
-            "3-tier CLOS with adaptive routing: non-blocking, line rate between any two "
-            "ports (64 GPUs and more)." + placement
-        )
-        notes.append(Note("64 GPUs and more: InfiniBand NDR 400G in a 3-tier CLOS.", "seeds"))
+        notes.append(Note(_("64 GPUs and more: InfiniBand NDR 400G in a 3-tier CLOS."), "seeds"))
     elif gpus > ROCE_MAX_GPUS:
-        fabric = (
-            f"InfiniBand recommended: at {gpus} GPUs (more than 32) RoCE v2's PFC "
+        fabric = _(
+            "InfiniBand recommended: at %(gpus)s GPUs (more than 32) RoCE v2's PFC "
             "head-of-line blocking makes throughput unstable, while InfiniBand's "
-            "credit-based flow control holds up (98% vs 82% AllReduce utilisation at 32 "
-            "nodes in the seeds' test)."
-        )
-        topology = "Leaf-spine (2 tiers)." + placement
+            "credit-based flow control holds up (%(ib)s vs %(roce)s AllReduce utilisation "
+            "at 32 nodes in the seeds' test)."
+        ) % {"gpus": gpus, "ib": _percent(Decimal("0.98")), "roce": _percent(Decimal("0.82"))}
+        topology = _then(_("Leaf-spine (2 tiers)."), placement)
         notes.append(
             Note(
-                "Above 32 GPUs InfiniBand's stability advantage is clear; RoCE v2 is fine "
-                "for small clusters only.",
+                _(
+                    "Above 32 GPUs InfiniBand's stability advantage is clear; RoCE v2 is "
+                    "fine for small clusters only."
+                ),
                 "seeds",
             )
         )
         notes.append(
             Note(
-                "33–63 GPUs: the seeds name leaf-spine for 8–32 GPUs and CLOS from 64; "
-                "leaf-spine in between is our reading.",
+                _(
+                    "33–63 GPUs: the seeds name leaf-spine for 8–32 GPUs and CLOS from 64; "
+                    "leaf-spine in between is our reading."
+                ),
                 "estimate",
             )
         )
     else:
-        fabric = (
-            f"RoCE v2 is acceptable at {gpus} GPUs (32 or fewer): it costs 30–50% less than "
-            "InfiniBand and its head-of-line blocking only hurts larger clusters; "
+        fabric = _(
+            "RoCE v2 is acceptable at %(gpus)s GPUs (32 or fewer): it costs %(saving)s less "
+            "than InfiniBand and its head-of-line blocking only hurts larger clusters; "
             "InfiniBand works too."
+        ) % {"gpus": gpus, "saving": _percent_range(Decimal("0.30"), Decimal("0.50"))}
+        topology = _then(
+            _(
+                "Leaf-spine (2 tiers) is enough for 8–32 GPUs, each server dual-homed to two "
+                "switches for redundancy."
+            ),
+            placement,
         )
-        topology = (
-            "Leaf-spine (2 tiers) is enough for 8–32 GPUs, each server dual-homed to two "
-            "switches for redundancy." + placement
+        notes.append(
+            Note(_("Up to 32 GPUs RoCE v2 is acceptable with a leaf-spine fabric."), "seeds")
         )
-        notes.append(Note("Up to 32 GPUs RoCE v2 is acceptable with a leaf-spine fabric.", "seeds"))
     if band == ">=100B" and gpus < CLOS_MIN_GPUS:
-        fabric = (
+        fabric = _(
             "InfiniBand NDR 400G: 100B+ models need 400 Gb/s RDMA between nodes, even "
-            f"though at {gpus} GPUs the cluster size alone would allow RoCE v2."
-        )
+            "though at %(gpus)s GPUs the cluster size alone would allow RoCE v2."
+        ) % {"gpus": gpus}
     elif band == "70-100B" and gpus <= ROCE_MAX_GPUS:
-        fabric += " Plan for 400 Gb/s per node at this model size."
-    fabric += (
-        f" {option.name} has {option.nic_count}× {option.nic_speed_gbps} Gb/s "
-        f"{FABRIC_LABELS.get(option.fabric, option.fabric)} = {fmt(option.inter_node_gbps)} "
-        "Gb/s per node."
-    )
-    return fabric, topology, notes
+        fabric = _then(fabric, _("Plan for 400 Gb/s per node at this model size."))
+    nics = _("%(name)s has %(nics)s× %(speed)s Gb/s %(fabric)s = %(total)s Gb/s per node.") % {
+        "name": option.name,
+        "nics": option.nic_count,
+        "speed": option.nic_speed_gbps,
+        "fabric": _fabric_label(option.fabric),
+        "total": fmt(option.inter_node_gbps),
+    }
+    return _then(fabric, nics), topology, notes
 
 
 # --- Entry point ------------------------------------------------------------------------
@@ -694,29 +854,44 @@ def size(inp: SizingInput, options: Sequence[NodeOption]) -> SizingResult:
 
     compute_formula = None
     if flops is not None and inp.target_days is not None:
-        compute_formula = (
-            f"{TRAINING_FLOPS_PER_PARAM_TOKEN} × {fmt(inp.params_billion)} B parameters × "
-            f"{fmt(inp.target_tokens_billion or 0)} B tokens = {fmt_sci(flops)} FLOPs"
-        )
+        compute_formula = _(
+            "%(factor)s × %(params)s B parameters × %(tokens)s B tokens = %(flops)s FLOPs"
+        ) % {
+            "factor": TRAINING_FLOPS_PER_PARAM_TOKEN,
+            "params": fmt(inp.params_billion),
+            "tokens": fmt(inp.target_tokens_billion or 0),
+            "flops": fmt_sci(flops),
+        }
         if best is not None and best.gpus_for_compute is not None:
             sustained = Decimal(best.option.bf16_tflops) * ASSUMED_MFU
-            compute_formula += (
-                f"; ÷ ({fmt(best.option.bf16_tflops)} TFLOPS × {fmt(ASSUMED_MFU)} MFU = "
-                f"{fmt(sustained)} TFLOPS per GPU × {fmt(inp.target_days)} days) = "
-                f"{best.gpus_for_compute} GPUs"
-            )
+            compute_formula = _(
+                "%(flops)s; ÷ (%(tflops)s TFLOPS × %(mfu)s MFU = %(sustained)s TFLOPS per GPU "
+                "× %(days)s days) = %(gpus)s GPUs"
+            ) % {
+                "flops": compute_formula,
+                "tflops": fmt(best.option.bf16_tflops),
+                "mfu": fmt(ASSUMED_MFU),
+                "sustained": fmt(sustained),
+                "days": fmt(inp.target_days),
+                "gpus": best.gpus_for_compute,
+            }
         notes.append(
             Note(
-                "Training compute ≈ 6 × parameters × tokens; sustained throughput per GPU = "
-                "bf16 TFLOPS × an assumed 40% MFU.",
+                _(
+                    "Training compute ≈ %(factor)s × parameters × tokens; sustained "
+                    "throughput per GPU = bf16 TFLOPS × an assumed %(mfu)s MFU."
+                )
+                % {"factor": TRAINING_FLOPS_PER_PARAM_TOKEN, "mfu": _percent(ASSUMED_MFU)},
                 "estimate",
             )
         )
         if inp.precision == "fp32":
             notes.append(
                 Note(
-                    "The compute estimate uses bf16 throughput; fp32 training is several "
-                    "times slower, so expect a longer run.",
+                    _(
+                        "The compute estimate uses bf16 throughput; fp32 training is several "
+                        "times slower, so expect a longer run."
+                    ),
                     "estimate",
                 )
             )
@@ -726,8 +901,10 @@ def size(inp: SizingInput, options: Sequence[NodeOption]) -> SizingResult:
     if band == ">=100B" and inp.zero_stage != 3:
         notes.append(
             Note(
-                "At 100B+ the seeds pair 3D parallelism with ZeRO stage 3 and a fast "
-                "inter-node network to get past the memory wall.",
+                _(
+                    "At 100B+ the seeds pair 3D parallelism with ZeRO stage 3 and a fast "
+                    "inter-node network to get past the memory wall."
+                ),
                 "seeds",
             )
         )
@@ -755,21 +932,32 @@ def size(inp: SizingInput, options: Sequence[NodeOption]) -> SizingResult:
             reason_if_none=reason,
             monthly_total=None,
             parallelism=parallelism,
-            fabric="No qualifying node type, so no fabric to recommend; see the reason.",
-            topology="No qualifying node type, so no topology to recommend.",
+            fabric=_("No qualifying node type, so no fabric to recommend; see the reason."),
+            topology=_("No qualifying node type, so no topology to recommend."),
             options_considered=plans,
         )
 
     option = best.option
     usable = Decimal(option.gpu_memory_gb) * USABLE_MEMORY_FRACTION
-    notes.append(
-        Note(
-            f"Memory: {fmt(needed)} GB ÷ {fmt(usable)} GB usable per {option.gpu_model} "
-            f"(90% of {fmt(Decimal(option.gpu_memory_gb))} GB) = {best.gpus_for_memory} "
-            f"GPU{'s' if best.gpus_for_memory != 1 else ''}.",
-            "estimate",
+    if best.gpus_for_memory == 1:
+        memory = _(
+            "Memory: %(needed)s GB ÷ %(usable)s GB usable per %(gpu)s (%(share)s of "
+            "%(memory)s GB) = %(gpus)s GPU."
         )
-    )
+    else:
+        memory = _(
+            "Memory: %(needed)s GB ÷ %(usable)s GB usable per %(gpu)s (%(share)s of "
+            "%(memory)s GB) = %(gpus)s GPUs."
+        )
+    memory %= {
+        "needed": fmt(needed),
+        "usable": fmt(usable),
+        "gpu": option.gpu_model,
+        "share": _percent(USABLE_MEMORY_FRACTION),
+        "memory": fmt(Decimal(option.gpu_memory_gb)),
+        "gpus": best.gpus_for_memory,
+    }
+    notes.append(Note(memory, "estimate"))
     rounding = _rounding_note(best)
     if rounding:
         notes.append(rounding)
@@ -804,25 +992,51 @@ def size(inp: SizingInput, options: Sequence[NodeOption]) -> SizingResult:
 
 def _rounding_note(plan: OptionPlan) -> Note | None:
     option = plan.option
-    nodes = f"{plan.node_count} node{'s' if plan.node_count != 1 else ''}"
+    params = {
+        "needed": plan.gpus_needed,
+        "gpus": plan.gpu_count,
+        "nodes": _nodes(plan.node_count),
+        "name": option.name,
+        "per_node": option.gpus_per_node,
+    }
     if plan.node_count > _ceil(Decimal(plan.gpus_needed) / option.gpus_per_node):
         return Note(
-            f"Raised from {plan.gpus_needed} to {plan.gpu_count} GPUs = {nodes} of "
-            f"{option.name}: the seeds call for a multi-node cluster at 100B+.",
+            _(
+                "Raised from %(needed)s to %(gpus)s GPUs = %(nodes)s of %(name)s: the seeds "
+                "call for a multi-node cluster at 100B+."
+            )
+            % params,
             "seeds",
         )
     if plan.gpu_count != plan.gpus_needed:
         return Note(
-            f"Rounded up from {plan.gpus_needed} to {plan.gpu_count} GPUs = {nodes} of "
-            f"{option.name} ({option.gpus_per_node} GPUs each): nodes are rented whole.",
+            _(
+                "Rounded up from %(needed)s to %(gpus)s GPUs = %(nodes)s of %(name)s "
+                "(%(per_node)s GPUs each): nodes are rented whole."
+            )
+            % params,
             "estimate",
         )
     return None
 
 
 def _reason_if_none(inp: SizingInput, plans: Sequence[OptionPlan]) -> str:
-    size_text = f"a {fmt(inp.params_billion)} B-parameter model"
+    size_text = fmt(inp.params_billion)
     if not plans:
-        return f"No node types were offered to size {size_text} on."
-    parts = [f"{p.option.name}: {'; '.join(p.problems)}" for p in plans]
-    return f"No node type qualifies for {size_text}. " + ". ".join(parts) + "."
+        return _("No node types were offered to size a %(size)s B-parameter model on.") % {
+            "size": size_text
+        }
+    # Translators: the separator between two problems of one node type.
+    problem_separator = _("; ")
+    # Translators: the separator between two node types' problems (a sentence each).
+    option_separator = _(". ")
+    parts = [
+        # Translators: a node type's name, then why it does not qualify.
+        _("%(name)s: %(problems)s")
+        % {"name": p.option.name, "problems": problem_separator.join(p.problems)}
+        for p in plans
+    ]
+    return _("No node type qualifies for a %(size)s B-parameter model. %(details)s.") % {
+        "size": size_text,
+        "details": option_separator.join(parts),
+    }

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from billing import sizing
+from billing import i18n, sizing
+from billing.i18n import get_translator, set_translator
 from billing.sizing import NodeOption, SizingError, SizingInput, size
 
 D = Decimal
@@ -69,6 +70,17 @@ E5 = NodeOption(
     monthly_price_per_node=D("3999"),
 )
 DEMO = [H100, A100, RTX3090, E5]
+
+
+@pytest.fixture(autouse=True)
+def english():
+    """Assert on the English source text, whatever translator the Django layer installed."""
+    previous = get_translator()
+    set_translator(None)
+    try:
+        yield
+    finally:
+        set_translator(previous)
 
 
 def unpriced(option):
@@ -465,12 +477,45 @@ def test_band_edges(params, band):
     assert sizing.size_band(D(params)) == band
 
 
-def test_module_is_pure():
-    tree = ast.parse(Path(sizing.__file__).read_text(encoding="utf-8"))
+def _imports(module):
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            imported.update(alias.name.split(".")[0] for alias in node.names)
+            imported.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
-            imported.add(node.module.split(".")[0])
-    assert imported <= {"__future__", "collections", "dataclasses", "decimal", "typing"}
+            imported.add(node.module)
+    return imported
+
+
+def test_module_is_pure():
+    stdlib = {"__future__", "collections.abc", "dataclasses", "decimal", "typing"}
+    # The only project import is the translation hook, itself free of Django.
+    assert _imports(sizing) <= stdlib | {"billing.i18n"}
+    assert _imports(i18n) <= {"__future__", "collections.abc"}
+
+
+# --- Translation ---------------------------------------------------------------------------
+
+
+def test_user_facing_text_goes_through_the_translation_hook():
+    set_translator(lambda s: "[" + s + "]")
+    try:
+        with pytest.raises(SizingError) as excinfo:
+            size(SizingInput(D("0")), DEMO)
+        r = size(SizingInput(D("7")), [H100])
+        first_line = r.note_lines[0]  # str(note) translates the source label when called
+    finally:
+        set_translator(None)
+
+    assert excinfo.value.field == "params_billion"  # field names are not translated
+    assert excinfo.value.message == "[Model size must be more than 0 billion parameters.]"
+    assert r.parallelism.startswith("[Data parallel (PyTorch DDP")
+    assert r.parallelism.endswith("is enough.]")
+    assert "[Single node, NVLink/NVSwitch only" in r.fabric
+    assert first_line.startswith("[[GPU memory ≈")  # the note, then its source label
+    assert first_line.endswith("([seeds])]")
+    # Placeholders are filled in after translation, with the module's number formatting.
+    assert any(n.text.startswith("[Rounded up from 1 to 8 GPUs = [1 node]") for n in r.notes)
+    # Translation happens at call time: with the hook reset, English comes back.
+    assert size(SizingInput(D("7")), [H100]).parallelism.startswith("Data parallel")
