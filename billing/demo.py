@@ -18,10 +18,12 @@ from billing.models import (
     SalesProfile,
 )
 from inventory.models import GPUModel, NodeType, Site
-from portal.models import Membership, MemberRole, Organisation
+from portal.models import MemberRole, Membership, Organisation
 
 D = Decimal
-DAILY_NOTE = "Derived for the demo: monthly ÷ 30 × 1.2 (the seeds rent by the day but give no daily price)."  # noqa: E501
+DAILY_NOTE = (
+    "Derived for the demo: monthly ÷ 30 × 1.2 (the seeds rent by the day but give no daily price)."
+)
 
 # Per site: node type code -> (basis, category, monthly per unit). Shenzhen from the seeds
 # (H100 ¥80,000-120,000 per node-month: the middle; A100 ¥2,800 per GPU; E5 ¥3,999).

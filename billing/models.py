@@ -363,8 +363,8 @@ QUOTE_TRANSITIONS: dict[str, frozenset[str]] = {
     QuoteStatus.EXPIRED: frozenset(),
     QuoteStatus.SUPERSEDED: frozenset(),
 }
-# Statuses in which the quote's content may still change.
-QUOTE_EDITABLE = (QuoteStatus.DRAFT,)
+# Statuses in which the quote's content may still change (editing withdraws an approval).
+QUOTE_EDITABLE = (QuoteStatus.DRAFT, QuoteStatus.PENDING_APPROVAL, QuoteStatus.APPROVED)
 
 
 def new_token() -> str:

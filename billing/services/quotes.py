@@ -85,7 +85,9 @@ def site_today(site: Site) -> date:
     return timezone.now().astimezone(site.tzinfo).date()
 
 
-def rental_period(*, site: Site, start_date: date, term: str, duration: int) -> tuple[datetime, datetime]:
+def rental_period(
+    *, site: Site, start_date: date, term: str, duration: int
+) -> tuple[datetime, datetime]:
     """``[start, end)`` of a rental: from midnight of the start day, site time."""
     start = datetime.combine(start_date, time.min, tzinfo=site.tzinfo)
     if term == pricing.Term.DAY:
@@ -114,7 +116,8 @@ def _move(quote: Quote, target: str, actor: User | None, comment: str = "") -> N
     transition_check(
         table=QUOTE_TRANSITIONS,
         labels=QuoteStatus,
-        what=_("Quote %(number)s v%(version)s") % {"number": quote.number, "version": quote.version},
+        what=_("Quote %(number)s v%(version)s")
+        % {"number": quote.number, "version": quote.version},
         source=quote.status,
         target=target,
     )
@@ -356,7 +359,11 @@ def quote_create(
 ) -> Quote:
     """A new draft quote, numbered and priced from the price book in force."""
     _validate_terms(
-        site=site, term=term, duration=duration, start_date=start_date, extra_discount=extra_discount
+        site=site,
+        term=term,
+        duration=duration,
+        start_date=start_date,
+        extra_discount=extra_discount,
     )
     if not items:
         raise DomainError(_("Add at least one line to the quote."))
@@ -410,11 +417,7 @@ def quote_update(
 ) -> Quote:
     """Change a quote that was not sent yet. Editing withdraws a pending approval."""
     quote = _lock(quote)
-    if quote.status not in (
-        QuoteStatus.DRAFT,
-        QuoteStatus.PENDING_APPROVAL,
-        QuoteStatus.APPROVED,
-    ):
+    if not quote.is_editable:
         raise DomainError(
             _("Quote %(number)s v%(version)s was sent and cannot change; make a revision.")
             % {"number": quote.number, "version": quote.version}
@@ -712,9 +715,7 @@ def quote_send(*, quote: Quote, actor: User) -> Quote:
             QuoteStatus.PENDING_APPROVAL,
             QuoteStatus.APPROVED,
         ):
-            _release_holds(
-                previous, actor, _("Superseded by v%(v)s.") % {"v": quote.version}
-            )
+            _release_holds(previous, actor, _("Superseded by v%(v)s.") % {"v": quote.version})
             _move(
                 previous,
                 QuoteStatus.SUPERSEDED,

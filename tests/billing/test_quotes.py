@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import override
 
-from billing.models import Order, OrderStatus, Quote, QuoteStatus
+from billing.models import Order, OrderStatus, QuoteStatus
 from billing.services import quotes as qs
 from inventory import services as inventory_services
 from inventory.models import NodeType, Reservation, ReservationStatus, Site
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def demo(db):
-    call_command("seed_demo", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    call_command("seed_demo", stdout=open("/dev/null", "w"))
     users = get_user_model().objects
     return {
         "sz": Site.objects.get(code="SZ"),
@@ -147,9 +147,7 @@ def test_discount_above_the_limit_needs_a_manager(demo):
 
 
 def test_declined_approval_returns_to_the_requester_with_the_reason(demo):
-    quote = qs.quote_request_approval(
-        quote=make_quote(demo, discount="0.20"), actor=demo["sales"]
-    )
+    quote = qs.quote_request_approval(quote=make_quote(demo, discount="0.20"), actor=demo["sales"])
     with pytest.raises(DomainError, match="why"):
         qs.quote_decline_approval(quote=quote, actor=demo["manager"], comment=" ")
     quote = qs.quote_decline_approval(quote=quote, actor=demo["manager"], comment="max 12%")

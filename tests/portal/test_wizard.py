@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def demo(db):
-    call_command("seed_demo", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    call_command("seed_demo", stdout=open("/dev/null", "w"))
     return Site.objects.get(code="SZ")
 
 
