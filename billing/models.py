@@ -164,6 +164,10 @@ class CardOptionPrice(models.Model):
             models.CheckConstraint(
                 condition=Q(daily__gte=models.F("monthly") / 30),
                 name="cardprice_daily_not_below_monthly",
+                violation_error_message=_(
+                    "The daily rate × 30 must be at least the monthly rate, or renting by "
+                    "the day would be cheaper than by the month."
+                ),
             ),
         ]
 
@@ -639,10 +643,15 @@ class Order(models.Model):
     start_at = models.DateTimeField(_("starts"))
     end_at = models.DateTimeField(_("ends"))
     reservation_group = models.UUIDField(_("booking"), null=True, blank=True)
+    payment_due_at = models.DateTimeField(
+        _("pay by"), null=True, blank=True, help_text=_("Unpaid by then, the order expires.")
+    )
+    paid_at = models.DateTimeField(_("paid"), null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["status", "payment_due_at"], name="order_due_idx")]
         verbose_name = _("order")
         verbose_name_plural = _("orders")
 
@@ -665,3 +674,120 @@ class OrderEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.order_id}: {self.from_status or '∅'} → {self.to_status}"
+
+
+# --- Invoices and payments --------------------------------------------------------------
+
+
+class InvoiceStatus(models.TextChoices):
+    ISSUED = "issued", _("issued")
+    PAID = "paid", _("paid")
+    VOID = "void", _("void")
+
+
+class PaymentMethod(models.TextChoices):
+    CARD = "card", _("card")
+    ALIPAY = "alipay", _("Alipay")
+    WECHAT_PAY = "wechat_pay", _("WeChat Pay")
+    BANK_TRANSFER = "bank_transfer", _("bank transfer")
+
+
+class Invoice(models.Model):
+    """What the customer pays: the order's first invoice carries the quote's totals."""
+
+    number = models.CharField(_("number"), max_length=32, unique=True)
+    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="invoices")
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.PROTECT, related_name="invoices", verbose_name=_("customer")
+    )
+    status = models.CharField(
+        _("status"), max_length=8, choices=InvoiceStatus.choices, default=InvoiceStatus.ISSUED
+    )
+    currency = models.CharField(_("currency"), max_length=3, choices=Currency.choices)
+    net_total = money_field(_("net"))
+    vat_total = money_field(_("VAT"))
+    gross_total = money_field(_("total"))
+    issued_at = models.DateTimeField(_("issued"), default=timezone.now)
+    due_at = models.DateTimeField(_("due"))
+    bank_reference = models.CharField(
+        _("transfer reference"),
+        max_length=32,
+        unique=True,
+        help_text=_("The customer writes this on the bank transfer."),
+    )
+    paid_at = models.DateTimeField(_("paid"), null=True, blank=True)
+    paid_reference = models.CharField(_("payment reference"), max_length=100, blank=True)
+    marked_paid_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-issued_at", "-pk"]
+        verbose_name = _("invoice")
+        verbose_name_plural = _("invoices")
+
+    def __str__(self) -> str:
+        return self.number
+
+
+class PaymentStatus(models.TextChoices):
+    PENDING = "pending", _("pending")
+    SUCCEEDED = "succeeded", _("succeeded")
+    FAILED = "failed", _("failed")
+    REFUNDED = "refunded", _("refunded")
+
+
+class Payment(models.Model):
+    """One attempt to pay an invoice: a Stripe PaymentIntent or a bank transfer."""
+
+    invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="payments")
+    method = models.CharField(_("method"), max_length=16, choices=PaymentMethod.choices)
+    status = models.CharField(
+        _("status"), max_length=12, choices=PaymentStatus.choices, default=PaymentStatus.PENDING
+    )
+    currency = models.CharField(_("currency"), max_length=3, choices=Currency.choices)
+    amount = money_field(_("amount"))
+    amount_refunded = money_field(_("refunded"), default=Decimal("0"))
+    stripe_payment_intent = models.CharField(max_length=255, null=True, blank=True, unique=True)
+    reference = models.CharField(_("reference"), max_length=100, blank=True)
+    failure_message = models.TextField(_("failure"), blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    succeeded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("payment")
+        verbose_name_plural = _("payments")
+
+    def __str__(self) -> str:
+        return f"{self.invoice_id} {self.method} {self.amount} {self.status}"
+
+
+class StripeEventStatus(models.TextChoices):
+    RECEIVED = "received", _("received")
+    PROCESSED = "processed", _("processed")
+    IGNORED = "ignored", _("ignored")
+    FLAGGED = "flagged", _("flagged")
+    FAILED = "failed", _("failed")
+
+
+class StripeEvent(models.Model):
+    """Every verified webhook event, stored once by its Stripe id."""
+
+    stripe_id = models.CharField(max_length=255, unique=True)
+    type = models.CharField(max_length=100)
+    payload = models.JSONField()
+    status = models.CharField(
+        max_length=12, choices=StripeEventStatus.choices, default=StripeEventStatus.RECEIVED
+    )
+    error = models.TextField(blank=True)
+    received_at = models.DateTimeField(auto_now_add=True)
+    processed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-received_at", "-pk"]
+        verbose_name = _("Stripe event")
+        verbose_name_plural = _("Stripe events")
+
+    def __str__(self) -> str:
+        return f"{self.stripe_id} {self.type} {self.status}"

@@ -19,6 +19,14 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task
+def order_expire_unpaid_task() -> int:
+    """Expire orders not paid by their deadline and free their nodes (beat). Idempotent."""
+    from billing.services.orders import order_expire_unpaid
+
+    return order_expire_unpaid()
+
+
+@shared_task
 def quote_expire_due_task() -> int:
     """Expire sent quotes past their validity (Celery beat). Idempotent."""
     return quote_services.quote_expire_due()
@@ -56,3 +64,26 @@ def quote_email(quote_id: int) -> str:
     message.send()
     Quote.objects.filter(pk=quote.pk).update(emailed_at=timezone.now())
     return "sent"
+
+
+# --- Documents (routed to the ``documents`` queue by the ``document_`` prefix) ----------
+
+from django.db import InterfaceError, OperationalError  # noqa: E402
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    max_retries=3,
+)
+def document_render_quote(quote_id: int, language: str) -> str:
+    """Render and store a quote's PDF (the ``documents`` queue); return its SHA-256.
+
+    Idempotent: a sent quote's stored document is returned as it is, never re-rendered,
+    so a second run (or a redelivery after a worker crash) changes nothing.
+    """
+    from billing import documents
+
+    quote = Quote.objects.get(pk=quote_id)
+    return documents.quote_document(quote=quote, language=language).sha256

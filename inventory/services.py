@@ -389,6 +389,46 @@ def reservation_group_release(
     ]
 
 
+@transaction.atomic
+def reservation_group_extend(
+    *,
+    group: uuid.UUID,
+    expires_at: datetime,
+    owner_ref: str,
+    actor: User = None,
+    reason: str,
+) -> list[Reservation]:
+    """Hand a booking's holds to a new owner with a new expiry (a quote's holds become an
+    order's, held until its payment deadline). Every part must still be held."""
+    if timezone.is_naive(expires_at):
+        raise DomainError(_("The hold expiry needs a time zone."))
+    held = list(
+        Reservation.objects.select_for_update()
+        .filter(group=group)
+        .select_related("node")
+        .order_by("node_id")
+    )
+    lost = [r.node.hostname for r in held if r.status != ReservationStatus.HOLD]
+    if lost or not held:
+        raise DoubleBooking(
+            _("These nodes are no longer held: %(nodes)s.") % {"nodes": ", ".join(lost) or "—"}
+        )
+    for r in held:
+        ReservationEvent.objects.create(
+            reservation=r,
+            from_status=r.status,
+            to_status=r.status,
+            actor=actor,
+            reason=reason,
+        )
+    Reservation.objects.filter(pk__in=[r.pk for r in held]).update(
+        expires_at=expires_at, owner_ref=owner_ref
+    )
+    for r in held:
+        r.expires_at, r.owner_ref = expires_at, owner_ref
+    return held
+
+
 def reservation_expire_holds(*, now: datetime | None = None) -> int:
     """Expire every hold whose time is up, freeing its nodes. Safe to run twice."""
     now = now or timezone.now()

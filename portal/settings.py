@@ -176,6 +176,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "billing.tasks.quote_expire_due_task",
         "schedule": 300.0,
     },
+    "expire-unpaid-orders": {
+        "task": "billing.tasks.order_expire_unpaid_task",
+        "schedule": 60.0,
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(_CELERY_DIR / "beat-schedule")
 

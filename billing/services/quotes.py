@@ -9,6 +9,7 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
+from celery import chain
 from dateutil.relativedelta import relativedelta
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
@@ -21,10 +22,8 @@ from billing import pricing, selectors
 from billing.models import (
     QUOTE_TRANSITIONS,
     ItemKind,
-    NumberSequence,
     Order,
-    OrderEvent,
-    OrderStatus,
+    PaymentMethod,
     Quote,
     QuoteEvent,
     QuoteItem,
@@ -33,6 +32,7 @@ from billing.models import (
     SalesProfile,
     Term,
 )
+from billing.services.numbers import next_number, site_today
 from inventory import selectors as inventory_selectors
 from inventory import services as inventory_services
 from inventory.models import NodeType, Reservation, ReservationStatus, Site
@@ -67,22 +67,6 @@ class ItemSpec:
 
 
 # --- Helpers ----------------------------------------------------------------------------
-
-
-def next_number(*, kind: str, site: Site, year: int) -> str:
-    """The next gapless number for a document kind: ``Q-SZ-2026-000123``.
-
-    Must run inside the transaction that creates the document.
-    """
-    seq, _created = NumberSequence.objects.get_or_create(kind=kind, site=site, year=year)
-    seq = NumberSequence.objects.select_for_update().get(pk=seq.pk)
-    seq.last += 1
-    seq.save(update_fields=["last"])
-    return f"{kind}-{site.code}-{year}-{seq.last:06d}"
-
-
-def site_today(site: Site) -> date:
-    return timezone.now().astimezone(site.tzinfo).date()
 
 
 def rental_period(
@@ -729,8 +713,13 @@ def quote_send(*, quote: Quote, actor: User) -> Quote:
     quote.save()
     from billing import tasks
 
-    quote_id = quote.pk
-    transaction.on_commit(lambda: tasks.quote_email.delay(quote_id))
+    quote_id, language = quote.pk, quote.language
+    transaction.on_commit(
+        lambda: chain(
+            tasks.document_render_quote.si(quote_id, language),
+            tasks.quote_email.si(quote_id),
+        ).delay()
+    )
     return quote
 
 
@@ -761,12 +750,22 @@ def _check_open(quote: Quote) -> None:
 
 
 @transaction.atomic
-def quote_accept(*, quote: Quote, user: User | None, name: str, ip: str | None) -> Order:
-    """Accept a sent quote: its holds become firm and an order awaits contract and payment.
+def quote_accept(
+    *,
+    quote: Quote,
+    user: User | None,
+    name: str,
+    ip: str | None,
+    payment_method: str = PaymentMethod.BANK_TRANSFER,
+) -> Order:
+    """Accept a sent quote: an order with its first invoice, holding the quote's nodes
+    until the payment deadline (payment makes them firm).
 
     Raises ``NodesGone`` when any held node was released or taken meanwhile; nothing is
     booked twice and nothing is accepted.
     """
+    from billing.services.orders import order_create_from_quote
+
     quote = _lock(quote)
     _check_customer(quote, user)
     _check_open(quote)
@@ -787,11 +786,6 @@ def quote_accept(*, quote: Quote, user: User | None, name: str, ip: str | None) 
                 )
                 % {"nodes": ", ".join(lost) or "—"}
             )
-        inventory_services.reservation_group_confirm(
-            group=quote.reservation_group,
-            actor=user if user is not None and user.is_authenticated else None,
-            reason=_("Quote %(n)s v%(v)s accepted.") % {"n": quote.number, "v": quote.version},
-        )
     actor = user if user is not None and user.is_authenticated else None
     _move(quote, QuoteStatus.ACCEPTED, actor, _("Accepted by %(name)s.") % {"name": name})
     quote.decided_at = timezone.now()
@@ -802,28 +796,7 @@ def quote_accept(*, quote: Quote, user: User | None, name: str, ip: str | None) 
     Quote.objects.filter(previous=quote, status=QuoteStatus.DRAFT).update(
         status=QuoteStatus.SUPERSEDED
     )
-    start_at, end_at = rental_period(
-        site=quote.site, start_date=quote.start_date, term=quote.term, duration=quote.duration
-    )
-    order = Order.objects.create(
-        number=next_number(kind="O", site=quote.site, year=site_today(quote.site).year),
-        organisation=quote.organisation,
-        quote=quote,
-        site=quote.site,
-        currency=quote.currency,
-        gross_total=quote.gross_total,
-        start_at=start_at,
-        end_at=end_at,
-        reservation_group=quote.reservation_group,
-    )
-    OrderEvent.objects.create(
-        order=order,
-        from_status="",
-        to_status=OrderStatus.AWAITING_PAYMENT,
-        actor=actor,
-        comment=_("Created from quote %(n)s v%(v)s.") % {"n": quote.number, "v": quote.version},
-    )
-    return order
+    return order_create_from_quote(quote=quote, actor=actor, payment_method=payment_method)
 
 
 @transaction.atomic

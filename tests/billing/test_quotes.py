@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.translation import override
 
 from billing.models import Order, OrderStatus, QuoteStatus
+from billing.services import orders
 from billing.services import quotes as qs
 from inventory import services as inventory_services
 from inventory.models import NodeType, Reservation, ReservationStatus, Site
@@ -160,7 +161,7 @@ def test_within_the_limit_approval_is_not_needed(demo):
         qs.quote_request_approval(quote=make_quote(demo, discount="0.05"), actor=demo["sales"])
 
 
-def test_accept_turns_holds_firm_and_creates_the_order(demo):
+def test_accept_creates_the_order_and_payment_makes_the_booking_firm(demo):
     quote = qs.quote_send(quote=make_quote(demo, nodes=2), actor=demo["sales"])
     order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
     quote.refresh_from_db()
@@ -170,10 +171,23 @@ def test_accept_turns_holds_firm_and_creates_the_order(demo):
         "Li Wei",
         "203.0.113.9",
     )
-    assert {h.status for h in holds_of(quote)} == {ReservationStatus.FIRM}
+    # The quote's holds are now the order's, kept until the payment deadline.
+    holds = holds_of(quote)
+    assert {h.status for h in holds} == {ReservationStatus.HOLD}
+    assert {h.owner_ref for h in holds} == {f"order:{order.number}"}
+    assert {h.expires_at for h in holds} == {order.payment_due_at}
     assert order.status == OrderStatus.AWAITING_PAYMENT
     assert order.gross_total == quote.gross_total
     assert order.organisation == demo["org"]
+    invoice = order.invoices.get()
+    assert invoice.gross_total == quote.gross_total and invoice.due_at == order.payment_due_at
+    # Paying (here by bank transfer, marked by staff) makes the booking firm.
+    orders.invoice_mark_paid_by_transfer(
+        invoice=invoice, reference="CMB-2026-77", actor=demo["sales"]
+    )
+    order.refresh_from_db()
+    assert order.status == OrderStatus.PAID
+    assert {h.status for h in holds_of(quote)} == {ReservationStatus.FIRM}
     with pytest.raises(DomainError, match="Only a sent quote"):
         qs.quote_reject(quote=quote, user=demo["customer"], name="x", ip=None)
 

@@ -1,0 +1,286 @@
+"""Orders and invoices: created on acceptance, paid (card or bank transfer), or expired.
+
+An accepted quote's holds become the order's holds, kept until the payment deadline
+(30 minutes for card payments, the quote's validity for bank transfer). Payment makes
+them firm and starts provisioning (after commit); an unpaid order expires in Celery beat
+and frees its nodes.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from billing.models import (
+    ORDER_TRANSITIONS,
+    Invoice,
+    InvoiceStatus,
+    Order,
+    OrderEvent,
+    OrderStatus,
+    Payment,
+    PaymentMethod,
+    PaymentStatus,
+    Quote,
+)
+from billing.services.numbers import next_number, site_today
+from inventory import services as inventory_services
+from inventory.models import Reservation, ReservationStatus
+from portal.errors import DomainError
+from portal.statemachine import transition_check
+
+logger = logging.getLogger(__name__)
+
+CARD_HOLD = timedelta(minutes=30)
+CARD_METHODS = (PaymentMethod.CARD, PaymentMethod.ALIPAY, PaymentMethod.WECHAT_PAY)
+
+User = AbstractBaseUser
+
+
+def order_transition(
+    *, order: Order, to_status: str, actor: User | None = None, comment: str = ""
+) -> Order:
+    """Move an order along its lifecycle (the caller holds the row lock)."""
+    transition_check(
+        table=ORDER_TRANSITIONS,
+        labels=OrderStatus,
+        what=_("Order %(number)s") % {"number": order.number},
+        source=order.status,
+        target=to_status,
+    )
+    OrderEvent.objects.create(
+        order=order, from_status=order.status, to_status=to_status, actor=actor, comment=comment
+    )
+    order.status = to_status
+    order.save(update_fields=["status"])
+    return order
+
+
+def payment_deadline(*, quote: Quote, method: str, now: datetime | None = None) -> datetime:
+    now = now or timezone.now()
+    if method in CARD_METHODS:
+        return now + CARD_HOLD
+    return max(quote.expires_at or now, now + timedelta(days=1))
+
+
+def order_create_from_quote(
+    *, quote: Quote, actor: User | None, payment_method: str = PaymentMethod.BANK_TRANSFER
+) -> Order:
+    """The order for an accepted quote, its first invoice, and its holds until payment.
+
+    Runs inside the accepting transaction; the quote's holds must still be held.
+    """
+    from billing.services.quotes import rental_period
+
+    if payment_method not in PaymentMethod.values:
+        raise DomainError(_("Choose a payment method."))
+    start_at, end_at = rental_period(
+        site=quote.site, start_date=quote.start_date, term=quote.term, duration=quote.duration
+    )
+    due = payment_deadline(quote=quote, method=payment_method)
+    year = site_today(quote.site).year
+    order = Order.objects.create(
+        number=next_number(kind="O", site=quote.site, year=year),
+        organisation=quote.organisation,
+        quote=quote,
+        site=quote.site,
+        currency=quote.currency,
+        gross_total=quote.gross_total,
+        start_at=start_at,
+        end_at=end_at,
+        reservation_group=quote.reservation_group,
+        payment_due_at=due,
+    )
+    OrderEvent.objects.create(
+        order=order,
+        from_status="",
+        to_status=OrderStatus.AWAITING_PAYMENT,
+        actor=actor,
+        comment=_("Created from quote %(n)s v%(v)s.") % {"n": quote.number, "v": quote.version},
+    )
+    if quote.reservation_group:
+        inventory_services.reservation_group_extend(
+            group=quote.reservation_group,
+            expires_at=due,
+            owner_ref=f"order:{order.number}",
+            actor=actor,
+            reason=_("Held for order %(n)s until payment.") % {"n": order.number},
+        )
+    number = next_number(kind="I", site=quote.site, year=year)
+    Invoice.objects.create(
+        number=number,
+        order=order,
+        organisation=quote.organisation,
+        currency=quote.currency,
+        net_total=quote.net_total,
+        vat_total=quote.vat_total,
+        gross_total=quote.gross_total,
+        due_at=due,
+        bank_reference=number.replace("-", ""),
+    )
+    return order
+
+
+def _confirm_nodes(order: Order, actor: User | None) -> str:
+    """Make the order's booking firm; re-book the same nodes if the hold lapsed meanwhile.
+
+    Returns a note for the order's history ("" when all went as planned).
+    Runs under the order's row lock.
+    """
+    if not order.reservation_group:
+        return ""
+    reservations = list(
+        Reservation.objects.select_for_update()
+        .filter(group=order.reservation_group)
+        .select_related("node")
+    )
+    if reservations and all(r.status == ReservationStatus.HOLD for r in reservations):
+        inventory_services.reservation_group_confirm(
+            group=order.reservation_group, actor=actor, reason=_("Paid.")
+        )
+        return ""
+    if reservations and all(r.status == ReservationStatus.FIRM for r in reservations):
+        return ""
+    # The hold lapsed before the money arrived: book the same nodes again if still free.
+    first = reservations[0]
+    try:
+        rebooked = inventory_services.reservation_hold(
+            nodes=[r.node for r in reservations],
+            start_at=first.start_at,
+            end_at=first.end_at,
+            owner_ref=f"order:{order.number}",
+            firm=True,
+            actor=actor,
+        )
+    except DomainError as exc:
+        logger.warning("Order %s paid after its nodes were taken: %s", order.number, exc.message)
+        return _(
+            "Paid after the hold lapsed and some nodes were taken meanwhile: staff must "
+            "place the order on other nodes or refund. (%(reason)s)"
+        ) % {"reason": exc.message}
+    order.reservation_group = rebooked[0].group
+    order.save(update_fields=["reservation_group"])
+    return _("Paid after the hold lapsed; the same nodes were booked again.")
+
+
+def order_mark_paid(
+    *, order: Order, actor: User | None = None, comment: str = ""
+) -> tuple[Order, bool]:
+    """Paid: the booking becomes firm and provisioning is enqueued after commit.
+
+    Idempotent: an order already paid (or further along) is returned unchanged with
+    ``False``; so is an expired one, with a note for staff.
+    """
+    with transaction.atomic():
+        order = Order.objects.select_for_update().get(pk=order.pk)
+        if order.status not in (OrderStatus.AWAITING_PAYMENT, OrderStatus.EXPIRED):
+            return order, False
+        if order.status == OrderStatus.EXPIRED:
+            # Money arrived for an expired order: record it; staff refund or re-quote.
+            # Nothing is booked silently.
+            OrderEvent.objects.create(
+                order=order,
+                from_status=order.status,
+                to_status=order.status,
+                actor=actor,
+                comment=_("Payment received after the order expired: refund or re-quote."),
+            )
+            return order, False
+        note = _confirm_nodes(order, actor)
+        order_transition(
+            order=order,
+            to_status=OrderStatus.PAID,
+            actor=actor,
+            comment=" ".join(c for c in (comment, note) if c),
+        )
+        order.paid_at = timezone.now()
+        order.save(update_fields=["paid_at"])
+        Invoice.objects.filter(order=order, status=InvoiceStatus.ISSUED).update(
+            status=InvoiceStatus.PAID, paid_at=order.paid_at
+        )
+        order_id = order.pk
+
+        def enqueue() -> None:
+            from provisioning import tasks as provisioning_tasks
+
+            provisioning_tasks.provisioning_start.delay(order_id)
+
+        transaction.on_commit(enqueue)
+        return order, True
+
+
+@transaction.atomic
+def invoice_mark_paid_by_transfer(
+    *, invoice: Invoice, reference: str, actor: User, amount: Decimal | None = None
+) -> Invoice:
+    """Staff saw the bank transfer: record it and run the same paid path as a card."""
+    reference = reference.strip()
+    if not reference:
+        raise DomainError(_("Give the bank transfer's reference."))
+    invoice = Invoice.objects.select_for_update().select_related("order").get(pk=invoice.pk)
+    if invoice.status == InvoiceStatus.PAID:
+        raise DomainError(
+            _("Invoice %(n)s is already paid (%(ref)s).")
+            % {"n": invoice.number, "ref": invoice.paid_reference or "—"}
+        )
+    if invoice.status == InvoiceStatus.VOID:
+        raise DomainError(_("Invoice %(n)s is void.") % {"n": invoice.number})
+    amount = invoice.gross_total if amount is None else amount
+    if amount != invoice.gross_total:
+        raise DomainError(
+            _("The transfer of %(amount)s does not match the invoice total %(total)s.")
+            % {"amount": amount, "total": invoice.gross_total}
+        )
+    Payment.objects.create(
+        invoice=invoice,
+        method=PaymentMethod.BANK_TRANSFER,
+        status=PaymentStatus.SUCCEEDED,
+        currency=invoice.currency,
+        amount=amount,
+        reference=reference,
+        succeeded_at=timezone.now(),
+    )
+    invoice.paid_reference = reference
+    invoice.marked_paid_by = actor
+    invoice.save(update_fields=["paid_reference", "marked_paid_by"])
+    order_mark_paid(
+        order=invoice.order,
+        actor=actor,
+        comment=_("Bank transfer %(ref)s.") % {"ref": reference},
+    )
+    invoice.refresh_from_db()
+    return invoice
+
+
+def order_expire_unpaid(*, now: datetime | None = None) -> int:
+    """Expire orders not paid by their deadline and free their nodes. Safe to run twice."""
+    now = now or timezone.now()
+    expired = 0
+    due = list(
+        Order.objects.filter(
+            status=OrderStatus.AWAITING_PAYMENT, payment_due_at__lte=now
+        ).values_list("pk", flat=True)
+    )
+    for pk in due:
+        with transaction.atomic():
+            order = Order.objects.select_for_update().get(pk=pk)
+            if order.status != OrderStatus.AWAITING_PAYMENT:
+                continue
+            if order.reservation_group:
+                inventory_services.reservation_group_release(
+                    group=order.reservation_group, reason=_("Not paid in time.")
+                )
+            order_transition(
+                order=order, to_status=OrderStatus.EXPIRED, comment=_("Not paid in time.")
+            )
+            Invoice.objects.filter(order=order, status=InvoiceStatus.ISSUED).update(
+                status=InvoiceStatus.VOID
+            )
+            expired += 1
+    return expired
