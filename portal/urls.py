@@ -10,6 +10,7 @@ from portal import views
 urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     path("healthz", views.healthz, name="healthz"),
+    path("stripe/", include("billing.urls_webhooks")),
 ]
 urlpatterns += i18n_patterns(
     path("", views.catalog, name="catalog"),
@@ -17,6 +18,10 @@ urlpatterns += i18n_patterns(
     path("admin/", admin.site.urls),
     path("", include("billing.urls")),
     path("sales/", include("billing.urls_sales")),
+    path("accounts/", include("portal.accounts.urls")),
+    path("account/", include("portal.urls_dashboard")),
+    path("pay/", include("billing.urls_payments")),
+    path("", include("portal.urls_shop")),
     prefix_default_language=True,
 )
 
