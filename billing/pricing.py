@@ -2,9 +2,10 @@
 
 Inputs in (a price book snapshot and what the customer asks for), priced lines out. Each
 line carries its list price, quantity, term, every adjustment with its reason, net, VAT
-and gross. Amounts are rounded once per step to the cent with ``ROUNDING`` (half up, the
-rule Chinese invoices use); totals are the sums of the rounded lines, so the lines always
-add up to the total to the cent.
+and gross. Amounts are rounded to the cent with ``ROUNDING`` (half up, the rule Chinese
+invoices use): a line's discounts are rounded as a running total, so its net is the exact
+discounted price rounded once, not a pile of per-step roundings; totals are the sums of
+the rounded lines, so the lines always add up to the total to the cent.
 
 Rules the engine guarantees (and the property tests in tests/billing check):
 - nothing is ever negative; an adjustment never raises a price;
@@ -46,6 +47,7 @@ class Term(StrEnum):
 
 
 TERM_ORDER = (Term.DAY, Term.MONTH, Term.QUARTER, Term.YEAR)
+TERM_INDEX = {t: i for i, t in enumerate(TERM_ORDER)}
 TERM_MONTHS = {Term.MONTH: 1, Term.QUARTER: 3, Term.YEAR: 12}
 # Allowed durations, in units of the term: days 1-89, then whole months/quarters/years.
 TERM_DURATION = {Term.DAY: (1, 89), Term.MONTH: (1, 36), Term.QUARTER: (1, 12), Term.YEAR: (1, 5)}
@@ -336,26 +338,28 @@ def term_multiplier(
 
     Returns (multiplier, the rule that set it, whether a shorter term's cap applied).
     """
-    rules = tuple(rules)
+    # One pass over the rules: the most specific matching rule of each term up to this
+    # one (ties: the lower multiplier, then the code; the first of equals is kept).
+    wanted = TERM_ORDER[: TERM_INDEX[term] + 1]
+    best: dict[Term, tuple[tuple[int, Decimal, str], DiscountRule]] = {}
+    for r in rules:
+        if r.term not in wanted or not r.matches(
+            node_type=node_type, gpu_model=gpu_model, category=category
+        ):
+            continue
+        key = (r.specificity, -r.multiplier, r.code)
+        current = best.get(r.term)
+        if current is None or key > current[0]:
+            best[r.term] = (key, r)
 
-    def best(t: Term) -> tuple[Decimal, DiscountRule | None]:
-        matching = [
-            r
-            for r in rules
-            if r.term == t
-            and r.matches(node_type=node_type, gpu_model=gpu_model, category=category)
-        ]
-        if not matching:
-            return Decimal("1"), None
-        chosen = max(matching, key=lambda r: (r.specificity, -r.multiplier, r.code))
-        return chosen.multiplier, chosen
-
-    multiplier, rule = best(term)
+    chosen = best.get(term)
+    rule = chosen[1] if chosen else None
+    multiplier = rule.multiplier if rule else Decimal("1")
     capped = False
-    for shorter in TERM_ORDER[: TERM_ORDER.index(term)]:
-        m, r = best(shorter)
-        if m < multiplier:
-            multiplier, rule, capped = m, r, True
+    for shorter in wanted[:-1]:
+        found = best.get(shorter)
+        if found and found[1].multiplier < multiplier:
+            multiplier, rule, capped = found[1].multiplier, found[1], True
     return multiplier, rule, capped
 
 
@@ -389,7 +393,9 @@ def _line(
     vat_rate: Decimal,
     note: str = "",
 ) -> PricedLine:
-    net = list_amount + sum((a.amount for a in adjustments), ZERO)
+    net = list_amount
+    for a in adjustments:
+        net += a.amount
     if net < 0:  # adjustments are capped below; this is a guard, not a path
         raise PricingError(f"{description}: adjustments exceed the list price")
     vat = _vat(net, vat_rate)
@@ -415,17 +421,18 @@ def _pct(fraction: Decimal) -> str:
     return f"{fraction * 100:.2f}".rstrip("0").rstrip(".") + "%"
 
 
-def _sales_adjustment(base: Decimal, fraction: Decimal) -> Adjustment | None:
-    amount = -money(base * fraction)
+def _sales_adjustment(amount: Decimal, fraction: Decimal) -> Adjustment | None:
+    """The sales discount of ``fraction`` as an adjustment of ``amount`` (≤ 0; none if 0)."""
     if not amount:
         return None
+    percent = _pct(fraction)
     return Adjustment(
         "sales",
         "Sales discount",
         amount,
-        f"Sales discount {_pct(fraction)}",
+        f"Sales discount {percent}",
         AdjustmentKind.SALES,
-        (("percent", _pct(fraction)),),
+        (("percent", percent),),
     )
 
 
@@ -448,10 +455,19 @@ def _rental_adjustments(
         gpu_model=gpu_model,
         category=category,
     )
-    remaining = list_amount
+    # Every step takes its share of the exact price left by the steps before it, and the
+    # cumulative discount is what gets rounded: each adjustment is the change in
+    # money(list - exact). So the net is the exact price (list x multiplier x share paid x
+    # (1 - sales discount)) rounded once, to the nearest cent, instead of carrying up to
+    # half a cent of error per step; chained errors let a quarterly or annual term cost more
+    # than a cent a month more than the monthly term with the same multiplier.
+    exact = list_amount  # the unrounded price after the steps so far
+    taken = ZERO  # the rounded discount so far (≥ 0)
     if rule is not None and multiplier < 1:
-        amount = -money(list_amount * (Decimal(1) - multiplier))
-        reason = f"{rule.label}: pay {multiplier * 100:.0f}% of list"
+        exact = list_amount * multiplier
+        now = money(list_amount - exact)
+        amount, taken = taken - now, now
+        reason = f"{rule.label}: pay {_pct(multiplier)} of list"
         if capped:
             reason += f" (a shorter term's rule, so a {request.term.value} term costs no more)"
         adjustments.append(
@@ -464,33 +480,39 @@ def _rental_adjustments(
                 (("multiplier", str(multiplier)), ("capped", "1" if capped else "")),
             )
         )
-        remaining += amount
+    # One promotion per line: the one that gives the most free (ties: by code).
+    best: tuple[int, str, Promotion] | None = None
     for promo in book.promotions:
         if not promo.applies(on=request.on, site=book.site, node_type=node_type, category=category):
             continue
         free = (quantity // (promo.buy + promo.get)) * promo.get
-        if free:
-            amount = -money(remaining * Decimal(free) / Decimal(quantity))
-            adjustments.append(
-                Adjustment(
-                    promo.code,
-                    promo.label,
-                    amount,
-                    f"{promo.label}: {free} of {quantity} free "
-                    f"(valid {promo.valid_from.isoformat()} to {promo.valid_until.isoformat()})",
-                    AdjustmentKind.PROMOTION,
-                    (
-                        ("free", str(free)),
-                        ("quantity", str(quantity)),
-                        ("valid_from", promo.valid_from.isoformat()),
-                        ("valid_until", promo.valid_until.isoformat()),
-                    ),
-                )
+        if free and (best is None or (-free, promo.code) < (-best[0], best[1])):
+            best = (free, promo.code, promo)
+    if best is not None:
+        free, _code, promo = best
+        exact = exact * (quantity - free) / quantity
+        now = money(list_amount - exact)
+        amount, taken = taken - now, now
+        adjustments.append(
+            Adjustment(
+                promo.code,
+                promo.label,
+                amount,
+                f"{promo.label}: {free} of {quantity} free "
+                f"(valid {promo.valid_from.isoformat()} to {promo.valid_until.isoformat()})",
+                AdjustmentKind.PROMOTION,
+                (
+                    ("free", str(free)),
+                    ("quantity", str(quantity)),
+                    ("valid_from", promo.valid_from.isoformat()),
+                    ("valid_until", promo.valid_until.isoformat()),
+                ),
             )
-            remaining += amount
-        break  # one promotion per line: the first that applies
+        )
     if request.extra_discount:
-        sales = _sales_adjustment(remaining, request.extra_discount)
+        exact = exact * (Decimal(1) - request.extra_discount)
+        now = money(list_amount - exact)
+        sales = _sales_adjustment(taken - now, request.extra_discount)
         if sales:
             adjustments.append(sales)
     return adjustments
@@ -538,9 +560,8 @@ def price_quote(book: PriceBook, request: QuoteRequest) -> PricedQuote:
                 note=f"{nr.quantity} × {np.units_per_node} GPU" if unit == "GPU" else "",
             )
         )
-        options = {o.code: o for o in np.options}
         for code, per_node in nr.cards:
-            opt = options.get(code)
+            opt = next((o for o in np.options if o.code == code), None)
             if opt is None:
                 raise PricingError(f"{np.name} has no card option {code!r}")
             if not (1 <= per_node <= opt.max_per_node):
@@ -608,7 +629,9 @@ def price_quote(book: PriceBook, request: QuoteRequest) -> PricedQuote:
         custom_list = money(cr.unit_price * cr.quantity)
         adjustments: list[Adjustment] = []
         if cr.discountable and request.extra_discount:
-            sales = _sales_adjustment(custom_list, request.extra_discount)
+            sales = _sales_adjustment(
+                -money(custom_list * request.extra_discount), request.extra_discount
+            )
             if sales:
                 adjustments.append(sales)
         lines.append(
@@ -645,10 +668,14 @@ def price_quote(book: PriceBook, request: QuoteRequest) -> PricedQuote:
             )
         )
 
-    list_total = sum((ln.list_amount for ln in lines), ZERO)
-    discount_total = sum((ln.discount_total for ln in lines), ZERO)
-    net_total = sum((ln.net for ln in lines), ZERO)
-    vat_total = sum((ln.vat for ln in lines), ZERO)
+    list_total = net_total = vat_total = ZERO
+    for ln in lines:
+        list_total += ln.list_amount
+        net_total += ln.net
+        vat_total += ln.vat
+    # Every line's net is its list amount plus its adjustments, exactly (cents add
+    # without rounding), so the discounts add up to the difference of the totals.
+    discount_total = net_total - list_total
     return PricedQuote(
         currency=book.currency,
         vat_rate=book.vat_rate,
