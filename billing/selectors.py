@@ -60,9 +60,7 @@ def price_book_snapshot(*, book: PriceBook) -> BookSnapshot:
                 "node_prices",
                 queryset=NodePrice.objects.select_related("node_type__gpu_model"),
             ),
-            Prefetch(
-                "card_prices", queryset=CardOptionPrice.objects.select_related("gpu_model")
-            ),
+            Prefetch("card_prices", queryset=CardOptionPrice.objects.select_related("gpu_model")),
             Prefetch("addons", queryset=AddonPrice.objects.order_by("position", "code")),
             Prefetch("free_services", queryset=FreeService.objects.order_by("position", "pk")),
             Prefetch(
@@ -191,9 +189,7 @@ def quote_list_for_org(*, organisation_ids: list[int]) -> QuerySet[Quote]:
 
 def quote_detail(*, pk: int) -> Quote:
     return (
-        Quote.objects.select_related(
-            "organisation", "site", "created_by", "price_book", "previous"
-        )
+        Quote.objects.select_related("organisation", "site", "created_by", "price_book", "previous")
         .prefetch_related("lines", "items__node_type", "events__actor")
         .get(pk=pk)
     )

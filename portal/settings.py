@@ -206,8 +206,34 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
+    "loggers": {
+        # WeasyPrint logs every render step at INFO.
+        "weasyprint": {"level": "WARNING"},
+        "fontTools": {"level": "WARNING"},
+    },
 }
 
 # django-import-export keeps an upload between preview and confirm in the cache (Redis in
 # production), so the confirm step works whichever web process answers it.
 IMPORT_EXPORT_TMP_STORAGE_CLASS = "import_export.tmp_storages.CacheStorage"
+
+# --- Payments -------------------------------------------------------------------------
+# Stripe (card, Alipay, WeChat Pay). With no keys (the ``make run`` default) card payment
+# says it is not configured and customers pay by bank transfer. ``STRIPE_API_BASE`` points
+# the SDK at a local stand-in (localstripe in the integration tests).
+STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
+STRIPE_PUBLISHABLE_KEY = env.str("STRIPE_PUBLISHABLE_KEY", default="")
+STRIPE_WEBHOOK_SECRET = env.str("STRIPE_WEBHOOK_SECRET", default="")
+STRIPE_API_BASE = env.str("STRIPE_API_BASE", default="")
+STRIPE_PAYMENT_METHODS = env.list(
+    "STRIPE_PAYMENT_METHODS", default=["card", "alipay", "wechat_pay"]
+)
+# The account customers pay invoices into by bank transfer (demo values by default).
+PORTAL_BANK_ACCOUNT_NAME = env.str(
+    "PORTAL_BANK_ACCOUNT_NAME", default="Demo GPU Cloud (Shenzhen) Co., Ltd."
+)
+PORTAL_BANK_ACCOUNT_NUMBER = env.str("PORTAL_BANK_ACCOUNT_NUMBER", default="7559 0000 0000 0001")
+PORTAL_BANK_NAME = env.str(
+    "PORTAL_BANK_NAME", default="China Merchants Bank, Shenzhen Branch (demo)"
+)
+PORTAL_BANK_SWIFT = env.str("PORTAL_BANK_SWIFT", default="CMBCCNBS")

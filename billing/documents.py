@@ -1,0 +1,588 @@
+"""Quote PDFs: a Django template under ``templates/pdf/`` rendered by WeasyPrint, stored once.
+
+- ``render_pdf`` renders a PDF template in a language. Every resource WeasyPrint asks for
+  goes through ``LocalFetcher``: files under ``templates/pdf/`` and the project's static
+  folders (found by ``django.contrib.staticfiles`` finders, or named ``static:<path>``)
+  and ``data:`` URLs; anything else (``http(s)``, ``ftp``, other files) raises
+  ``ResourceRefused`` and stops the rendering, so no document ever fetches from the
+  network or reads files outside those folders.
+- Fonts are system fonts found by fontconfig: "Noto Sans CJK SC" (Debian
+  ``fonts-noto-cjk``), which covers Chinese and Latin; WeasyPrint embeds the subset used.
+- ``quote_document`` returns the stored ``QuoteDocument`` of a quote in a language. A
+  quote that was sent (or decided, expired, superseded) is rendered once: the stored
+  file, with the SHA-256 of its exact bytes, is what the customer got, and a later
+  price-book change never alters it. A quote that can still change is re-rendered on
+  every call and its row updated. ``QuoteDocument.created_at`` is the time of the last
+  rendering: a row rendered before the quote was sent (a draft preview) is replaced once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import mimetypes
+import re
+import threading
+import urllib.request
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from django.conf import settings
+from django.contrib.staticfiles import finders
+from django.core.exceptions import SuspiciousFileOperation
+from django.core.files.base import ContentFile
+from django.db import IntegrityError, transaction
+from django.template.loader import render_to_string
+from django.utils import timezone, translation
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+from weasyprint import HTML
+from weasyprint.document import Document
+from weasyprint.text.fonts import FontConfiguration
+from weasyprint.urls import URLFetcher, URLFetcherResponse, path2url
+
+from billing.models import ItemKind, Quote, QuoteDocument, QuoteLine, QuoteStatus, Term
+from billing.numerals import rmb_upper
+from inventory.models import Fabric
+
+logger = logging.getLogger(__name__)
+
+PDF_TEMPLATE_PREFIX = "pdf/"
+PDF_TEMPLATE_DIR = Path(settings.BASE_DIR) / "templates" / "pdf"
+
+# Statuses whose content can no longer change: their PDF is rendered once and kept.
+FROZEN_STATUSES = frozenset(
+    {
+        QuoteStatus.SENT,
+        QuoteStatus.ACCEPTED,
+        QuoteStatus.REJECTED,
+        QuoteStatus.EXPIRED,
+        QuoteStatus.SUPERSEDED,
+    }
+)
+
+
+class ResourceRefused(ValueError):
+    """A PDF template asked for a resource outside the allowed local folders."""
+
+
+def sha256_of(data: bytes) -> str:
+    """Hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+# --- Rendering --------------------------------------------------------------------------
+
+
+def allowed_roots() -> list[Path]:
+    """Folders a PDF may read from: ``templates/pdf`` and every static files folder."""
+    roots = [PDF_TEMPLATE_DIR.resolve()]
+    for finder in finders.get_finders():
+        for storage in getattr(finder, "storages", {}).values():
+            location = getattr(storage, "location", None)
+            if location:
+                roots.append(Path(location).resolve())
+    return roots
+
+
+class LocalFetcher(URLFetcher):
+    """WeasyPrint's fetcher, reduced to local files in allowed folders and ``data:`` URLs.
+
+    ``static:portal/logo.png`` is looked up with the staticfiles finders; ``file:`` URLs
+    must point into an allowed folder (symbolic links resolved first). Every other URL
+    raises ``ResourceRefused``; with ``fail_on_errors`` WeasyPrint then stops rendering
+    instead of leaving a hole in the document.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(allowed_protocols=("file", "data", "static"), fail_on_errors=True)
+
+    def fetch(self, url: str, headers: dict[str, str] | None = None) -> URLFetcherResponse:
+        scheme, _sep, rest = url.partition(":")
+        scheme = scheme.lower()
+        if scheme == "data":
+            # Decoded in memory by urllib's data: handler; nothing is opened.
+            request = urllib.request.Request(url)  # noqa: S310 - the scheme is data:
+            response = urllib.request.DataHandler().data_open(request)
+            return URLFetcherResponse(url, response.read(), dict(response.headers.items()))
+        if scheme == "static":
+            relative = unquote(rest.split("?", 1)[0].split("#", 1)[0]).lstrip("/")
+            try:
+                found = finders.find(relative) if relative else None
+            except SuspiciousFileOperation as exc:
+                raise ResourceRefused(f"not a static file: {url}") from exc
+            if not found:
+                raise ResourceRefused(f"no such static file: {url}")
+            path = Path(found if isinstance(found, str) else found[0])
+        elif scheme == "file":
+            parts = urlsplit(url)
+            if parts.netloc not in ("", "localhost"):
+                raise ResourceRefused(f"remote file URLs are refused: {url}")
+            path = Path(urllib.request.url2pathname(parts.path))
+        else:
+            raise ResourceRefused(f"PDFs fetch nothing from the network: {url}")
+        return self._file_response(path, url)
+
+    @staticmethod
+    def _file_response(path: Path, url: str) -> URLFetcherResponse:
+        try:
+            resolved = path.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:
+            raise ResourceRefused(f"no such file: {url}") from exc
+        if not resolved.is_file() or not any(
+            resolved.is_relative_to(root) for root in allowed_roots()
+        ):
+            raise ResourceRefused(f"outside the PDF and static folders: {url}")
+        content_type = mimetypes.guess_type(resolved.name)[0] or "application/octet-stream"
+        return URLFetcherResponse(
+            path2url(str(resolved)), resolved.read_bytes(), {"Content-Type": content_type}
+        )
+
+
+_local = threading.local()
+
+
+def _font_config() -> FontConfiguration:
+    """One font configuration per thread: fontconfig lookups are reused between renders."""
+    config = getattr(_local, "font_config", None)
+    if config is None:
+        config = _local.font_config = FontConfiguration()
+    return config
+
+
+def render_html(template_name: str, context: dict[str, Any], *, language: str) -> str:
+    """The HTML of a PDF template in ``language`` (autoescaped like every template)."""
+    if not template_name.startswith(PDF_TEMPLATE_PREFIX) or ".." in template_name:
+        raise ValueError(f"PDF templates live under {PDF_TEMPLATE_PREFIX}: {template_name!r}")
+    with translation.override(language):
+        return render_to_string(
+            template_name,
+            {
+                **context,
+                "html_lang": html_lang(language),
+                "page_counter_css": page_counter_css(),
+            },
+        )
+
+
+def render_document(template_name: str, context: dict[str, Any], *, language: str) -> Document:
+    """The laid-out WeasyPrint document (``.pages``, ``.write_pdf()``)."""
+    html = render_html(template_name, context, language=language)
+    return HTML(
+        string=html, base_url=path2url(str(PDF_TEMPLATE_DIR) + "/"), url_fetcher=LocalFetcher()
+    ).render(font_config=_font_config())
+
+
+def render_pdf(template_name: str, context: dict[str, Any], *, language: str) -> bytes:
+    """Render ``templates/pdf/...`` to HTML in ``language``, then to PDF bytes."""
+    return render_document(template_name, context, language=language).write_pdf()
+
+
+def html_lang(language: str) -> str:
+    """The ``lang`` attribute: ``zh-Hans`` picks Simplified Chinese glyph forms."""
+    return "zh-Hans" if language.lower().startswith("zh") else language
+
+
+def css_string(text: str) -> str:
+    """``text`` as a quoted CSS string, safe inside ``<style>``."""
+    out = []
+    for ch in text:
+        if ch in '"\\' or ch in "<>&" or ord(ch) < 0x20:
+            out.append(f"\\{ord(ch):x} ")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def css_content(text: str) -> SafeString:
+    """``text`` as a CSS ``content`` value, for page margin boxes (escaped)."""
+    return mark_safe(css_string(text))  # noqa: S308 - css_string escapes quotes, <, >, &
+
+
+def page_counter_css() -> SafeString:
+    """The CSS ``content`` for "Page X of Y" in the active language (via gettext)."""
+    marker = "\x00"
+    text = _("Page %(page)s of %(pages)s") % {
+        "page": f"{marker}page{marker}",
+        "pages": f"{marker}pages{marker}",
+    }
+    parts = []
+    for i, piece in enumerate(text.split(marker)):
+        if i % 2:
+            parts.append(f"counter({'pages' if piece == 'pages' else 'page'})")
+        elif piece:
+            parts.append(css_string(piece))
+    return mark_safe(" ".join(parts))  # noqa: S308 - every piece is escaped by css_string
+
+
+# --- The quote's context ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Provider:
+    """Who issues the quote (a constant: the demo provider, no settings involved)."""
+
+    brand: str
+    name: str
+    address: str
+    email: str
+    phone: str
+    website: str
+
+
+def provider(language: str) -> Provider:
+    if language.lower().startswith("zh"):
+        return Provider(
+            brand="GPU Cloud",
+            name="GPU Cloud Ltd.（深圳市智算云科技有限公司）",
+            address="中国广东省深圳市南山区科技园南区 8 栋 12 层",
+            email="sales@gpucloud.example",
+            phone="+86 755 0000 0000",
+            website="gpucloud.example",
+        )
+    return Provider(
+        brand="GPU Cloud",
+        name="GPU Cloud Ltd.",
+        address="12/F, Building 8, Science Park South, Nanshan, Shenzhen, Guangdong, China",
+        email="sales@gpucloud.example",
+        phone="+86 755 0000 0000",
+        website="gpucloud.example",
+    )
+
+
+def duration_label(term: str, duration: int) -> str:
+    if term == Term.DAY:
+        return ngettext("%(n)s day", "%(n)s days", duration) % {"n": duration}
+    if term == Term.MONTH:
+        return ngettext("%(n)s month", "%(n)s months", duration) % {"n": duration}
+    if term == Term.QUARTER:
+        return ngettext("%(n)s quarter", "%(n)s quarters", duration) % {"n": duration}
+    return ngettext("%(n)s year", "%(n)s years", duration) % {"n": duration}
+
+
+def quantity_text(quantity: Decimal, unit: str) -> str:
+    """``16 nodes``, ``64 GPUs``, ``50 TB``: the quantity with its countable unit."""
+    n = int(quantity) if quantity == quantity.to_integral_value() else quantity
+    shown = f"{n:,}" if isinstance(n, int) else f"{quantity.normalize():f}"
+    count = n if isinstance(n, int) else 2
+    labels = {
+        "node": lambda: ngettext("%(n)s node", "%(n)s nodes", count),
+        "GPU": lambda: ngettext("%(n)s GPU", "%(n)s GPUs", count),
+        "card": lambda: ngettext("%(n)s card", "%(n)s cards", count),
+        "tb_month": lambda: _("%(n)s TB"),
+        "tb": lambda: _("%(n)s TB"),
+        "ip_month": lambda: ngettext("%(n)s IP address", "%(n)s IP addresses", count),
+    }
+    label = labels.get(unit)
+    return label() % {"n": shown} if label else shown
+
+
+def basis_text(unit: str, period_unit: str) -> str:
+    """What a unit price is for: ``per node per month``."""
+    texts = {
+        ("node", "month"): lambda: _("per node per month"),
+        ("node", "day"): lambda: _("per node per day"),
+        ("GPU", "month"): lambda: _("per GPU per month"),
+        ("GPU", "day"): lambda: _("per GPU per day"),
+        ("card", "month"): lambda: _("per card per month"),
+        ("card", "day"): lambda: _("per card per day"),
+        ("tb_month", "month"): lambda: _("per TB per month"),
+        ("tb", "once"): lambda: _("per TB"),
+        ("ip_month", "month"): lambda: _("per IP per month"),
+        ("month", "month"): lambda: _("per month"),
+        ("once", "once"): lambda: _("one-off"),
+        ("each", "once"): lambda: _("each"),
+    }
+    text = texts.get((unit, period_unit))
+    return text() if text else ""
+
+
+def periods_text(periods: Decimal, period_unit: str) -> str:
+    """``12 months``, ``30 days``, ``0.2333 months`` (as priced); ``—`` for one-off lines."""
+    if period_unit == "once":
+        return "—"
+    whole = periods == periods.to_integral_value()
+    shown = f"{int(periods)}" if whole else f"{periods.normalize():f}"
+    count = int(periods) if whole else 2
+    if period_unit == "day":
+        return ngettext("%(n)s day", "%(n)s days", count) % {"n": shown}
+    if period_unit == "month":
+        return ngettext("%(n)s month", "%(n)s months", count) % {"n": shown}
+    return f"{shown} {period_unit}"
+
+
+CARD_NOTE = re.compile(r"^(\d+) node\(s\) × (\d+)$")
+NODE_GPU_NOTE = re.compile(r"^(\d+) × (\d+) GPU$")
+
+
+def line_note(line: QuoteLine, addon_notes_zh: dict[tuple[str, str], str], language: str) -> str:
+    """A line's note in the document's language (the engine writes English notes)."""
+    note = line.note or ""
+    if not note:
+        return ""
+    if m := CARD_NOTE.match(note):
+        nodes, cards = int(m[1]), int(m[2])
+        return ngettext(
+            "%(nodes)s node × %(cards)s cards", "%(nodes)s nodes × %(cards)s cards", nodes
+        ) % {"nodes": nodes, "cards": cards}
+    if m := NODE_GPU_NOTE.match(note):
+        nodes, gpus = int(m[1]), int(m[2])
+        return ngettext(
+            "%(nodes)s node × %(gpus)s GPUs", "%(nodes)s nodes × %(gpus)s GPUs", nodes
+        ) % {"nodes": nodes, "gpus": gpus}
+    if language.lower().startswith("zh"):
+        # The book's Chinese note, only while its English note is still the stored one.
+        return addon_notes_zh.get((line.code, note), note)
+    return note
+
+
+def _specs(node_type: Any) -> list[tuple[str, str]]:
+    gpu = node_type.gpu_model
+    rows = [
+        (_("CPU"), node_type.cpu),
+        (
+            _("Memory"),
+            f"{node_type.ram_gb:,} GB" + (f" {node_type.ram_kind}" if node_type.ram_kind else ""),
+        ),
+    ]
+    if gpu is not None:
+        rows.append(
+            (_("GPUs"), f"{node_type.gpu_count} × {gpu.name} ({gpu.memory_gb} GB)"),
+        )
+    rows += [
+        (_("GPU interconnect"), node_type.get_interconnect_display()),
+        (
+            _("Network"),
+            _("%(count)s × %(speed)s Gb/s NIC, %(fabric)s")
+            % {
+                "count": node_type.nic_count,
+                "speed": node_type.nic_speed_gbps,
+                "fabric": node_type.get_fabric_display(),
+            },
+        ),
+        (_("Storage"), node_type.storage),
+    ]
+    return rows
+
+
+def _configurations(quote: Quote) -> list[dict[str, Any]]:
+    """Each node type in the quote with its count, specs, optional cards and placement."""
+    placement = _placement(quote)
+    configs: dict[int, dict[str, Any]] = {}
+    for item in quote.items.all():
+        if item.kind != ItemKind.NODE or item.node_type is None:
+            continue
+        nt = item.node_type
+        config = configs.setdefault(
+            nt.pk, {"node_type": nt, "count": 0, "specs": _specs(nt), "cards": []}
+        )
+        config["count"] += int(item.quantity)
+        if item.card_gpu_model is not None and item.cards_per_node:
+            config["cards"].append(
+                ngettext(
+                    "%(nodes)s node with %(cards)s × %(gpu)s (%(memory)s GB)",
+                    "%(nodes)s nodes with %(cards)s × %(gpu)s (%(memory)s GB) each",
+                    int(item.quantity),
+                )
+                % {
+                    "nodes": int(item.quantity),
+                    "cards": item.cards_per_node,
+                    "gpu": item.card_gpu_model.name,
+                    "memory": item.card_gpu_model.memory_gb,
+                }
+            )
+    for config in configs.values():
+        config["placement"] = placement.get(config["node_type"].code, "")
+    return list(configs.values())
+
+
+def _configuration_rows(configs: list[dict[str, Any]], per_row: int = 3) -> list[dict[str, Any]]:
+    """The configurations side by side, ``per_row`` node types per table: each table has
+    its node types as columns and one row per spec label."""
+    tables = []
+    for start in range(0, len(configs), per_row):
+        chunk = configs[start : start + per_row]
+        labels: list[str] = []
+        for config in chunk:
+            for label, _value in config["specs"]:
+                if label not in labels:
+                    labels.append(label)
+        rows = [
+            (label, [[dict(config["specs"]).get(label, "—")] for config in chunk])
+            for label in labels
+        ]
+        if any(config["cards"] for config in chunk):
+            rows.append((_("GPU cards"), [c["cards"] or ["—"] for c in chunk]))
+        if any(config["placement"] for config in chunk):
+            rows.append((_("Placement"), [[c["placement"] or "—"] for c in chunk]))
+        tables.append({"configs": chunk, "rows": rows, "pad": per_row - len(chunk)})
+    return tables
+
+
+def _placement(quote: Quote) -> dict[str, str]:
+    """Node type code -> where its nodes are held: leaf switches, racks, fabric."""
+    out: dict[str, str] = {}
+    for g in (quote.placement or {}).get("groups", []):
+        code = g.get("fabric_code", "")
+        fabric = str(Fabric(code).label) if code in Fabric.values else g.get("fabric", "")
+        leaves = len(g.get("leaves", []))
+        racks = int(g.get("racks", 0))
+        out[g.get("node_type", "")] = _("%(nodes)s %(leaves)s, %(racks)s, %(fabric)s") % {
+            "nodes": ngettext("%(n)s node", "%(n)s nodes", g.get("count", 0))
+            % {"n": g.get("count", 0)},
+            "leaves": ngettext("under %(n)s leaf switch", "under %(n)s leaf switches", leaves)
+            % {"n": leaves},
+            "racks": ngettext("in %(n)s rack", "in %(n)s racks", racks) % {"n": racks},
+            "fabric": fabric,
+        }
+    return out
+
+
+def _last_day(quote: Quote) -> date:
+    from billing.services.quotes import rental_period
+
+    _start, end = rental_period(
+        site=quote.site, start_date=quote.start_date, term=quote.term, duration=quote.duration
+    )
+    return (end - timedelta(days=1)).date()
+
+
+def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
+    """Everything ``pdf/quote.html`` shows, translated into ``language``."""
+    from billing.models import AddonPrice
+
+    quote = (
+        Quote.objects.select_related("organisation", "site", "created_by")
+        .prefetch_related("lines", "items__node_type__gpu_model", "items__card_gpu_model")
+        .get(pk=quote.pk)
+    )
+    lines = list(quote.lines.all())
+    addon_notes_zh = {
+        (a.code, a.note): a.note_zh
+        for a in AddonPrice.objects.filter(price_book_id=quote.price_book_id).exclude(note_zh="")
+    }
+    with translation.override(language):
+        tz = quote.site.tzinfo
+        issued: datetime = (quote.sent_at or quote.created_at).astimezone(tz)
+        priced = []
+        for line in lines:
+            if line.kind == "free":
+                continue
+            line.note_text = line_note(line, addon_notes_zh, language)
+            line.quantity_text = quantity_text(line.quantity, line.unit)
+            line.basis_text = basis_text(line.unit, line.period_unit)
+            line.periods_text = periods_text(line.periods, line.period_unit)
+            priced.append(line)
+        amount_in_words = ""
+        if language.lower().startswith("zh") and quote.currency == "CNY":
+            amount_in_words = rmb_upper(quote.gross_total)
+        creator = quote.created_by
+        party = quote.organisation.legal_name or quote.organisation.name
+        the_provider = provider(language)
+        configurations = _configurations(quote)
+        return {
+            "quote": quote,
+            "organisation": quote.organisation,
+            "site": quote.site,
+            "provider": the_provider,
+            "running_left_css": css_content(f"{the_provider.brand} · {_('Quote')}"),
+            "running_right_css": css_content(f"{quote.number} v{quote.version} · {party}"),
+            "footer_left_css": css_content(f"{the_provider.name} · {the_provider.website}"),
+            "issued": issued,
+            "is_final": quote.status in FROZEN_STATUSES,
+            "term_label": quote.get_term_display(),
+            "duration_label": duration_label(quote.term, quote.duration),
+            "end_date": _last_day(quote),
+            "configurations": configurations,
+            "configuration_rows": _configuration_rows(configurations),
+            "lines": priced,
+            "free_lines": [line for line in lines if line.kind == "free"],
+            "has_egress": any(line.code == "egress" for line in lines),
+            "currency": quote.currency,
+            "vat_applies": quote.vat_rate > Decimal("0"),
+            "amount_in_words": amount_in_words,
+            "prepared_by": creator.get_full_name() or creator.get_username(),
+            "prepared_by_email": creator.email,
+        }
+
+
+def render_quote_pdf(*, quote: Quote, language: str) -> bytes:
+    """A fresh rendering of the quote (not stored)."""
+    return render_pdf("pdf/quote.html", quote_context(quote, language=language), language=language)
+
+
+# --- Stored documents -------------------------------------------------------------------
+
+
+def _language(language: str) -> str:
+    code = (language or "").lower()
+    known = {c.lower(): c for c, _name in settings.LANGUAGES}
+    if code in known:
+        return known[code]
+    if code.startswith("zh"):
+        return "zh-hans"
+    if code.split("-")[0] in known:
+        return known[code.split("-")[0]]
+    raise ValueError(f"no PDF language {language!r}; choose one of {sorted(known)}")
+
+
+def _is_current(document: QuoteDocument, quote: Quote) -> bool:
+    """Whether a stored document is the final one of a frozen quote (not a draft render)."""
+    return quote.sent_at is None or document.created_at >= quote.sent_at
+
+
+def quote_document(*, quote: Quote, language: str) -> QuoteDocument:
+    """The quote's PDF in ``language``, stored with its SHA-256 (see the module docstring).
+
+    Safe to call from several workers at once: the unique (quote, language) row decides
+    which rendering is kept; the losers delete their file and return the stored row.
+    """
+    language = _language(language)
+    quote = Quote.objects.get(pk=quote.pk)
+    frozen = quote.status in FROZEN_STATUSES
+    if frozen:
+        stored = QuoteDocument.objects.filter(quote=quote, language=language).first()
+        if stored is not None and _is_current(stored, quote):
+            return stored
+    data = render_quote_pdf(quote=quote, language=language)
+    return _store(quote=quote, language=language, data=data, frozen=frozen)
+
+
+def _store(*, quote: Quote, language: str, data: bytes, frozen: bool) -> QuoteDocument:
+    name = f"{quote.number}-v{quote.version}-{language}.pdf"
+    digest = sha256_of(data)
+    with transaction.atomic():
+        document = (
+            QuoteDocument.objects.select_for_update().filter(quote=quote, language=language).first()
+        )
+        if document is None:
+            document = QuoteDocument(quote=quote, language=language, sha256=digest, size=len(data))
+            document.file.save(name, ContentFile(data), save=False)
+            try:
+                with transaction.atomic():
+                    document.save()
+                return document
+            except IntegrityError:
+                # Another worker stored it first: keep theirs, drop our file.
+                logger.info("%s [%s]: stored by another worker meanwhile", quote, language)
+                document.file.delete(save=False)
+                document = QuoteDocument.objects.select_for_update().get(
+                    quote=quote, language=language
+                )
+        if frozen and _is_current(document, quote):
+            return document  # stored meanwhile by another worker: never replaced
+        old_name = document.file.name
+        document.file.save(name, ContentFile(data), save=False)
+        document.sha256 = digest
+        document.size = len(data)
+        document.created_at = timezone.now()
+        document.save(update_fields=["file", "sha256", "size", "created_at"])
+        storage = document.file.storage
+        if old_name and old_name != document.file.name:
+            transaction.on_commit(lambda: storage.delete(old_name))
+        return document

@@ -1,0 +1,135 @@
+"""Sending a quote: after commit a Celery chain renders the PDF (documents queue) and
+then emails it with the link to accept it online. Run eagerly here; the email goes to
+Django's locmem outbox (``portal.settings_test``)."""
+
+import sys
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core import mail
+from django.core.management import call_command
+from django.urls import reverse
+
+from billing import documents, tasks
+from billing.models import Quote, QuoteDocument
+from billing.services.quotes import ItemSpec, quote_create, quote_send, site_today
+from inventory.models import NodeType, Site
+from portal.celery import app
+from portal.models import Organisation
+
+
+@pytest.fixture
+def eager_celery():
+    before = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = before
+
+
+@pytest.fixture
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def draft(db, media):
+    call_command("seed_demo", verbosity=0)
+    site = Site.objects.get(code="SZ")
+    return quote_create(
+        site=site,
+        organisation=Organisation.objects.get(name="Pearl River AI Lab"),
+        contact_name="王磊",
+        contact_email="wang.lei@pearlriver.example",
+        term="month",
+        duration=3,
+        start_date=site_today(site) + timedelta(days=5),
+        items=[
+            ItemSpec(
+                kind="node",
+                quantity=Decimal(2),
+                node_type_id=NodeType.objects.get(code="h100-8x-nvlink").pk,
+            ),
+            ItemSpec(kind="addon", quantity=Decimal(10), addon_code="checkpoint-storage"),
+        ],
+        actor=get_user_model().objects.get(username="sales"),
+        language="zh-hans",
+    )
+
+
+def send(quote, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        quote_send(quote=quote, actor=get_user_model().objects.get(username="sales"))
+    return Quote.objects.get(pk=quote.pk)
+
+
+@pytest.mark.django_db
+def test_sending_emails_the_stored_pdf_and_the_link(
+    draft, eager_celery, django_capture_on_commit_callbacks, monkeypatch
+):
+    callers = []
+    real_quote_document = documents.quote_document
+
+    def spy(**kwargs):
+        callers.append(sys._getframe(1).f_code.co_name)
+        return real_quote_document(**kwargs)
+
+    monkeypatch.setattr(documents, "quote_document", spy)
+    quote = send(draft, django_capture_on_commit_callbacks)
+    # The chain: render on the documents queue first, then the email (which finds it).
+    assert callers == ["document_render_quote", "quote_email"]
+
+    assert len(mail.outbox) == 1
+    message = mail.outbox[0]
+    assert message.to == ["wang.lei@pearlriver.example"]
+    assert quote.number in message.subject
+    link = settings.PORTAL_BASE_URL + reverse("quote_public", args=[quote.token])
+    assert link.startswith(("http://", "https://"))
+    assert f"/q/{quote.token}/" in link
+    assert link in message.body
+    assert len(message.attachments) == 1
+    filename, content, mimetype = message.attachments[0]
+    assert mimetype == "application/pdf"
+    assert filename == f"{quote.number}-v{quote.version}.pdf"
+    assert content.startswith(b"%PDF")
+
+    # The chain's first step stored the document; the email attached exactly those bytes.
+    document = QuoteDocument.objects.get(quote=quote, language="zh-hans")
+    assert document.sha256 == documents.sha256_of(content)
+    assert quote.emailed_at is not None
+
+
+@pytest.mark.django_db
+def test_a_second_email_run_sends_nothing(draft, eager_celery, django_capture_on_commit_callbacks):
+    quote = send(draft, django_capture_on_commit_callbacks)
+    assert len(mail.outbox) == 1
+    assert tasks.quote_email.delay(quote.pk).get() == "skipped"
+    assert tasks.quote_email(quote.pk) == "skipped"
+    assert len(mail.outbox) == 1
+
+
+@pytest.mark.django_db
+def test_render_task_is_idempotent_and_email_uses_an_existing_document(
+    draft, eager_celery, django_capture_on_commit_callbacks, monkeypatch
+):
+    # Sent without running the after-commit chain: render first, as the worker would.
+    quote = quote_send(quote=draft, actor=get_user_model().objects.get(username="sales"))
+    sha = tasks.document_render_quote(quote.pk, "zh-hans")
+    assert sha == QuoteDocument.objects.get(quote=quote, language="zh-hans").sha256
+
+    def must_not_render(**kwargs):
+        raise AssertionError("rendered again")
+
+    monkeypatch.setattr(documents, "render_quote_pdf", must_not_render)
+    assert tasks.document_render_quote.delay(quote.pk, "zh-hans").get() == sha
+    assert tasks.quote_email(quote.pk) == "sent"
+    assert documents.sha256_of(mail.outbox[0].attachments[0][1]) == sha
+
+
+def test_render_task_goes_to_the_documents_queue():
+    route = app.amqp.router.route({}, tasks.document_render_quote.name)
+    assert route["queue"].name == "documents"
+    assert app.amqp.router.route({}, tasks.quote_email.name)["queue"].name == "billing"
