@@ -94,7 +94,7 @@ class QuoteForm(forms.Form):
         decimal_places=2,
         max_digits=4,
         initial=Decimal("0"),
-        help_text=_("In percent: 5 means 5% off the discounted price."),
+        help_text=_("In percent: 5 means 5 percent off the discounted price."),
     )
     notes = forms.CharField(
         label=_("Notes for the customer"),
