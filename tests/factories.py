@@ -74,9 +74,7 @@ def leaf(s: Site, name: str, fabric: str = Fabric.IB_NDR) -> Switch:
     )[0]
 
 
-def node(
-    s: Site, nt: NodeType, *, leaf_name: str = "leaf-1", rack_name: str = "R01", **kw
-) -> Node:
+def node(s: Site, nt: NodeType, *, leaf_name: str = "leaf-1", rack_name: str = "R01", **kw) -> Node:
     n = next(_seq)
     defaults = {
         "hostname": f"{s.code.lower()}-{nt.code}-{n:05d}",
