@@ -233,7 +233,10 @@ class DiscountRule(Bilingual):
     price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="discounts")
     code = models.SlugField(_("code"), max_length=32)
     term = models.CharField(_("term"), max_length=8, choices=Term.choices)
-    multiplier = fraction_field(_("pay this share of list"), help_text=_("0.8500 means the customer pays 85 percent of list"))
+    multiplier = fraction_field(
+        _("pay this share of list"),
+        help_text=_("0.8500 means the customer pays 85 percent of list"),
+    )
     node_type = models.ForeignKey(
         NodeType, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
