@@ -570,3 +570,153 @@ class OrderAdmin(ReadOnlyAdmin):
     list_filter = ("status", "site")
     search_fields = ("number", "quote__number", "organisation__name")
     inlines = (OrderEventInline,)
+
+
+# --- Invoices, payments and Stripe events -----------------------------------------------
+
+from django.contrib.admin import helpers  # noqa: E402
+from django.template.response import TemplateResponse  # noqa: E402
+
+from billing.models import Invoice, Payment, StripeEvent  # noqa: E402
+from billing.services import orders as order_services  # noqa: E402
+
+
+class BankTransferForm(forms.Form):
+    """What staff read off the bank statement when marking an invoice paid."""
+
+    reference = forms.CharField(
+        label=gettext_lazy("transfer reference"),
+        max_length=100,
+        help_text=gettext_lazy("The bank's reference of the incoming transfer."),
+    )
+    amount = forms.DecimalField(
+        label=gettext_lazy("amount received"),
+        max_digits=14,
+        decimal_places=2,
+        help_text=gettext_lazy("Must equal the invoice total."),
+    )
+
+
+class PaymentInline(ReadOnlyInline):
+    model = Payment
+    fields = (
+        "created_at",
+        "method",
+        "status",
+        "amount",
+        "amount_refunded",
+        "currency",
+        "reference",
+        "stripe_payment_intent",
+        "failure_message",
+    )
+    readonly_fields = fields
+    verbose_name_plural = gettext_lazy("payments")
+
+
+@admin.register(Invoice)
+class InvoiceAdmin(ReadOnlyAdmin):
+    """Invoices come with orders; staff mark bank transfers paid here (an action)."""
+
+    list_display = (
+        "number",
+        "order",
+        "organisation",
+        "status",
+        "gross_total",
+        "currency",
+        "bank_reference",
+        "due_at",
+        "paid_at",
+        "paid_reference",
+    )
+    list_select_related = ("order", "organisation")
+    list_filter = ("status", "currency")
+    search_fields = ("number", "bank_reference", "order__number", "organisation__name")
+    inlines = (PaymentInline,)
+    actions = ("mark_paid_by_transfer",)
+
+    def has_mark_paid_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("billing.change_invoice")
+
+    @admin.action(
+        description=gettext_lazy("Mark paid by bank transfer…"), permissions=["mark_paid"]
+    )
+    def mark_paid_by_transfer(
+        self, request: HttpRequest, queryset: QuerySet[Invoice]
+    ) -> HttpResponse | None:
+        """Ask for the transfer's reference on an intermediate page, then record it."""
+        invoices = list(queryset.select_related("order", "organisation")[:2])
+        if len(invoices) != 1:
+            messages.error(
+                request, _("Select exactly one invoice: each transfer has its own reference.")
+            )
+            return None
+        invoice = invoices[0]
+        if "apply" in request.POST:
+            form = BankTransferForm(request.POST)
+            if form.is_valid():
+                try:
+                    order_services.invoice_mark_paid_by_transfer(
+                        invoice=invoice,
+                        reference=form.cleaned_data["reference"],
+                        amount=form.cleaned_data["amount"],
+                        actor=request.user,
+                    )
+                except DomainError as exc:
+                    form.add_error(None, exc.message)
+                else:
+                    messages.success(
+                        request,
+                        _("Invoice %(n)s is paid; order %(o)s is confirmed.")
+                        % {"n": invoice.number, "o": invoice.order.number},
+                    )
+                    return None
+        else:
+            form = BankTransferForm(initial={"amount": invoice.gross_total})
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("Mark invoice %(n)s paid by bank transfer") % {"n": invoice.number},
+            "opts": self.model._meta,
+            "invoice": invoice,
+            "form": form,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "billing/pay/admin_mark_paid.html", context)
+
+
+@admin.register(Payment)
+class PaymentAdmin(ReadOnlyAdmin):
+    """Every attempt to pay an invoice (written by the payment services and webhooks)."""
+
+    list_display = (
+        "created_at",
+        "invoice",
+        "method",
+        "status",
+        "amount",
+        "amount_refunded",
+        "currency",
+        "reference",
+        "stripe_payment_intent",
+    )
+    list_select_related = ("invoice",)
+    list_filter = ("status", "method", "currency")
+    search_fields = ("invoice__number", "reference", "stripe_payment_intent")
+
+
+@admin.register(StripeEvent)
+class StripeEventAdmin(ReadOnlyAdmin):
+    """Every verified Stripe webhook event, stored once; flagged ones need a person."""
+
+    list_display = ("received_at", "stripe_id", "type", "status", "error", "processed_at")
+    list_filter = ("status", "type")
+    search_fields = ("stripe_id", "error")
+    fields = ("stripe_id", "type", "status", "error", "received_at", "processed_at", "body")
+    readonly_fields = fields
+
+    @admin.display(description=gettext_lazy("payload"))
+    def body(self, obj: StripeEvent) -> SafeString:
+        return format_html(
+            "<pre>{}</pre>", json.dumps(obj.payload, ensure_ascii=False, indent=2, sort_keys=True)
+        )

@@ -173,7 +173,7 @@ def seed_sales_and_customers() -> None:
         name="Pearl River AI Lab",
         defaults={
             "legal_name": "深圳珠江智算科技有限公司",
-            "tax_id": "91440300MA5DEMO001",
+            "tax_id": "91440300MA5DEM0001",
             "billing_address": "深圳市南山区科技园 1 号",
             "country": "CN",
             "billing_email": "finance@pearlriver.example",

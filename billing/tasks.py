@@ -87,3 +87,23 @@ def document_render_quote(quote_id: int, language: str) -> str:
 
     quote = Quote.objects.get(pk=quote_id)
     return documents.quote_document(quote=quote, language=language).sha256
+
+
+# --- Payments (the ``billing`` queue) ---------------------------------------------------
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    max_retries=5,
+)
+def stripe_event_process_task(event_id: str) -> str:
+    """Act on a stored Stripe webhook event (by its Stripe id); returns its status.
+
+    Idempotent: an event already processed, ignored or flagged is left as it is, and each
+    handler is safe to run twice, so a redelivery changes nothing.
+    """
+    from billing.services.payments import stripe_event_process
+
+    return stripe_event_process(event_id=event_id)

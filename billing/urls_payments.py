@@ -1,3 +1,11 @@
-from django.urls import path  # noqa: F401
+"""The customer's payment pages, under the language prefix: ``/<lang>/pay/…``."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from billing.views import payments
+
+urlpatterns = [
+    path("<str:number>/", payments.order_pay, name="order_pay"),
+    path("<str:number>/card", payments.order_pay_card, name="order_pay_card"),
+    path("<str:number>/return", payments.order_pay_return, name="order_pay_return"),
+]

@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+"""Stripe's webhook endpoint, outside the language prefix: ``/stripe/webhook``."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from billing.views import payments
+
+urlpatterns = [
+    path("webhook", payments.stripe_webhook, name="stripe_webhook"),
+]

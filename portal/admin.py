@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy
 
-from portal.models import Membership, Organisation
+from portal.models import CustomerProfile, Invitation, Membership, Organisation
 
 
 class MembershipInline(admin.TabularInline):
@@ -41,3 +41,21 @@ class MembershipAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Membership]:
         # ``str(membership)`` names the user and the organisation.
         return super().get_queryset(request).select_related("organisation", "user")
+
+
+@admin.register(CustomerProfile)
+class CustomerProfileAdmin(admin.ModelAdmin):
+    list_display = ("user", "email_verified_at", "created_at")
+    list_select_related = ("user",)
+    search_fields = ("user__username", "user__email")
+    readonly_fields = ("created_at",)
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ("email", "organisation", "role", "invited_by", "expires_at", "accepted_at")
+    list_select_related = ("organisation", "invited_by")
+    list_filter = ("role",)
+    search_fields = ("email", "organisation__name")
+    readonly_fields = ("token", "created_at", "accepted_at", "accepted_by")
+    exclude = ("token",)

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from datetime import datetime
+
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models.functions import Lower
+from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 
@@ -27,6 +34,13 @@ class Organisation(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        super().clean()
+        self.tax_id = tax_id_normalise(country=self.country, tax_id=self.tax_id)
+        problem = tax_id_problem(country=self.country, tax_id=self.tax_id)
+        if problem:
+            raise ValidationError({"tax_id": problem})
 
 
 class MemberRole(models.TextChoices):
@@ -56,3 +70,146 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} @ {self.organisation} ({self.role})"
+
+
+# --- Countries and tax IDs ----------------------------------------------------------------
+
+# ISO 3166-1 alpha-2 codes offered on the organisation settings page: where our customers
+# are. The field itself stores any two-letter code.
+COUNTRY_CHOICES: list[tuple[str, str]] = [
+    ("CN", _("China (mainland)")),
+    ("HK", _("Hong Kong")),
+    ("MO", _("Macao")),
+    ("TW", _("Taiwan")),
+    ("SG", _("Singapore")),
+    ("JP", _("Japan")),
+    ("KR", _("South Korea")),
+    ("MY", _("Malaysia")),
+    ("TH", _("Thailand")),
+    ("VN", _("Vietnam")),
+    ("ID", _("Indonesia")),
+    ("IN", _("India")),
+    ("AE", _("United Arab Emirates")),
+    ("AU", _("Australia")),
+    ("GB", _("United Kingdom")),
+    ("DE", _("Germany")),
+    ("FR", _("France")),
+    ("NL", _("Netherlands")),
+    ("CH", _("Switzerland")),
+    ("CA", _("Canada")),
+    ("US", _("United States")),
+]
+
+# 统一社会信用代码 (GB 32100-2015): 18 characters, digits and upper-case letters except
+# I, O, S, V and Z.
+USCC_RE = re.compile(r"[0-9A-HJ-NP-RTUW-Y]{18}")
+
+
+def tax_id_normalise(*, country: str, tax_id: str) -> str:
+    """How a tax ID is stored: trimmed; for China, upper-case without spaces."""
+    tax_id = tax_id.strip()
+    if country == "CN":
+        tax_id = "".join(tax_id.split()).upper()
+    return tax_id
+
+
+def tax_id_problem(*, country: str, tax_id: str) -> str | None:
+    """Why a (normalised) tax ID is not acceptable for a country, or ``None``.
+
+    Only China's unified social credit code has a checked format; other countries' tax
+    numbers are accepted as given.
+    """
+    if country == "CN" and tax_id and not USCC_RE.fullmatch(tax_id):
+        return gettext(
+            "A unified social credit code (统一社会信用代码) has 18 characters: digits and "
+            "capital letters except I, O, S, V and Z."
+        )
+    return None
+
+
+# --- Accounts -----------------------------------------------------------------------------
+
+
+class CustomerProfile(models.Model):
+    """What the portal knows about a customer's account beyond Django's user.
+
+    Sign-up creates one with ``email_verified_at`` empty; the link in the verification
+    email (or an accepted invitation, or a completed password reset) fills it. Users
+    without a profile were created by staff (admin, seed data) and count as verified.
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="customer_profile"
+    )
+    email_verified_at = models.DateTimeField(_("email verified"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("customer profile")
+        verbose_name_plural = _("customer profiles")
+
+    def __str__(self) -> str:
+        return str(self.user)
+
+    @property
+    def email_verified(self) -> bool:
+        return self.email_verified_at is not None
+
+
+class Invitation(models.Model):
+    """An owner's invitation for an email address to join an organisation with a role.
+
+    The link in the email carries ``token``; the invitation is open until ``expires_at``
+    unless accepted or withdrawn first.
+    """
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="invitations"
+    )
+    email = models.EmailField(_("email"))
+    role = models.CharField(_("role"), max_length=16, choices=MemberRole.choices)
+    token = models.CharField(max_length=64, unique=True, editable=False)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("invited by"),
+    )
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    expires_at = models.DateTimeField(_("expires"))
+    accepted_at = models.DateTimeField(_("accepted"), null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("accepted by"),
+    )
+    revoked_at = models.DateTimeField(_("withdrawn"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = _("invitation")
+        verbose_name_plural = _("invitations")
+        constraints = [
+            # One open invitation per address and organisation: inviting again withdraws
+            # the previous one.
+            models.UniqueConstraint(
+                fields=["organisation", "email"],
+                condition=models.Q(accepted_at__isnull=True, revoked_at__isnull=True),
+                name="invitation_one_open_per_email",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(email=Lower("email")), name="invitation_email_lower"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} → {self.organisation} ({self.role})"
+
+    def is_open(self, now: datetime | None = None) -> bool:
+        now = now or timezone.now()
+        return self.accepted_at is None and self.revoked_at is None and now < self.expires_at

@@ -100,7 +100,18 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-LOGIN_URL = "admin:login"
+AUTHENTICATION_BACKENDS = ["portal.accounts.backends.EmailBackend"]  # email or username
+LOGIN_URL = "accounts:login"
+LOGIN_REDIRECT_URL = "accounts:organisations"
+LOGOUT_REDIRECT_URL = "catalog"
+# Login throttling (portal/accounts/throttle.py): this many failures for one email or one
+# IP within the window lock that email or IP out for the lockout, right password or not.
+LOGIN_THROTTLE_MAX_FAILURES = env.int("LOGIN_THROTTLE_MAX_FAILURES", default=5)
+LOGIN_THROTTLE_WINDOW = env.int("LOGIN_THROTTLE_WINDOW", default=15 * 60)
+LOGIN_THROTTLE_LOCKOUT = env.int("LOGIN_THROTTLE_LOCKOUT", default=15 * 60)
+# How many reverse proxies in front of the app append to X-Forwarded-For (0: trust only
+# REMOTE_ADDR). Behind one proxy, set 1, or every visitor shares the proxy's address.
+PORTAL_TRUSTED_PROXIES = env.int("PORTAL_TRUSTED_PROXIES", default=0)
 
 # --- Languages, time, money -----------------------------------------------------------
 LANGUAGE_CODE = "zh-hans"

@@ -5,10 +5,10 @@ from django.conf.urls.i18n import i18n_patterns
 from django.contrib import admin
 from django.urls import include, path
 
-from portal import views
+from portal import i18n, views
 
 urlpatterns = [
-    path("i18n/", include("django.conf.urls.i18n")),
+    path("i18n/setlang/", i18n.set_language, name="set_language"),
     path("healthz", views.healthz, name="healthz"),
     path("stripe/", include("billing.urls_webhooks")),
 ]

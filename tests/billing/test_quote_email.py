@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core import mail
 from django.core.management import call_command
 from django.urls import reverse
+from django.utils import translation
 
 from billing import documents, tasks
 from billing.models import Quote, QuoteDocument
@@ -86,7 +87,8 @@ def test_sending_emails_the_stored_pdf_and_the_link(
     message = mail.outbox[0]
     assert message.to == ["wang.lei@pearlriver.example"]
     assert quote.number in message.subject
-    link = settings.PORTAL_BASE_URL + reverse("quote_public", args=[quote.token])
+    with translation.override(quote.language):  # the link opens in the quote's language
+        link = settings.PORTAL_BASE_URL + reverse("quote_public", args=[quote.token])
     assert link.startswith(("http://", "https://"))
     assert f"/q/{quote.token}/" in link
     assert link in message.body

@@ -108,10 +108,10 @@ def test_anonymous_is_sent_to_the_login_page(client, demo):
     for target in (url("quote_list"), url("quote_create")):
         response = client.get(target)
         assert response.status_code == 302
-        assert response["Location"].startswith("/en/admin/login/?next=")
+        assert response["Location"].startswith("/en/accounts/login/?next=")
     assert client.post(url("quote_preview"), {}).status_code == 302
     live = client.post(url("quote_preview"), {}, headers={"HX-Request": "true"})
-    assert live["HX-Redirect"].startswith("/en/admin/login/?next=")
+    assert live["HX-Redirect"].startswith("/en/accounts/login/?next=")
 
 
 @pytest.mark.parametrize("username", ["customer", "ops"])

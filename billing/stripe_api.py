@@ -1,0 +1,242 @@
+"""The one module that talks to Stripe (the official ``stripe`` SDK), with a pinned API
+version.
+
+Everything else in the portal works in ``Decimal`` amounts with a currency; amounts
+become integer minor units (fen, cents) here, at the boundary, and nowhere else.
+Settings: ``STRIPE_SECRET_KEY``, ``STRIPE_PUBLISHABLE_KEY``, ``STRIPE_WEBHOOK_SECRET``,
+``STRIPE_API_BASE`` (a local stand-in such as localstripe in tests) and
+``STRIPE_PAYMENT_METHODS``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import stripe
+from django.conf import settings
+
+# The Stripe API version every request (and so every object and webhook payload we read)
+# is made with: the version the installed SDK (stripe 16.x) was generated for. Change it
+# together with the SDK, after reading Stripe's upgrade notes.
+API_VERSION = "2026-10-28.endive"
+
+# Decimal places of each currency's minor unit (Stripe's "zero-decimal" currencies have 0).
+MINOR_UNIT_EXPONENT: dict[str, int] = {"CNY": 2, "HKD": 2, "USD": 2}
+
+# Payment method types offered in the Payment Element unless settings say otherwise.
+DEFAULT_METHODS: tuple[str, ...] = ("card", "alipay", "wechat_pay")
+
+# Re-exported so callers never import ``stripe`` themselves.
+StripeError = stripe.StripeError
+SignatureVerificationError = stripe.SignatureVerificationError
+
+
+class InvalidPayload(ValueError):
+    """A webhook body that is signed correctly but is not a Stripe event."""
+
+
+# --- Configuration ----------------------------------------------------------------------
+
+
+def is_configured() -> bool:
+    """Whether card payments can be offered: both API keys are set."""
+    return bool(settings.STRIPE_SECRET_KEY and settings.STRIPE_PUBLISHABLE_KEY)
+
+
+def publishable_key() -> str:
+    return settings.STRIPE_PUBLISHABLE_KEY
+
+
+def payment_methods() -> list[str]:
+    """The payment method types offered (``STRIPE_PAYMENT_METHODS``)."""
+    return list(getattr(settings, "STRIPE_PAYMENT_METHODS", None) or DEFAULT_METHODS)
+
+
+def client() -> stripe.StripeClient:
+    """A client for the configured account, API version and (optionally) API base."""
+    if not settings.STRIPE_SECRET_KEY:
+        raise RuntimeError("STRIPE_SECRET_KEY is not set")
+    base_addresses: dict[str, str] = {}
+    if settings.STRIPE_API_BASE:
+        base_addresses["api"] = settings.STRIPE_API_BASE.rstrip("/")
+    return stripe.StripeClient(
+        settings.STRIPE_SECRET_KEY,
+        stripe_version=API_VERSION,
+        base_addresses=base_addresses,  # type: ignore[arg-type]
+        max_network_retries=2,  # safe: every write carries an idempotency key
+    )
+
+
+# --- Money at the boundary --------------------------------------------------------------
+
+
+def _exponent(currency: str) -> int:
+    try:
+        return MINOR_UNIT_EXPONENT[currency.upper()]
+    except KeyError:
+        raise ValueError(f"Unsupported currency {currency!r}") from None
+
+
+def to_minor_units(amount: Decimal, currency: str) -> int:
+    """``Decimal("16472400.00")`` CNY → ``1647240000`` fen. Exact: a fraction of a minor
+    unit (``0.001``) is refused, never rounded."""
+    if not isinstance(amount, Decimal):
+        raise TypeError("amount must be a Decimal")
+    if not amount.is_finite():
+        raise ValueError(f"Not an amount: {amount}")
+    scaled = amount.scaleb(_exponent(currency))
+    try:
+        minor = scaled.to_integral_exact()
+    except InvalidOperation:  # pragma: no cover - only with a trapping context
+        raise ValueError(f"{amount} {currency} has a fraction of a minor unit") from None
+    if minor != scaled:
+        raise ValueError(f"{amount} {currency} has a fraction of a minor unit")
+    return int(minor)
+
+
+def from_minor_units(minor: int, currency: str) -> Decimal:
+    """``1647240000`` fen → ``Decimal("16472400.00")`` CNY."""
+    if isinstance(minor, bool) or not isinstance(minor, int):
+        raise TypeError("minor units must be an int")
+    exponent = _exponent(currency)
+    return Decimal(minor).scaleb(-exponent).quantize(Decimal(1).scaleb(-exponent))
+
+
+# --- API calls --------------------------------------------------------------------------
+
+
+def _method_options(methods: Sequence[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if "wechat_pay" in methods:
+        options["wechat_pay"] = {"client": "web"}
+    return options
+
+
+def payment_intent_create(
+    *,
+    amount: Decimal,
+    currency: str,
+    invoice_number: str,
+    order_number: str,
+    idempotency_key: str,
+    methods: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """A PaymentIntent for an invoice; returns ``id``, ``client_secret``, ``status``,
+    ``amount`` (minor units) and ``currency``."""
+    methods = list(methods) if methods is not None else payment_methods()
+    params: dict[str, Any] = {
+        "amount": to_minor_units(amount, currency),
+        "currency": currency.lower(),
+        "payment_method_types": methods,
+        "metadata": {"invoice_number": invoice_number, "order_number": order_number},
+    }
+    options = _method_options(methods)
+    if options:
+        params["payment_method_options"] = options
+    intent = client().v1.payment_intents.create(
+        params=params,  # type: ignore[arg-type]
+        options={"idempotency_key": idempotency_key},
+    )
+    return _intent_dict(intent)
+
+
+def payment_intent_retrieve(payment_intent_id: str) -> dict[str, Any]:
+    return _intent_dict(client().v1.payment_intents.retrieve(payment_intent_id))
+
+
+def payment_intent_confirm(payment_intent_id: str, *, payment_method: str) -> dict[str, Any]:
+    """Attach a payment method and confirm (server side: tests and staff tools; customers
+    confirm in the browser through Stripe.js)."""
+    intents = client().v1.payment_intents
+    intents.update(payment_intent_id, params={"payment_method": payment_method})
+    return _intent_dict(intents.confirm(payment_intent_id))
+
+
+def payment_intent_amount_refunded(payment_intent_id: str) -> tuple[int, str]:
+    """How much of a PaymentIntent's charge has been refunded, in minor units, and the
+    currency (``0`` when it has no charge)."""
+    intent = _plain(
+        client().v1.payment_intents.retrieve(
+            payment_intent_id, params={"expand": ["latest_charge"]}
+        )
+    )
+    charge = intent.get("latest_charge")
+    if not charge or isinstance(charge, str):
+        return 0, str(intent.get("currency") or "")
+    return int(charge.get("amount_refunded") or 0), str(charge.get("currency") or "")
+
+
+def refund_create(
+    *, payment_intent_id: str, amount: Decimal, currency: str, idempotency_key: str
+) -> dict[str, Any]:
+    """Refund part or all of a PaymentIntent; returns ``id``, ``amount``, ``status``."""
+    refund = _plain(
+        client().v1.refunds.create(
+            params={
+                "payment_intent": payment_intent_id,
+                "amount": to_minor_units(amount, currency),
+            },
+            options={"idempotency_key": idempotency_key},
+        )
+    )
+    return {
+        "id": refund.get("id"),
+        "amount": int(refund.get("amount") or 0),
+        "currency": str(refund.get("currency") or ""),
+        "status": str(refund.get("status") or ""),
+    }
+
+
+def _plain(obj: Any) -> dict[str, Any]:
+    """An SDK object as plain JSON data."""
+    return obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+
+
+def _intent_dict(obj: Any) -> dict[str, Any]:
+    intent = _plain(obj)
+    return {
+        "id": intent.get("id"),
+        "client_secret": intent.get("client_secret"),
+        "status": intent.get("status"),
+        "amount": int(intent.get("amount") or 0),
+        "currency": str(intent.get("currency") or ""),
+    }
+
+
+# --- Webhooks ---------------------------------------------------------------------------
+
+
+def webhook_event_construct(payload: bytes, sig_header: str | None) -> dict[str, Any]:
+    """Verify the ``Stripe-Signature`` header on the raw body with
+    ``STRIPE_WEBHOOK_SECRET`` and return the event as plain JSON data.
+
+    Raises ``SignatureVerificationError`` (bad or missing signature, no secret configured,
+    too old) or ``InvalidPayload``.
+    """
+    secret = settings.STRIPE_WEBHOOK_SECRET
+    if not secret:
+        raise SignatureVerificationError("No webhook secret is configured.", sig_header)
+    # What ``stripe.Webhook.construct_event`` verifies (signature and age), without its
+    # conversion to SDK objects, which fails on a signed body that is not an object.
+    try:
+        stripe.WebhookSignature.verify_header(
+            payload, sig_header, secret, tolerance=stripe.Webhook.DEFAULT_TOLERANCE
+        )
+        event = json.loads(payload)
+    except ValueError as exc:  # signed, but not JSON (or not UTF-8)
+        raise InvalidPayload(str(exc)) from exc
+    if not isinstance(event, dict) or not event.get("id") or not event.get("type"):
+        raise InvalidPayload("Not a Stripe event.")
+    return event
+
+
+def webhook_signature_header(
+    payload: bytes | str, secret: str, timestamp: int | None = None
+) -> str:
+    """The ``Stripe-Signature`` header Stripe would send (for tests and local tools)."""
+    if isinstance(payload, bytes):
+        payload = payload.decode("utf-8")
+    return stripe.WebhookSignature.generate_signature_header(payload, secret, timestamp)

@@ -1,0 +1,130 @@
+"""Paying an order: the customer's payment pages (card, Alipay and WeChat Pay through
+Stripe's Payment Element; bank transfer details) and Stripe's webhook endpoint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone, translation
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from billing import stripe_api
+from billing.models import InvoiceStatus, Order, OrderStatus
+from billing.services import payments
+from portal.errors import DomainError
+from portal.models import Membership
+
+
+def _order_for(request: HttpRequest, number: str) -> Order:
+    """The order, for staff and the members of its organisation; 404 for anyone else."""
+    order = Order.objects.select_related("site", "organisation").filter(number=number).first()
+    if order is None:
+        raise Http404
+    user = request.user
+    if not user.is_staff and not (
+        Membership.objects.filter(user=user, organisation_id=order.organisation_id).exists()
+    ):
+        raise Http404
+    return order
+
+
+def _bank_details() -> dict[str, str]:
+    return {
+        "account_name": settings.PORTAL_BANK_ACCOUNT_NAME,
+        "account_number": settings.PORTAL_BANK_ACCOUNT_NUMBER,
+        "bank_name": settings.PORTAL_BANK_NAME,
+        "swift": settings.PORTAL_BANK_SWIFT,
+    }
+
+
+def _context(order: Order) -> dict[str, Any]:
+    invoice = payments.order_first_invoice(order)
+    due = order.payment_due_at
+    return {
+        "order": order,
+        "invoice": invoice,
+        "due": due,  # shown in the site's timezone
+        "site_timezone": order.site.timezone,
+        "payable": (
+            order.status == OrderStatus.AWAITING_PAYMENT
+            and invoice is not None
+            and invoice.status == InvoiceStatus.ISSUED
+            and (due is None or timezone.now() < due)
+        ),
+    }
+
+
+@login_required
+@require_GET
+def order_pay(request: HttpRequest, number: str) -> HttpResponse:
+    order = _order_for(request, number)
+    context = _context(order)
+    context.update(
+        {
+            "card_configured": stripe_api.is_configured(),
+            "not_configured_message": payments.not_configured_message(),
+            "bank": _bank_details(),
+        }
+    )
+    return render(request, "billing/pay/order_pay.html", context)
+
+
+@login_required
+@require_GET
+def order_pay_card(request: HttpRequest, number: str) -> HttpResponse:
+    """The Payment Element for the invoice's PaymentIntent (reused on reload)."""
+    order = _order_for(request, number)
+    try:
+        payment, client_secret = payments.payment_card_start(order=order, actor=request.user)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+        return redirect("order_pay", order.number)
+    language = translation.get_language() or "en"
+    context = _context(order)
+    context["stripe_config"] = {
+        "publishableKey": stripe_api.publishable_key(),
+        "clientSecret": client_secret,
+        "returnUrl": request.build_absolute_uri(reverse("order_pay_return", args=[order.number])),
+        "locale": "zh" if language.startswith("zh") else "en",
+    }
+    context["payment"] = payment
+    return render(request, "billing/pay/card.html", context)
+
+
+@login_required
+@require_GET
+def order_pay_return(request: HttpRequest, number: str) -> HttpResponse:
+    """Where Stripe sends the customer back: processing, paid, or failed."""
+    order = _order_for(request, number)
+    state, payment = payments.order_payment_state(
+        order=order,
+        payment_intent_id=request.GET.get("payment_intent", ""),
+        redirect_status=request.GET.get("redirect_status", ""),
+    )
+    context = _context(order)
+    context.update({"state": state, "payment": payment})
+    return render(request, "billing/pay/return.html", context)
+
+
+@csrf_exempt
+@require_POST
+def stripe_webhook(request: HttpRequest) -> HttpResponse:
+    """Verify the signature on the raw body (400 and nothing stored otherwise), store the
+    event once, and process it in a task after commit. A duplicate is answered 200."""
+    try:
+        event = stripe_api.webhook_event_construct(
+            request.body, request.headers.get("Stripe-Signature")
+        )
+    except (stripe_api.SignatureVerificationError, stripe_api.InvalidPayload):
+        return HttpResponseBadRequest(
+            "Invalid signature or payload.", content_type="text/plain; charset=utf-8"
+        )
+    payments.stripe_event_receive(event=event)
+    return HttpResponse("ok", content_type="text/plain; charset=utf-8")

@@ -1,0 +1,516 @@
+"""Accounts: sign-up, email verification, invitations, memberships, organisation details.
+
+Every write is here, keyword-only, in its own transaction, and refuses with a translated
+``DomainError``. Emails go out after the transaction commits.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model, password_validation
+from django.contrib.auth.models import AbstractBaseUser, AbstractUser
+from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import formats, timezone
+from django.utils.translation import gettext as _
+
+from portal.accounts import selectors, throttle, tokens
+from portal.errors import DomainError
+from portal.models import (
+    CustomerProfile,
+    Invitation,
+    MemberRole,
+    Membership,
+    Organisation,
+)
+
+logger = logging.getLogger(__name__)
+
+UserModel = get_user_model()
+
+INVITATION_VALIDITY = timedelta(days=7)
+RESEND_INTERVAL_SECONDS = 60
+
+
+class EmailTaken(DomainError):
+    """Sign-up with an address that already has an account."""
+
+
+class VerificationLinkProblem(DomainError):
+    """A verification link that is altered, expired, or for another address."""
+
+
+class AlreadyVerified(DomainError):
+    """A verification link for an address that is verified already (links work once)."""
+
+
+class InvitationClosed(DomainError):
+    """An invitation link that is unknown, used, withdrawn or expired."""
+
+
+class InvitationForSomeoneElse(DomainError):
+    """An invitation opened by a logged-in user with another email address."""
+
+
+# --- Helpers ----------------------------------------------------------------------------
+
+
+def email_normalise(email: str) -> str:
+    """Addresses are compared and stored lower-cased; they are the login identifier."""
+    email = (email or "").strip().lower()
+    try:
+        validate_email(email)
+    except ValidationError as exc:
+        raise DomainError(_("Enter a valid email address.")) from exc
+    return email
+
+
+def _email_taken(email: str) -> bool:
+    return UserModel._default_manager.filter(
+        Q(username__iexact=email) | Q(email__iexact=email)
+    ).exists()
+
+
+def _password_check(password: str, user: AbstractBaseUser) -> None:
+    try:
+        password_validation.validate_password(password, user=user)
+    except ValidationError as exc:
+        raise DomainError(" ".join(exc.messages)) from exc
+
+
+def _absolute(path: str) -> str:
+    return settings.PORTAL_BASE_URL + path
+
+
+def _when(moment: datetime) -> str:
+    return formats.date_format(timezone.localtime(moment), "Y-m-d H:i T")
+
+
+def _send_after_commit(*, template: str, to: str, context: dict) -> None:
+    """Render ``email/accounts_<template>[_subject].txt`` now (in the active language) and
+    send once the transaction commits. A mail server failure is logged, not raised: the
+    data is saved and the user can ask for the email again."""
+    subject = render_to_string(f"email/accounts_{template}_subject.txt", context).strip()
+    body = render_to_string(f"email/accounts_{template}.txt", context)
+
+    def send() -> None:
+        try:
+            send_mail(subject, body, None, [to])
+        except Exception:  # pragma: no cover - depends on the mail server
+            logger.exception("Could not send the %s email to %s", template, to)
+
+    transaction.on_commit(send)
+
+
+def _role_check(
+    *, organisation: Organisation, actor: AbstractBaseUser, roles: Iterable[str], refusal: str
+) -> Membership:
+    membership = Membership.objects.filter(organisation=organisation, user=actor).first()
+    if membership is None or membership.role not in set(roles):
+        raise DomainError(refusal)
+    return membership
+
+
+def _lock_organisation(organisation: Organisation) -> Organisation:
+    return Organisation.objects.select_for_update().get(pk=organisation.pk)
+
+
+def _owner_count(organisation: Organisation) -> int:
+    return Membership.objects.filter(organisation=organisation, role=MemberRole.OWNER).count()
+
+
+def _role_valid(role: str) -> str:
+    if role not in MemberRole.values:
+        raise DomainError(_("Choose a role: owner, member or billing."))
+    return role
+
+
+# --- Sign-up and email verification -----------------------------------------------------
+
+
+@transaction.atomic
+def signup_create(
+    *,
+    email: str,
+    password: str,
+    full_name: str,
+    company_name: str = "",
+    invitation_token: str | None = None,
+) -> AbstractUser:
+    """A new customer account: the user (username = email), the profile, and either a new
+    organisation with the user as owner (email to verify) or, through an invitation, a
+    membership with the invited role (the click on the emailed link verified the address).
+    """
+    email = email_normalise(email)
+    full_name = " ".join(full_name.split())
+    if not full_name:
+        raise DomainError(_("Enter your full name."))
+    invitation = None
+    if invitation_token:
+        invitation = _invitation_lock_open(invitation_token)
+        if invitation.email != email:
+            raise InvitationForSomeoneElse(
+                _("This invitation is for %(invited)s; sign up with that address.")
+                % {"invited": invitation.email}
+            )
+    else:
+        company_name = " ".join(company_name.split())
+        if not company_name:
+            raise DomainError(_("Enter your company's name."))
+    taken = _("An account with this email exists. Log in, or reset your password.")
+    if _email_taken(email):
+        raise EmailTaken(taken)
+    user = UserModel(username=email, email=email, first_name=full_name[:150])
+    _password_check(password, user)
+    user.set_password(password)
+    try:
+        with transaction.atomic():
+            user.save()
+    except IntegrityError as exc:  # the same address signed up a moment ago
+        raise EmailTaken(taken) from exc
+    now = timezone.now()
+    CustomerProfile.objects.create(user=user, email_verified_at=now if invitation else None)
+    if invitation is not None:
+        _invitation_join(invitation=invitation, user=user, now=now)
+    else:
+        organisation = Organisation.objects.create(name=company_name[:200])
+        Membership.objects.create(organisation=organisation, user=user, role=MemberRole.OWNER)
+        email_verification_send(user=user)
+    logger.info("Sign-up: %s (invited: %s)", email, bool(invitation))
+    return user
+
+
+def email_verification_send(*, user: AbstractBaseUser) -> None:
+    """Email the user a signed link, valid for three days, that verifies the address."""
+    address = selectors.user_email(user)
+    token = tokens.email_verification_token(user_id=user.pk, email=address)
+    context = {
+        "user": user,
+        "name": selectors.display_name(user),
+        "link": _absolute(reverse("accounts:verify", args=[token])),
+        "days": tokens.EMAIL_VERIFICATION_MAX_AGE.days,
+    }
+    _send_after_commit(template="verify", to=address, context=context)
+
+
+def email_verification_resend(*, user: AbstractBaseUser) -> bool:
+    """Send the verification email again, at most once a minute. ``False``: not sent
+    (already verified, or asked again too soon)."""
+    if selectors.email_verified(user):
+        raise AlreadyVerified(_("Your email address is already verified; log in."))
+    if not throttle.send_allowed(
+        kind="verify", subject=str(user.pk), every=RESEND_INTERVAL_SECONDS
+    ):
+        return False
+    email_verification_send(user=user)
+    return True
+
+
+def email_verify(*, token: str) -> AbstractUser:
+    """Mark the address in a verification link as verified; the link works once."""
+    expired = _(
+        "This verification link has expired: links are valid for %(days)s days. Log in "
+        "and we will send you a new one."
+    ) % {"days": tokens.EMAIL_VERIFICATION_MAX_AGE.days}
+    invalid = _(
+        "This verification link is not valid. Check that you opened the whole link from "
+        "the email, or log in and we will send you a new one."
+    )
+    try:
+        claim = tokens.email_verification_read(token)
+    except tokens.VerificationLinkExpired as exc:
+        raise VerificationLinkProblem(expired) from exc
+    except tokens.VerificationLinkInvalid as exc:
+        raise VerificationLinkProblem(invalid) from exc
+    with transaction.atomic():
+        user = UserModel._default_manager.select_for_update().filter(pk=claim.user_id).first()
+        if user is None or not user.is_active or selectors.user_email(user) != claim.email:
+            raise VerificationLinkProblem(invalid)
+        profile, _created = CustomerProfile.objects.select_for_update().get_or_create(user=user)
+        if profile.email_verified_at is not None:
+            raise AlreadyVerified(_("Your email address is already verified; log in."))
+        profile.email_verified_at = timezone.now()
+        profile.save(update_fields=["email_verified_at"])
+    return user
+
+
+def email_mark_verified(*, user: AbstractBaseUser) -> None:
+    """The user proved the address another way (a password reset link, an invitation)."""
+    with transaction.atomic():
+        profile, _created = CustomerProfile.objects.select_for_update().get_or_create(user=user)
+        if profile.email_verified_at is None:
+            profile.email_verified_at = timezone.now()
+            profile.save(update_fields=["email_verified_at"])
+
+
+# --- Organisation details ---------------------------------------------------------------
+
+
+@transaction.atomic
+def organisation_update(
+    *,
+    organisation: Organisation,
+    actor: AbstractBaseUser,
+    name: str,
+    legal_name: str,
+    tax_id: str,
+    billing_address: str,
+    country: str,
+    billing_email: str,
+) -> Organisation:
+    """Change the details printed on quotes, contracts and fapiao (owners and billing)."""
+    organisation = _lock_organisation(organisation)
+    _role_check(
+        organisation=organisation,
+        actor=actor,
+        roles=(MemberRole.OWNER, MemberRole.BILLING),
+        refusal=_("Only owners and billing members can change the organisation's details."),
+    )
+    organisation.name = " ".join(name.split())
+    organisation.legal_name = " ".join(legal_name.split())
+    organisation.tax_id = tax_id
+    organisation.billing_address = billing_address.strip()
+    organisation.country = country.strip().upper()
+    organisation.billing_email = billing_email.strip().lower()
+    if len(organisation.country) != 2 or not organisation.country.isalpha():
+        raise DomainError(_("Choose a country."))
+    try:
+        organisation.full_clean()  # normalises and checks the tax ID for the country
+    except ValidationError as exc:
+        raise DomainError(" ".join(exc.messages)) from exc
+    organisation.save()
+    return organisation
+
+
+# --- Invitations ------------------------------------------------------------------------
+
+
+def invitation_check(invitation: Invitation | None, *, now: datetime | None = None) -> Invitation:
+    """The invitation if it can still be accepted; otherwise why not."""
+    now = now or timezone.now()
+    if invitation is None:
+        raise InvitationClosed(
+            _(
+                "This invitation link is not valid. Check that you opened the whole link "
+                "from the email, or ask for a new invitation."
+            )
+        )
+    org = invitation.organisation.name
+    if invitation.accepted_at is not None:
+        raise InvitationClosed(
+            _("This invitation to %(org)s has already been used. Log in to reach it.")
+            % {"org": org}
+        )
+    if invitation.revoked_at is not None:
+        raise InvitationClosed(
+            _("This invitation to %(org)s was withdrawn. Ask an owner for a new one.")
+            % {"org": org}
+        )
+    if now >= invitation.expires_at:
+        raise InvitationClosed(
+            _("This invitation to %(org)s expired on %(when)s. Ask an owner for a new one.")
+            % {"org": org, "when": _when(invitation.expires_at)}
+        )
+    return invitation
+
+
+def invitation_check_invitee(*, invitation: Invitation, user: AbstractBaseUser) -> None:
+    """Only the invited address may accept."""
+    you = selectors.user_email(user)
+    if you != invitation.email:
+        raise InvitationForSomeoneElse(
+            _(
+                "This invitation is for %(invited)s, but you are logged in as %(you)s. "
+                "Log out and open the link again, or ask for an invitation for %(you)s."
+            )
+            % {"invited": invitation.email, "you": you}
+        )
+
+
+def _invitation_lock_open(token: str) -> Invitation:
+    invitation = (
+        Invitation.objects.select_for_update(of=("self",))
+        .select_related("organisation")
+        .filter(token=token)
+        .first()
+        if token and len(token) <= 64
+        else None
+    )
+    return invitation_check(invitation)
+
+
+def _invitation_join(
+    *, invitation: Invitation, user: AbstractBaseUser, now: datetime
+) -> Membership:
+    if Membership.objects.filter(organisation=invitation.organisation, user=user).exists():
+        raise DomainError(
+            _("You are already a member of %(org)s.") % {"org": invitation.organisation.name}
+        )
+    membership = Membership.objects.create(
+        organisation=invitation.organisation, user=user, role=invitation.role
+    )
+    invitation.accepted_at = now
+    invitation.accepted_by = user
+    invitation.save(update_fields=["accepted_at", "accepted_by"])
+    return membership
+
+
+@transaction.atomic
+def invitation_create(
+    *, organisation: Organisation, email: str, role: str, actor: AbstractBaseUser
+) -> Invitation:
+    """Invite an address to join with a role (owners only). Inviting the same address again
+    withdraws the earlier invitation and sends a new link."""
+    email = email_normalise(email)
+    role = _role_valid(role)
+    organisation = _lock_organisation(organisation)
+    _role_check(
+        organisation=organisation,
+        actor=actor,
+        roles=(MemberRole.OWNER,),
+        refusal=_("Only an owner can invite people to the organisation."),
+    )
+    already = Membership.objects.filter(organisation=organisation).filter(
+        Q(user__username__iexact=email) | Q(user__email__iexact=email)
+    )
+    if already.exists():
+        raise DomainError(
+            _("%(email)s is already a member of %(org)s.")
+            % {"email": email, "org": organisation.name}
+        )
+    now = timezone.now()
+    Invitation.objects.filter(
+        organisation=organisation, email=email, accepted_at__isnull=True, revoked_at__isnull=True
+    ).update(revoked_at=now)
+    invitation = Invitation.objects.create(
+        organisation=organisation,
+        email=email,
+        role=role,
+        token=tokens.invitation_token(),
+        invited_by=actor,
+        expires_at=now + INVITATION_VALIDITY,
+    )
+    _send_after_commit(
+        template="invitation",
+        to=email,
+        context={
+            "invitation": invitation,
+            "organisation": organisation,
+            "inviter": selectors.display_name(actor),
+            "role": invitation.get_role_display(),
+            "link": _absolute(reverse("accounts:invitation", args=[invitation.token])),
+            "expires": _when(invitation.expires_at),
+        },
+    )
+    return invitation
+
+
+@transaction.atomic
+def invitation_accept(*, token: str, user: AbstractBaseUser) -> Membership:
+    """The logged-in invitee joins with the invited role. The click on the emailed link
+    proves the address, so an unverified one becomes verified."""
+    invitation = _invitation_lock_open(token)
+    invitation_check_invitee(invitation=invitation, user=user)
+    membership = _invitation_join(invitation=invitation, user=user, now=timezone.now())
+    email_mark_verified(user=user)
+    return membership
+
+
+@transaction.atomic
+def invitation_revoke(*, invitation: Invitation, actor: AbstractBaseUser) -> Invitation:
+    organisation = _lock_organisation(invitation.organisation)
+    _role_check(
+        organisation=organisation,
+        actor=actor,
+        roles=(MemberRole.OWNER,),
+        refusal=_("Only an owner can withdraw invitations."),
+    )
+    invitation = Invitation.objects.select_for_update().get(pk=invitation.pk)
+    if invitation.accepted_at is not None:
+        raise DomainError(_("This invitation has been accepted already."))
+    if invitation.revoked_at is None:
+        invitation.revoked_at = timezone.now()
+        invitation.save(update_fields=["revoked_at"])
+    return invitation
+
+
+# --- Memberships ------------------------------------------------------------------------
+
+
+def _membership_lock(membership: Membership) -> Membership:
+    locked = (
+        Membership.objects.select_for_update(of=("self",))
+        .select_related("user", "organisation")
+        .filter(pk=membership.pk)
+        .first()
+    )
+    if locked is None:
+        raise DomainError(_("This person is no longer a member."))
+    return locked
+
+
+def _names(membership: Membership) -> dict[str, str]:
+    return {
+        "name": selectors.display_name(membership.user),
+        "org": membership.organisation.name,
+    }
+
+
+@transaction.atomic
+def membership_change_role(
+    *, membership: Membership, role: str, actor: AbstractBaseUser
+) -> Membership:
+    """Owners change roles; the last owner keeps the owner role."""
+    role = _role_valid(role)
+    organisation = _lock_organisation(membership.organisation)
+    _role_check(
+        organisation=organisation,
+        actor=actor,
+        roles=(MemberRole.OWNER,),
+        refusal=_("Only an owner can change members' roles."),
+    )
+    membership = _membership_lock(membership)
+    if membership.role == role:
+        return membership
+    if membership.role == MemberRole.OWNER and _owner_count(organisation) <= 1:
+        raise DomainError(
+            _(
+                "%(name)s is the last owner of %(org)s and keeps the owner role. Make "
+                "another member an owner first."
+            )
+            % _names(membership)
+        )
+    membership.role = role
+    membership.save(update_fields=["role"])
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, membership: Membership, actor: AbstractBaseUser) -> None:
+    """Owners remove members (themselves too); the last owner stays."""
+    organisation = _lock_organisation(membership.organisation)
+    _role_check(
+        organisation=organisation,
+        actor=actor,
+        roles=(MemberRole.OWNER,),
+        refusal=_("Only an owner can remove members."),
+    )
+    membership = _membership_lock(membership)
+    if membership.role == MemberRole.OWNER and _owner_count(organisation) <= 1:
+        raise DomainError(
+            _(
+                "%(name)s is the last owner of %(org)s and cannot be removed. Make another "
+                "member an owner first."
+            )
+            % _names(membership)
+        )
+    membership.delete()

@@ -1,0 +1,496 @@
+"""The Stripe webhook, offline: payloads signed with the test secret exactly as Stripe
+signs them, never with verification skipped."""
+
+import hashlib
+import hmac
+import json
+import time
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+
+from billing import stripe_api
+from billing.models import (
+    InvoiceStatus,
+    Order,
+    OrderEvent,
+    OrderStatus,
+    Payment,
+    PaymentMethod,
+    PaymentStatus,
+    StripeEvent,
+    StripeEventStatus,
+)
+from billing.services import payments
+from billing.services.orders import order_expire_unpaid
+from inventory.models import ReservationStatus
+from provisioning import tasks as provisioning_tasks
+from tests.billing import test_payments as shared
+from tests.billing.test_payments import make_order, reservations
+
+# Fixtures shared with the payment tests.
+demo = shared.demo
+eager_celery = shared.eager_celery
+english = shared.english
+fake_stripe = shared.fake_stripe
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "whsec_test_offline"
+URL = "/stripe/webhook"
+
+
+def sign(body: bytes, secret: str = SECRET, timestamp: int | None = None) -> str:
+    """The ``Stripe-Signature`` header as Stripe builds it."""
+    t = int(time.time()) if timestamp is None else timestamp
+    mac = hmac.new(secret.encode(), f"{t}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"t={t},v1={mac}"
+
+
+def post(client, event: dict, **headers):
+    body = json.dumps(event).encode()
+    if "HTTP_STRIPE_SIGNATURE" not in headers:
+        headers["HTTP_STRIPE_SIGNATURE"] = sign(body)
+    # Stripe sends no Accept-Language; English here so that the notes read as asserted.
+    headers.setdefault("HTTP_ACCEPT_LANGUAGE", "en")
+    return client.post(URL, data=body, content_type="application/json", **headers)
+
+
+counter = iter(range(1, 1_000_000))
+
+
+def event(type_: str, obj: dict, event_id: str | None = None) -> dict:
+    return {
+        "id": event_id or f"evt_test_{next(counter)}",
+        "object": "event",
+        "api_version": stripe_api.API_VERSION,
+        "created": int(time.time()),
+        "livemode": False,
+        "type": type_,
+        "data": {"object": obj},
+    }
+
+
+def intent(payment: Payment, *, amount: int | None = None, currency: str | None = None, **kw):
+    invoice = payment.invoice
+    minor = stripe_api.to_minor_units(invoice.gross_total, invoice.currency)
+    return {
+        "id": payment.stripe_payment_intent,
+        "object": "payment_intent",
+        "amount": minor if amount is None else amount,
+        "amount_received": minor if amount is None else amount,
+        "currency": (currency or invoice.currency).lower(),
+        "metadata": {"invoice_number": invoice.number, "order_number": invoice.order.number},
+        "payment_method_types": ["card", "alipay", "wechat_pay"],
+        "status": "succeeded",
+        **kw,
+    }
+
+
+@pytest.fixture(autouse=True)
+def webhook_secret(settings):
+    settings.STRIPE_WEBHOOK_SECRET = SECRET
+
+
+@pytest.fixture
+def provisioning_calls(monkeypatch):
+    """Results of the provisioning tasks enqueued (run eagerly)."""
+    results = []
+    original = provisioning_tasks.provisioning_start.delay
+
+    def delay(order_id):
+        result = original(order_id)
+        results.append((order_id, result.get()))
+        return result
+
+    monkeypatch.setattr(provisioning_tasks.provisioning_start, "delay", delay)
+    return results
+
+
+@pytest.fixture
+def card_order(demo, fake_stripe, eager_celery):
+    order = make_order(demo)
+    payment, _secret = payments.payment_card_start(order=order, actor=demo["customer"])
+    return order, payment
+
+
+# --- Verification -----------------------------------------------------------------------
+
+
+def test_a_bad_signature_is_refused_and_nothing_is_stored(client, card_order):
+    order, payment = card_order
+    body = json.dumps(event("payment_intent.succeeded", intent(payment))).encode()
+    for header in (
+        sign(body, secret="whsec_someone_else"),
+        sign(body + b" "),  # signed, then tampered with
+        sign(body, timestamp=int(time.time()) - 3600),  # a replay of an old delivery
+        "t=abc,v1=nothing",
+        "garbage",
+    ):
+        response = client.post(
+            URL, data=body, content_type="application/json", HTTP_STRIPE_SIGNATURE=header
+        )
+        assert response.status_code == 400, header
+    assert StripeEvent.objects.count() == 0
+    order.refresh_from_db()
+    assert order.status == OrderStatus.AWAITING_PAYMENT
+
+
+def test_a_missing_header_or_secret_is_refused(client, card_order, settings):
+    _order, payment = card_order
+    body = json.dumps(event("payment_intent.succeeded", intent(payment))).encode()
+    assert client.post(URL, data=body, content_type="application/json").status_code == 400
+    settings.STRIPE_WEBHOOK_SECRET = ""
+    response = client.post(
+        URL, data=body, content_type="application/json", HTTP_STRIPE_SIGNATURE=sign(body)
+    )
+    assert response.status_code == 400
+    assert StripeEvent.objects.count() == 0
+
+
+def test_a_signed_body_that_is_not_an_event_is_refused(client, card_order):
+    for body in (b"not json", b"[]", b"\xff\xfe", json.dumps({"id": "evt_1"}).encode()):
+        response = client.post(
+            URL, data=body, content_type="application/json", HTTP_STRIPE_SIGNATURE=sign(body)
+        )
+        assert response.status_code == 400
+    assert StripeEvent.objects.count() == 0
+
+
+def test_only_post_is_allowed(client, db):
+    assert client.get(URL).status_code == 405
+    assert reverse("stripe_webhook") == URL
+
+
+# --- Paid -------------------------------------------------------------------------------
+
+
+def test_succeeded_pays_the_order_makes_the_booking_firm_and_starts_provisioning(
+    client, card_order, provisioning_calls, django_capture_on_commit_callbacks
+):
+    order, payment = card_order
+    assert {r.status for r in reservations(order)} == {ReservationStatus.HOLD}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post(client, event("payment_intent.succeeded", intent(payment)))
+    assert response.status_code == 200
+    order.refresh_from_db()
+    payment.refresh_from_db()
+    assert order.status == OrderStatus.PAID and order.paid_at is not None
+    assert order.invoices.get().status == InvoiceStatus.PAID
+    assert payment.status == PaymentStatus.SUCCEEDED and payment.succeeded_at is not None
+    assert {r.status for r in reservations(order)} == {ReservationStatus.FIRM}
+    assert provisioning_calls == [(order.pk, "queued")]
+    stored = StripeEvent.objects.get()
+    assert (stored.type, stored.status, stored.error) == (
+        "payment_intent.succeeded",
+        StripeEventStatus.PROCESSED,
+        "",
+    )
+    assert stored.processed_at is not None
+
+
+def test_nothing_is_enqueued_before_commit(client, card_order, provisioning_calls):
+    order, payment = card_order
+    with pytest.MonkeyPatch.context() as mp:
+        enqueued = []
+        from billing import tasks
+
+        mp.setattr(tasks.stripe_event_process_task, "delay", enqueued.append)
+        # Inside the test's transaction the commit never comes: nothing runs.
+        assert post(client, event("payment_intent.succeeded", intent(payment))).status_code == 200
+        assert enqueued == []
+    assert StripeEvent.objects.get().status == StripeEventStatus.RECEIVED
+    order.refresh_from_db()
+    assert order.status == OrderStatus.AWAITING_PAYMENT
+
+
+def test_a_replayed_event_records_one_payment(
+    client, card_order, provisioning_calls, django_capture_on_commit_callbacks
+):
+    order, payment = card_order
+    succeeded = event("payment_intent.succeeded", intent(payment))
+    for _ in range(20):
+        with django_capture_on_commit_callbacks(execute=True):
+            assert post(client, succeeded).status_code == 200
+    assert StripeEvent.objects.count() == 1
+    assert Payment.objects.filter(status=PaymentStatus.SUCCEEDED).count() == 1
+    assert Payment.objects.count() == 1
+    assert OrderEvent.objects.filter(order=order, to_status=OrderStatus.PAID).count() == 1
+    assert provisioning_calls == [(order.pk, "queued")]
+    # A second event about the same intent (Stripe may send one) changes nothing either.
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, event("payment_intent.succeeded", intent(payment)))
+    assert Payment.objects.filter(status=PaymentStatus.SUCCEEDED).count() == 1
+    assert provisioning_calls == [(order.pk, "queued")]
+
+
+def test_processing_an_event_twice_changes_nothing(card_order, provisioning_calls):
+    _order, payment = card_order
+    stored, created = payments.stripe_event_record(
+        event=event("payment_intent.succeeded", intent(payment))
+    )
+    again, created_again = payments.stripe_event_record(event=stored.payload)
+    assert (created, created_again, again.pk) == (True, False, stored.pk)
+    assert payments.stripe_event_process(event_id=stored.stripe_id) == "processed"
+    assert payments.stripe_event_process(event_id=stored.stripe_id) == "processed"
+    assert payments.stripe_event_process(event_id="evt_never_stored") == "missing"
+    assert OrderEvent.objects.filter(to_status=OrderStatus.PAID).count() == 1
+
+
+def test_an_intent_made_elsewhere_for_one_of_our_invoices_is_recorded(
+    client, demo, eager_celery, django_capture_on_commit_callbacks
+):
+    order = make_order(demo)
+    invoice = order.invoices.get()
+    obj = {
+        "id": "pi_dashboard_1",
+        "amount": stripe_api.to_minor_units(invoice.gross_total, invoice.currency),
+        "amount_received": stripe_api.to_minor_units(invoice.gross_total, invoice.currency),
+        "currency": invoice.currency.lower(),
+        "metadata": {"invoice_number": invoice.number},
+        "payment_method_types": ["alipay"],
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(client, event("payment_intent.succeeded", obj)).status_code == 200
+    payment = Payment.objects.get()
+    assert (payment.stripe_payment_intent, payment.method, payment.status) == (
+        "pi_dashboard_1",
+        PaymentMethod.ALIPAY,
+        PaymentStatus.SUCCEEDED,
+    )
+    order.refresh_from_db()
+    assert order.status == OrderStatus.PAID
+
+
+# --- Flagged, ignored -------------------------------------------------------------------
+
+
+def test_an_event_for_an_unknown_order_is_stored_and_flagged(
+    client, demo, eager_celery, django_capture_on_commit_callbacks
+):
+    obj = {
+        "id": "pi_unknown",
+        "amount": 100,
+        "currency": "cny",
+        "metadata": {"invoice_number": "I-SZ-1999-000001", "order_number": "O-SZ-1999-000001"},
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post(client, event("payment_intent.succeeded", obj))
+        assert post(client, event("payment_intent.payment_failed", obj)).status_code == 200
+        assert post(client, event("charge.refunded", {"id": "ch_x"})).status_code == 200
+    assert response.status_code == 200
+    stored = StripeEvent.objects.get(type="payment_intent.succeeded")
+    assert stored.status == StripeEventStatus.FLAGGED
+    assert "pi_unknown" in stored.error and "O-SZ-1999-000001" in stored.error
+    assert set(StripeEvent.objects.values_list("status", flat=True)) == {"flagged"}
+    assert Payment.objects.count() == 0
+
+
+def test_an_amount_mismatch_is_flagged_and_the_order_not_paid(
+    client, card_order, django_capture_on_commit_callbacks
+):
+    order, payment = card_order
+    expected = stripe_api.to_minor_units(payment.invoice.gross_total, payment.invoice.currency)
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, event("payment_intent.succeeded", intent(payment, amount=expected - 1)))
+        post(client, event("payment_intent.succeeded", intent(payment, currency="usd")))
+    assert list(StripeEvent.objects.values_list("status", flat=True)) == ["flagged", "flagged"]
+    assert "not recorded as paid" in StripeEvent.objects.first().error
+    order.refresh_from_db()
+    payment.refresh_from_db()
+    assert order.status == OrderStatus.AWAITING_PAYMENT
+    assert payment.status == PaymentStatus.PENDING
+    assert {r.status for r in reservations(order)} == {ReservationStatus.HOLD}
+
+
+def test_unhandled_event_types_are_stored_and_ignored(
+    client, eager_celery, db, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(client, event("customer.created", {"id": "cus_1"})).status_code == 200
+    assert StripeEvent.objects.get().status == StripeEventStatus.IGNORED
+
+
+def test_payment_after_the_order_expired_is_recorded_and_flagged(
+    client, card_order, django_capture_on_commit_callbacks
+):
+    order, payment = card_order
+    Order.objects.filter(pk=order.pk).update(payment_due_at=order.created_at)
+    assert order_expire_unpaid() == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, event("payment_intent.succeeded", intent(payment)))
+    stored = StripeEvent.objects.get()
+    assert stored.status == StripeEventStatus.FLAGGED and "refund or re-quote" in stored.error
+    payment.refresh_from_db()
+    order.refresh_from_db()
+    assert payment.status == PaymentStatus.SUCCEEDED  # the money did arrive
+    assert order.status == OrderStatus.EXPIRED
+
+
+def test_a_handler_error_marks_the_event_failed_and_a_redelivery_retries(
+    client, card_order, monkeypatch, django_capture_on_commit_callbacks
+):
+    order, payment = card_order
+    succeeded = event("payment_intent.succeeded", intent(payment))
+
+    def broken(payload):
+        raise RuntimeError("bug")
+
+    monkeypatch.setitem(payments.HANDLERS, "payment_intent.succeeded", broken)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(client, succeeded).status_code == 200
+    stored = StripeEvent.objects.get()
+    assert stored.status == StripeEventStatus.FAILED and "RuntimeError: bug" in stored.error
+    monkeypatch.undo()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(client, succeeded).status_code == 200
+    stored.refresh_from_db()
+    order.refresh_from_db()
+    assert stored.status == StripeEventStatus.PROCESSED and stored.error == ""
+    assert order.status == OrderStatus.PAID
+
+
+# --- Failed, and out of order -----------------------------------------------------------
+
+
+def test_failed_after_succeeded_does_not_unpay_the_order(
+    client, card_order, django_capture_on_commit_callbacks
+):
+    order, payment = card_order
+    failure = {"message": "Your card was declined.", "code": "card_declined"}
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, event("payment_intent.succeeded", intent(payment)))
+        post(
+            client,
+            event(
+                "payment_intent.payment_failed",
+                intent(payment, status="requires_payment_method", last_payment_error=failure),
+            ),
+        )
+    order.refresh_from_db()
+    payment.refresh_from_db()
+    assert order.status == OrderStatus.PAID
+    assert payment.status == PaymentStatus.SUCCEEDED and payment.failure_message == ""
+    late = StripeEvent.objects.get(type="payment_intent.payment_failed")
+    assert late.status == StripeEventStatus.IGNORED
+    assert {r.status for r in reservations(order)} == {ReservationStatus.FIRM}
+
+
+def test_a_failure_then_a_retry_that_succeeds(
+    client, card_order, django_capture_on_commit_callbacks
+):
+    order, payment = card_order
+    failure = {"message": "Your card was declined.", "code": "card_declined"}
+    with django_capture_on_commit_callbacks(execute=True):
+        post(
+            client,
+            event(
+                "payment_intent.payment_failed",
+                intent(payment, status="requires_payment_method", last_payment_error=failure),
+            ),
+        )
+    payment.refresh_from_db()
+    order.refresh_from_db()
+    assert (payment.status, payment.failure_message) == (
+        PaymentStatus.FAILED,
+        "Your card was declined.",
+    )
+    assert order.status == OrderStatus.AWAITING_PAYMENT
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, event("payment_intent.succeeded", intent(payment)))
+    payment.refresh_from_db()
+    order.refresh_from_db()
+    assert payment.status == PaymentStatus.SUCCEEDED and order.status == OrderStatus.PAID
+
+
+# --- Refunds ----------------------------------------------------------------------------
+
+
+def charge(payment: Payment, refunded: int) -> dict:
+    return {
+        "id": "ch_test_1",
+        "object": "charge",
+        "payment_intent": payment.stripe_payment_intent,
+        "amount": stripe_api.to_minor_units(payment.amount, payment.currency),
+        "amount_refunded": refunded,
+        "currency": payment.currency.lower(),
+        "refunded": refunded == stripe_api.to_minor_units(payment.amount, payment.currency),
+    }
+
+
+def test_refunds_are_recorded_idempotently_and_never_shrink(
+    client, card_order, provisioning_calls, django_capture_on_commit_callbacks
+):
+    order, payment = card_order
+    full = stripe_api.to_minor_units(payment.amount, payment.currency)
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, event("payment_intent.succeeded", intent(payment)))
+        partial = event("charge.refunded", charge(payment, 10_000))
+        for _ in range(3):
+            post(client, partial)
+    payment.refresh_from_db()
+    assert payment.amount_refunded == Decimal("100.00")
+    assert payment.status == PaymentStatus.SUCCEEDED
+    notes = OrderEvent.objects.filter(order=order, comment__startswith="Refund recorded")
+    assert notes.count() == 1
+    assert "not reversed automatically" in notes.get().comment
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, event("charge.refunded", charge(payment, full)))
+        post(client, event("charge.refunded", charge(payment, 5_000)))  # late, out of order
+    payment.refresh_from_db()
+    order.refresh_from_db()
+    assert payment.amount_refunded == payment.amount
+    assert payment.status == PaymentStatus.REFUNDED
+    assert notes.count() == 2
+    # Provisioning is not reversed automatically: the order stays paid for staff to decide.
+    assert order.status == OrderStatus.PAID
+    assert provisioning_calls == [(order.pk, "queued")]
+    # A failure arriving now changes nothing.
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, event("payment_intent.payment_failed", intent(payment)))
+    payment.refresh_from_db()
+    assert payment.status == PaymentStatus.REFUNDED
+
+
+def test_refund_objects_are_summed_once_per_refund(
+    client, card_order, django_capture_on_commit_callbacks
+):
+    _order, payment = card_order
+
+    def refund(refund_id, amount, status="succeeded"):
+        return {
+            "id": refund_id,
+            "object": "refund",
+            "amount": amount,
+            "currency": payment.currency.lower(),
+            "payment_intent": payment.stripe_payment_intent,
+            "status": status,
+        }
+
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, event("payment_intent.succeeded", intent(payment)))
+        post(client, event("refund.created", refund("re_1", 5_000, "pending")))
+        post(client, event("refund.updated", refund("re_1", 5_000)))
+        post(client, event("refund.updated", refund("re_1", 5_000)))  # another event, same refund
+        post(client, event("refund.created", refund("re_2", 2_500)))
+    payment.refresh_from_db()
+    assert payment.amount_refunded == Decimal("75.00")
+    statuses = list(
+        StripeEvent.objects.order_by("received_at", "pk").values_list("status", flat=True)
+    )
+    assert statuses == ["processed", "ignored", "processed", "processed", "processed"]
+
+
+def test_a_refund_that_exceeds_the_payment_is_flagged(
+    client, card_order, django_capture_on_commit_callbacks
+):
+    _order, payment = card_order
+    full = stripe_api.to_minor_units(payment.amount, payment.currency)
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, event("payment_intent.succeeded", intent(payment)))
+        post(client, event("charge.refunded", charge(payment, full + 1)))
+    stored = StripeEvent.objects.get(type="charge.refunded")
+    assert stored.status == StripeEventStatus.FLAGGED
+    payment.refresh_from_db()
+    assert payment.amount_refunded == 0
