@@ -794,3 +794,22 @@ class StripeEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.stripe_id} {self.type} {self.status}"
+
+
+class InvoiceDocument(models.Model):
+    """A rendered invoice PDF, stored once per invoice and language, with its SHA-256."""
+
+    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="documents")
+    language = models.CharField(max_length=8, choices=settings.LANGUAGES)
+    file = models.FileField(upload_to="invoices/%Y/")
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["invoice", "language"], name="invoicedoc_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.invoice} [{self.language}] {self.sha256[:12]}"
