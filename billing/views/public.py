@@ -9,7 +9,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from billing.models import Quote, QuoteStatus
+from billing.models import Order, Quote, QuoteStatus
 from billing.services import quotes as quote_services
 from portal.errors import DomainError, NotEnoughCapacity
 from portal.models import Membership
@@ -52,6 +52,7 @@ def _client_ip(request: HttpRequest) -> str | None:
 def quote_public(request: HttpRequest, token: str) -> HttpResponse:
     quote = _quote_for(request, token)
     newer = Quote.objects.filter(previous=quote).exclude(status__in=["draft"]).first()
+    order = Order.objects.filter(quote=quote).only("number", "status").first()
     return render(
         request,
         "billing/quote_public.html",
@@ -60,6 +61,7 @@ def quote_public(request: HttpRequest, token: str) -> HttpResponse:
             "lines": quote.lines.all(),
             "newer": newer if newer and newer.status in VISIBLE else None,
             "can_decide": quote.status == QuoteStatus.SENT,
+            "order": order,
             "default_name": request.user.get_full_name() if request.user.is_authenticated else "",
         },
     )
@@ -94,11 +96,11 @@ def quote_public_accept(request: HttpRequest, token: str) -> HttpResponse:
         return redirect("quote_public", token=token)
     messages.success(
         request,
-        _("Thank you: quote %(quote)s is accepted and order %(order)s is waiting for the "
-          "contract and payment.")
+        _("Thank you: quote %(quote)s is accepted and order %(order)s is waiting for "
+          "payment. The nodes stay held for you until the payment deadline.")
         % {"quote": quote.number, "order": order.number},
     )  # fmt: skip
-    return redirect("quote_public", token=token)
+    return redirect("order_pay", order.number)
 
 
 @require_POST

@@ -278,6 +278,9 @@ def test_token_link_shows_the_quote_and_accepts(client, demo):
     assert response.status_code == 302
     quote.refresh_from_db()
     assert quote.status == QuoteStatus.ACCEPTED and quote.decided_ip == "192.0.2.7"
+    # Next stop: paying the order (the pay page asks an anonymous visitor to log in).
+    order = Order.objects.get(quote=quote)
+    assert response["Location"] == f"/en/pay/{order.number}/"
 
 
 def test_token_links_cannot_be_guessed_or_used_by_another_organisation(client, demo):

@@ -219,6 +219,8 @@ DEMO_USERS: list[dict[str, Any]] = [
      "email": "sales@example.com"},
     {"username": "ops", "password": "ops-demo-2026", "superuser": False, "group": "Operations",
      "email": "ops@example.com"},
+    {"username": "finance", "password": "finance-demo-2026", "superuser": False,
+     "group": "Finance", "email": "finance@example.com"},
     {"username": "customer", "password": "customer-demo-2026", "superuser": False,
      "group": None, "email": "customer@example.com"},
 ]  # fmt: skip
@@ -227,6 +229,8 @@ GROUP_PERMISSIONS = {
     "Operations": ("inventory", ("view", "add", "change")),
     "Sales": ("inventory", ("view",)),
     "Sales managers": ("inventory", ("view",)),
+    # Invoices are marked paid (bank transfers) in the back office.
+    "Finance": ("billing", ("view", "change")),
 }
 
 DEMO_BOOKING = "order:demo-seed"
