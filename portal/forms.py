@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from django import forms
@@ -10,7 +11,13 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from billing import sizing
+from billing.models import PaymentMethod, Term
+from billing.pricing import TERM_DURATION
+from billing.pricing import Term as PricingTerm
+from billing.services.numbers import site_today
+from billing.services.selfservice import Configuration
 from inventory.models import Site
+from portal.selectors import MAX_NODES_PER_ORDER
 
 
 def _default_start() -> Any:
@@ -84,3 +91,333 @@ class WizardForm(forms.Form):
         except sizing.SizingError as exc:
             self.add_error(exc.field if exc.field in self.fields else None, exc.message)
         return data
+
+
+# --- Configure: node type, count, term, start, add-ons -> instant quote ------------------
+
+
+def _common_words(names: list[str]) -> str:
+    """The words all names start with: "DDoS protection" for "DDoS protection 5 Gb/s"…"""
+    words = [n.split() for n in names]
+    common: list[str] = []
+    for column in zip(*words, strict=False):
+        if len(set(column)) != 1:
+            break
+        common.append(column[0])
+    return " ".join(common)
+
+
+class ConfigureForm(forms.Form):
+    """The customer's configuration, read from the query string (shareable links).
+
+    The choices come from what the view loaded once (sites, node types, the chosen site's
+    price book snapshot); the field errors say what is wrong in the customer's words.
+    Add-ons are fields of their own, built from the price book: a quantity for metered
+    ones (storage, traffic, IPs), one choice per tier group (DDoS), a tick box for other
+    flat monthly ones; free flat ones are always included.
+    """
+
+    site = forms.ChoiceField(label=_("Data centre"))
+    node_type = forms.ChoiceField(label=_("Node type"))
+    node_count = forms.IntegerField(
+        label=_("Nodes"),
+        required=False,
+        help_text=_("Whole servers, yours alone."),
+    )
+    gpu_count = forms.IntegerField(
+        label=_("…or GPUs"),
+        required=False,
+        help_text=_("Rounded up to whole nodes; when given, it decides the node count."),
+    )
+    card = forms.ChoiceField(label=_("GPU cards"), required=False)
+    cards_per_node = forms.IntegerField(label=_("Cards per node"), required=False)
+    term = forms.ChoiceField(label=_("Term"))
+    duration = forms.IntegerField(label=_("Duration"))
+    start_date = forms.DateField(
+        label=_("Start date"),
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text=_("From midnight, the data centre's time."),
+    )
+    payment_method = forms.ChoiceField(label=_("Payment"), required=False, widget=forms.RadioSelect)
+
+    def __init__(
+        self,
+        data: Any,
+        *,
+        sites: list[Any],
+        node_types: list[Any],
+        snapshot: Any,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(data, **kwargs)
+        self.sites = {s.code: s for s in sites}
+        self.node_types = {nt.code: nt for nt in node_types}
+        self.snapshot = snapshot
+        self.fields["site"].choices = [(s.code, s.name) for s in sites]
+        self.fields["node_type"].choices = [(nt.code, nt.name) for nt in node_types]
+        self.fields["term"].choices = Term.choices
+        self.fields["payment_method"].choices = PaymentMethod.choices
+        self.card_options: dict[int, list[Any]] = {}
+        self.addon_rows: list[dict[str, Any]] = []
+        self.included_addons: list[Any] = []
+        if snapshot is not None:
+            for cp in snapshot.book.card_prices.all():
+                self.card_options.setdefault(cp.node_type_id, []).append(cp)
+            self._addon_fields(list(snapshot.book.addons.all()))
+        cards = {(cp.code, cp.gpu_model.name) for opts in self.card_options.values() for cp in opts}
+        self.fields["card"].choices = [("", _("none")), *sorted(cards, key=lambda c: c[1])]
+        term = (self.data or {}).get("term") or "month"
+        if term in TERM_DURATION:
+            lo, hi = TERM_DURATION[PricingTerm(term)]
+            self.fields["duration"].help_text = _("%(lo)s to %(hi)s %(units)s.") % {
+                "lo": lo,
+                "hi": hi,
+                "units": self.term_units(term),
+            }
+        self.gpu_note: dict[str, int] | None = None
+        self.configuration: Any = None
+
+    # --- Add-on fields from the price book ------------------------------------------------
+
+    def _addon_fields(self, addons: list[Any]) -> None:
+        flat: dict[str, list[Any]] = {}
+        for a in addons:
+            if a.unit == "month":
+                flat.setdefault(a.code.split("-")[0], []).append(a)
+        for a in addons:
+            if a.unit != "month":
+                name = f"addon_{a.code}"
+                self.fields[name] = forms.DecimalField(
+                    label=a.localized_name(),
+                    required=False,
+                    min_value=0,
+                    max_value=100000,
+                    max_digits=9,
+                    decimal_places=0 if a.unit == "ip_month" else 2,
+                    initial=0,
+                    error_messages={
+                        "min_value": _("Cannot be negative."),
+                        "max_value": _("At most 100,000."),
+                    },
+                )
+                self.addon_rows.append({"name": name, "addons": [a], "kind": "quantity"})
+                continue
+            group = flat[a.code.split("-")[0]]
+            if len(group) > 1:
+                if group[0] is not a:
+                    continue  # one choice field per tier group, built at its first member
+                name = f"tier_{a.code.split('-')[0]}"
+                cheapest = min(group, key=lambda g: (g.price, g.position))
+                common = _common_words([g.localized_name() for g in group])
+                common = common or cheapest.localized_name()
+                self.fields[name] = forms.ChoiceField(
+                    label=common,
+                    choices=[(g.code, g.localized_name()) for g in group],
+                    initial=cheapest.code,
+                )
+                self.addon_rows.append({"name": name, "addons": group, "kind": "tier"})
+            elif a.price == 0:
+                self.included_addons.append(a)
+            else:
+                name = f"addon_{a.code}"
+                self.fields[name] = forms.BooleanField(label=a.localized_name(), required=False)
+                self.addon_rows.append({"name": name, "addons": [a], "kind": "flag"})
+
+    def addon_fields(self) -> list[dict[str, Any]]:
+        """The add-on rows for the template: the bound field and the price book rows."""
+        return [{**row, "field": self[row["name"]]} for row in self.addon_rows]
+
+    def _addon_quantities(self, data: dict[str, Any]) -> dict[str, Decimal]:
+        quantities: dict[str, Decimal] = {a.code: Decimal(1) for a in self.included_addons}
+        for row in self.addon_rows:
+            value = data.get(row["name"])
+            if row["kind"] == "quantity":
+                if value:
+                    quantities[row["addons"][0].code] = value
+            elif row["kind"] == "tier":
+                if value:
+                    quantities[value] = Decimal(1)
+            elif value:
+                quantities[row["addons"][0].code] = Decimal(1)
+        return quantities
+
+    # --- Defaults ----------------------------------------------------------------------------
+
+    @classmethod
+    def defaults(cls, *, site: Any, node_types: list[Any], snapshot: Any) -> dict[str, str]:
+        """The configuration a bare /configure/ shows: one node, a month, from tomorrow."""
+        priced = set(snapshot.engine.nodes) if snapshot is not None else set()
+        node_type = next((nt for nt in node_types if nt.code in priced), None)
+        data = {
+            "site": site.code,
+            "node_type": node_type.code if node_type else "",
+            "node_count": "1",
+            "term": "month",
+            "duration": "1",
+            "start_date": (site_today(site) + timedelta(days=1)).isoformat(),
+            "payment_method": "card",
+        }
+        if snapshot is not None:
+            form = cls(None, sites=[site], node_types=node_types, snapshot=snapshot)
+            for row in form.addon_rows:
+                initial = form.fields[row["name"]].initial
+                if initial not in (None, False):
+                    data[row["name"]] = str(initial)
+        return data
+
+    # --- Validation --------------------------------------------------------------------------
+
+    def clean_site(self) -> Any:
+        return self.sites[self.cleaned_data["site"]]
+
+    def clean_node_type(self) -> Any:
+        return self.node_types[self.cleaned_data["node_type"]]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        site, node_type = data.get("site"), data.get("node_type")
+        if site is None or node_type is None:
+            return data
+        if self.snapshot is None or self.snapshot.book.site_id != site.pk:
+            self.add_error(
+                "site", _("No prices for %(site)s are in force yet.") % {"site": site.name}
+            )
+            return data
+        if node_type.code not in self.snapshot.engine.nodes:
+            self.add_error("node_type", self.not_offered_message(site))
+
+        # Cards: only where the node type offers them.
+        card_code = data.get("card") or ""
+        card = None
+        if card_code:
+            card = next(
+                (cp for cp in self.card_options.get(node_type.pk, []) if cp.code == card_code),
+                None,
+            )
+            if card is None:
+                self.add_error(
+                    "card",
+                    _("%(type)s takes no optional GPU cards of this kind.")
+                    % {"type": node_type.name},
+                )
+        cards_per_node = 0
+        if card is not None:
+            cards_per_node = data.get("cards_per_node") or 1
+            if not (1 <= cards_per_node <= card.max_per_node):
+                self.add_error(
+                    "cards_per_node",
+                    _("From 1 to %(n)s cards per node.") % {"n": card.max_per_node},
+                )
+
+        # Nodes, or GPUs rounded up to whole nodes.
+        node_count = data.get("node_count")
+        gpus = data.get("gpu_count")
+        if gpus is not None:
+            per_node = node_type.gpu_count or cards_per_node
+            if gpus <= 0:
+                self.add_error("gpu_count", _("Ask for at least one GPU."))
+                node_count = None
+            elif not per_node:
+                self.add_error(
+                    "gpu_count",
+                    _(
+                        "%(type)s has no GPUs built in: give a number of nodes, or choose "
+                        "GPU cards first."
+                    )
+                    % {"type": node_type.name},
+                )
+                node_count = None
+            else:
+                node_count = -(-gpus // per_node)
+                self.gpu_note = {"gpus": gpus, "per_node": per_node, "nodes": node_count}
+                if node_count > MAX_NODES_PER_ORDER:
+                    self.add_error(
+                        "gpu_count",
+                        _(
+                            "That is %(nodes)s nodes; one order takes at most %(max)s. For a "
+                            "larger cluster, ask our sales team."
+                        )
+                        % {"nodes": node_count, "max": MAX_NODES_PER_ORDER},
+                    )
+        elif node_count is None:
+            if "node_count" not in self.errors:
+                self.add_error("node_count", _("How many nodes? Give a number of nodes or GPUs."))
+        elif node_count <= 0:
+            self.add_error("node_count", _("Order at least one node."))
+        elif node_count > MAX_NODES_PER_ORDER:
+            self.add_error(
+                "node_count",
+                _(
+                    "One order takes at most %(max)s nodes. For a larger cluster, ask our "
+                    "sales team."
+                )
+                % {"max": MAX_NODES_PER_ORDER},
+            )
+
+        # Term and duration.
+        term, duration = data.get("term"), data.get("duration")
+        if term and duration is not None:
+            lo, hi = TERM_DURATION[PricingTerm(term)]
+            if not (lo <= duration <= hi):
+                units = self.term_units(term)
+                self.add_error(
+                    "duration",
+                    _("A %(term)s rental runs from %(lo)s to %(hi)s %(units)s.")
+                    % {
+                        "term": dict(self.fields["term"].choices)[term],
+                        "lo": lo,
+                        "hi": hi,
+                        "units": units,
+                    },
+                )
+
+        start = data.get("start_date")
+        if start is not None:
+            today = site_today(site)
+            if start < today:
+                self.add_error(
+                    "start_date",
+                    _("The start date is in the past: today in %(site)s is %(today)s.")
+                    % {"site": site.name, "today": today.isoformat()},
+                )
+
+        if not self.errors:
+            self.configuration = Configuration(
+                site=site,
+                node_type=node_type,
+                node_count=node_count,
+                term=term,
+                duration=duration,
+                start_date=start,
+                card_gpu_model_id=card.gpu_model_id if card else None,
+                cards_per_node=cards_per_node,
+                addons=tuple(self._addon_quantities(data).items()),
+            )
+        return data
+
+    @staticmethod
+    def term_units(term: str) -> str:
+        return {
+            "day": _("days"),
+            "month": _("months"),
+            "quarter": _("quarters"),
+            "year": _("years"),
+        }[term]
+
+    @staticmethod
+    def not_offered_message(site: Any) -> str:
+        return _("Not offered at that site (%(site)s): choose another node type or site.") % {
+            "site": site.name
+        }
+
+    def check_offered(self, capacity: dict[tuple[int, int], Any]) -> bool:
+        """After ``is_valid``: the node type must have nodes at the site. False if not."""
+        config = self.configuration
+        if config is None:
+            return False
+        cap = capacity.get((config.site.pk, config.node_type.pk))
+        if cap is None or not cap.total:
+            self.add_error("node_type", self.not_offered_message(config.site))
+            self.configuration = None
+            return False
+        return True

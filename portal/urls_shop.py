@@ -1,3 +1,10 @@
-from django.urls import path  # noqa: F401
+"""The shop under the language prefix: configure an order, see its instant quote, accept."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from portal import views
+
+urlpatterns = [
+    path("configure/", views.configure, name="configure"),
+    path("configure/accept", views.configure_accept, name="configure_accept"),
+]

@@ -4,17 +4,33 @@ from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlencode
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.shortcuts import redirect, render, resolve_url
+from django.urls import NoReverseMatch, reverse
+from django.utils.cache import patch_vary_headers
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
 
 from billing import selectors as billing_selectors
 from billing import sizing
 from billing.models import Term as BillingTerm
+from billing.services.quotes import priced_lines_as_rows, rental_period
+from billing.services.selfservice import (
+    CapacityTaken,
+    configuration_price,
+    order_self_service,
+)
 from inventory import selectors
-from portal.errors import DomainError
-from portal.forms import WizardForm
+from inventory.placement import leaf_summary
+from portal import selectors as shop
+from portal.errors import DomainError, NotEnoughCapacity
+from portal.forms import ConfigureForm, WizardForm
+from portal.models import Membership, Organisation
 
 
 @require_GET
@@ -22,26 +38,68 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
+def _configure_url(**params: Any) -> str:
+    return f"{reverse('configure')}?{urlencode(params)}"
+
+
 @require_GET
 def catalog(request: HttpRequest) -> HttpResponse:
-    """Sites and node types with their specs and live counts of free nodes."""
+    """Sites and node types with their specs, prices per term, live counts of free nodes
+    and a 13-week availability calendar.
+
+    A fixed number of queries whatever the size of the fleet: five for the catalog and
+    the counts, four for the prices of all sites and two for the calendar of all sites
+    (both cached for a minute, so a warm page runs the five).
+    """
     sites = selectors.catalog_sites()
     node_types = selectors.catalog_node_types()
     free = selectors.free_counts_now()
     total = selectors.node_counts_by_site_and_type()
+    prices = shop.catalog_prices(sites=sites)
+    pairs = [(site, nt.pk) for nt in node_types for site in sites if total.get((site.pk, nt.pk))]
+    calendar = shop.availability_calendar(pairs=pairs)
     rows = []
     for nt in node_types:
-        per_site = [
-            {
-                "site": site,
-                "free": free.get((site.pk, nt.pk), 0),
-                "total": total.get((site.pk, nt.pk), 0),
-            }
-            for site in sites
-        ]
-        if any(cell["total"] for cell in per_site):
+        per_site = []
+        for site in sites:
+            key = (site.pk, nt.pk)
+            if not total.get(key):
+                continue
+            price = prices.get(key)
+            weeks = [
+                {
+                    "week": week,
+                    "slot": price.week_slot.get(week.start) if price else None,
+                    "url": _configure_url(
+                        site=site.code,
+                        node_type=nt.code,
+                        node_count=1,
+                        term="day",
+                        duration=7,
+                        start_date=week.start.isoformat(),
+                    ),
+                }
+                for week in calendar.get(key, [])
+            ]
+            per_site.append(
+                {
+                    "site": site,
+                    "free": free.get(key, 0),
+                    "total": total[key],
+                    "price": price,
+                    "weeks": weeks,
+                    "configure_url": _configure_url(site=site.code, node_type=nt.code),
+                }
+            )
+        if per_site:
             rows.append({"node_type": nt, "sites": per_site})
-    return render(request, "portal/catalog.html", {"sites": sites, "rows": rows})
+    context = {
+        "sites": sites,
+        "rows": rows,
+        "typical_cluster": shop.TYPICAL_CLUSTER_NODES,
+        "calendar_weeks": shop.CALENDAR_WEEKS,
+    }
+    return render(request, "portal/catalog.html", context)
 
 
 TERMS_SHOWN = (("month", 1), ("quarter", 1), ("year", 1))
@@ -128,6 +186,280 @@ def _offers(*, site: Any, option_code: str, node_count: int, start_date: Any) ->
                 "lines": priced_lines_as_rows(snapshot, priced),
                 "availability": found,
                 "leaves": len(found.placement.leaves) if found.placement else None,
+                "configure_url": _configure_url(
+                    site=site.code,
+                    node_type=node_type.code,
+                    node_count=node_count,
+                    term=term,
+                    duration=duration,
+                    start_date=start_date.isoformat(),
+                    **({"card": card, "cards_per_node": cards} if card_model_id else {}),
+                ),
             }
         )
     return offers
+
+
+# --- Configure, instant quote, accept -----------------------------------------------------
+
+
+def _current_organisation(request: HttpRequest) -> Organisation | None:
+    """The organisation a logged-in customer orders for: their first membership.
+
+    A stand-in until ``portal.accounts`` provides ``current_organisation(request)`` and the
+    ``customer_required`` decorator; swap it for those then.
+    """
+    if not request.user.is_authenticated:
+        return None
+    membership = (
+        Membership.objects.filter(user=request.user)
+        .select_related("organisation")
+        .order_by("created_at", "pk")
+        .first()
+    )
+    return membership.organisation if membership else None
+
+
+def _client_ip(request: HttpRequest) -> str | None:
+    return request.META.get("REMOTE_ADDR")
+
+
+CONFIG_FIELDS_WHAT = ("site", "node_type", "node_count", "gpu_count")
+CONFIG_FIELDS_CARDS = ("card", "cards_per_node")
+CONFIG_FIELDS_WHEN = ("term", "duration", "start_date")
+
+
+def _form_data(raw: QueryDict, defaults: dict[str, str]) -> QueryDict:
+    """The defaults, overridden by what the request gives (a bare URL gets a full quote)."""
+    data = QueryDict(mutable=True)
+    data.update(defaults)
+    if raw.get("gpu_count"):  # GPUs decide the node count: no default count beside them
+        data.pop("node_count", None)
+    for key in raw:
+        if key != "csrfmiddlewaretoken":
+            data.setlist(key, raw.getlist(key))
+    return data
+
+
+def _query(form: ConfigureForm, **changes: Any) -> str:
+    """The configure URL of the form's data with ``changes`` (a shareable link)."""
+    params = {
+        name: form.data.get(name, "")
+        for name in form.fields
+        if name != "payment_method" and form.data.get(name, "") not in ("", None)
+    }
+    params.update({k: v for k, v in changes.items()})
+    params = {k: v for k, v in params.items() if v not in ("", None)}
+    return f"{reverse('configure')}?{urlencode(params)}"
+
+
+def _alternative_links(form: ConfigureForm, alternatives: list[Any]) -> list[dict[str, Any]]:
+    return [{"alt": alt, "url": _query(form, **alt.params)} for alt in alternatives]
+
+
+def _configure_context(
+    request: HttpRequest, raw: QueryDict, *, preview: bool = True
+) -> dict[str, Any]:
+    """Everything the configure page shows, in at most 13 queries (15 with the user's
+    session and user): sites, node types, the site's price book (eight), the
+    availability search (one); when the count cannot be placed, one more for the
+    earliest full-count start and one for the capacity of every site and type over the
+    period (whether the type has nodes here at all, and the alternatives)."""
+    sites = selectors.catalog_sites()
+    node_types = shop.configure_node_types()
+    context: dict[str, Any] = {"form": None, "problem": "", "config": None}
+    if not sites:
+        context["problem"] = _("No data centre is open for orders yet.")
+        return context
+    by_code = {s.code: s for s in sites}
+    site = by_code.get(raw.get("site", ""), sites[0])
+    try:
+        snapshot = billing_selectors.price_book_snapshot(
+            book=billing_selectors.price_book_in_force(site=site)
+        )
+    except DomainError:
+        snapshot = None
+    data = _form_data(
+        raw, ConfigureForm.defaults(site=site, node_types=node_types, snapshot=snapshot)
+    )
+    form = ConfigureForm(data, sites=sites, node_types=node_types, snapshot=snapshot)
+    chosen_type = next((nt for nt in node_types if nt.code == data.get("node_type")), None)
+    # The card fields show for a node type that takes cards, or when cards were asked for
+    # (so that an error about them has its place).
+    show_cards = bool(chosen_type and form.card_options.get(chosen_type.pk)) or bool(
+        data.get("card")
+    )
+    context.update(
+        form=form,
+        snapshot=snapshot,
+        fields_what=[form[n] for n in CONFIG_FIELDS_WHAT],
+        fields_cards=[form[n] for n in CONFIG_FIELDS_CARDS] if show_cards else [],
+        fields_when=[form[n] for n in CONFIG_FIELDS_WHEN],
+        addon_fields=form.addon_fields(),
+        wizard_url=f"{reverse('wizard')}?{urlencode({'site': site.pk})}",
+        login_url=resolve_url(settings.LOGIN_URL),
+    )
+    if not form.is_valid():
+        return context
+    config = form.configuration
+
+    def capacity_checked() -> dict[tuple[int, int], shop.Capacity] | None:
+        """Capacity over the period for every site and type (one query); ``None`` when
+        the node type has no nodes at the site (the form then says so)."""
+        capacity = shop.capacity_for_period(
+            sites=sites, start_date=config.start_date, term=config.term, duration=config.duration
+        )
+        return capacity if form.check_offered(capacity) else None
+
+    if not preview:
+        if capacity_checked() is not None:
+            context["config"] = config
+        return context
+    try:
+        priced = configuration_price(snapshot=snapshot, config=config)
+    except DomainError as exc:
+        context["problem"] = exc.message
+        return context
+    start_at, end_at = rental_period(
+        site=config.site,
+        start_date=config.start_date,
+        term=config.term,
+        duration=config.duration,
+    )
+    found = selectors.availability_search(
+        site=config.site,
+        node_type=config.node_type,
+        count=config.node_count,
+        start_at=start_at,
+        end_at=end_at,
+    )
+    # A placement proves the type has nodes here; without one, the capacity of every
+    # site and type tells whether it has any, and gives the alternatives.
+    capacity = None if found.placement is not None else capacity_checked()
+    if found.placement is None and capacity is None:
+        return context
+    context["config"] = config
+    ordered = {code for code, _q in config.addons}
+    context.update(
+        priced=priced,
+        lines=priced_lines_as_rows(snapshot, priced),
+        not_ordered=[a for a in snapshot.book.addons.all() if a.code not in ordered],
+        start_at=start_at,
+        end_at=end_at,
+        availability=found,
+        gpu_note=form.gpu_note,
+        hidden=[
+            (name, data.get(name))
+            for name in form.fields
+            if name != "payment_method" and data.get(name) not in (None, "")
+        ],
+        share_url=_query(form),
+    )
+    if found.placement is not None:
+        context["placement"] = {
+            "groups": [
+                {
+                    "count": config.node_count,
+                    "node_type_name": config.node_type.name,
+                    "fabric": config.node_type.get_fabric_display(),
+                    "leaves": leaf_summary(found.placement),
+                    "racks": len(found.placement.racks),
+                }
+            ]
+        }
+    else:
+        context["alternatives"] = _alternative_links(
+            form,
+            shop.nearest_alternatives(
+                site=config.site,
+                node_type=config.node_type,
+                node_count=config.node_count,
+                cards_per_node=config.cards_per_node,
+                start_date=config.start_date,
+                availability=found,
+                capacity=capacity or {},
+                sites=sites,
+                node_types=node_types,
+            ),
+        )
+    return context
+
+
+def _configure_render(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
+    partial = request.htmx and not request.htmx.history_restore_request
+    template = "portal/_configure.html" if partial else "portal/configure.html"
+    response = render(request, template, context)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+@require_GET
+def configure(request: HttpRequest) -> HttpResponse:
+    """Configure an order and see its instant quote: the full bill, the placement preview,
+    or how many nodes are free and the nearest alternatives. GET only, so every
+    configuration is a shareable link; htmx swaps the form and the quote on each change."""
+    return _configure_render(request, _configure_context(request, request.GET))
+
+
+@require_POST
+def configure_accept(request: HttpRequest) -> HttpResponse:
+    """Accept the instant quote: an order holding the nodes until its payment deadline.
+
+    Anonymous visitors log in first (and come back to the same configuration). When the
+    nodes went to someone else, the configure page says so and offers alternatives.
+    """
+    if not request.user.is_authenticated:
+        back = f"{reverse('configure')}?{urlencode(_form_data(request.POST, {}))}"
+        return redirect_to_login(back)
+    organisation = _current_organisation(request)
+    context = _configure_context(request, request.POST, preview=False)
+    form, config = context["form"], context["config"]
+    if organisation is None:
+        messages.error(
+            request,
+            _("Your account does not belong to a customer organisation yet, so it cannot order."),
+        )
+        return redirect(_query(form) if form is not None else reverse("configure"))
+    if config is None:
+        return _configure_render(request, _configure_context(request, request.POST))
+    try:
+        order = order_self_service(
+            user=request.user,
+            organisation=organisation,
+            site=config.site,
+            node_type=config.node_type,
+            node_count=config.node_count,
+            card_gpu_model_id=config.card_gpu_model_id,
+            cards_per_node=config.cards_per_node,
+            term=config.term,
+            duration=config.duration,
+            start_date=config.start_date,
+            addons=dict(config.addons),
+            payment_method=form.cleaned_data.get("payment_method") or "card",
+            ip=_client_ip(request),
+        )
+    except DomainError as exc:
+        context = _configure_context(request, request.POST)
+        context["accept_error"] = exc.message
+        if isinstance(exc, CapacityTaken):
+            context["alternatives"] = _alternative_links(context["form"], exc.alternatives)
+        elif isinstance(exc, NotEnoughCapacity):
+            context.setdefault("alternatives", [])
+        return _configure_render(request, context)
+    try:
+        return redirect(reverse("order_pay", args=[order.number]))
+    except NoReverseMatch:
+        messages.success(
+            request,
+            _(
+                "Order %(number)s is placed and its nodes are held until %(due)s. Payment "
+                "opens here soon."
+            )
+            % {
+                "number": order.number,
+                "due": order.payment_due_at.astimezone(config.site.tzinfo).strftime(
+                    "%Y-%m-%d %H:%M"
+                ),
+            },
+        )
+        return redirect("catalog")

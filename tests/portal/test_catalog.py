@@ -1,14 +1,25 @@
 """The public catalog: live free-node counts, both languages, fixed query count."""
 
-from datetime import timedelta
+import io
+import re
+import uuid
+from datetime import datetime, time, timedelta
+from decimal import Decimal
 
 import pytest
+from django.core.cache import cache
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import override
 
+from billing.models import DiscountRule, NodePrice, PriceBook
+from billing.services.quotes import ItemSpec, quote_price_preview
+from billing.templatetags.billing_tags import money
 from inventory import services
-from inventory.models import NodeStatus
+from inventory.models import NodeStatus, NodeType, Site
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -88,6 +99,176 @@ def test_catalog_query_count_does_not_grow_with_the_fleet(
                 for _ in range(per_leaf):
                     node = factories.node(s, nt, leaf_name=f"{s.code}-{leaf}")
         services.node_transition(node=node, to_status=NodeStatus.MAINTENANCE, reason="x")
-    with django_assert_max_num_queries(5):
+    # Five for the catalog and counts, four for the prices of all sites, two for the
+    # calendar of all sites (a cold cache: the fixture gives each test its own).
+    with django_assert_max_num_queries(11):
         response = client.get(catalog_url("en"))
     assert response.status_code == 200
+
+
+# --- Prices per term and the availability calendar --------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def private_cache(settings):
+    """A cache of this test's own: the calendar and prices are cached for a minute."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": f"catalog-{uuid.uuid4()}",
+        }
+    }
+
+
+def section(html: str, marker: str) -> str:
+    """From ``marker`` to the end of its ``</table>`` (or ``</p>``)."""
+    i = html.index(marker)
+    end = html.index("</table>" if "calendar" in marker else "</p>", i)
+    return html[i:end]
+
+
+def calendar_row(html: str, site: str, node_type: str, row: str) -> list[str]:
+    table = section(html, f'data-calendar="{site}/{node_type}"')
+    tr = table[table.index(f'<tr class="cal-{row}">') :]
+    tr = tr[: tr.index("</tr>")]
+    return [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", tr)]
+
+
+def test_catalog_shows_the_price_per_term_from_the_engine(client):
+    call_command("seed_demo", stdout=io.StringIO())
+    html = client.get(catalog_url("en")).content.decode()
+    today = timezone.localdate()
+    for site in Site.objects.all():
+        for nt in NodeType.objects.all():
+            per_month = {}
+            for term in ("month", "quarter", "year"):
+                _snapshot, priced = quote_price_preview(
+                    site=site,
+                    term=term,
+                    duration=1,
+                    start_date=today,
+                    items=[ItemSpec(kind="node", quantity=Decimal(1), node_type_id=nt.pk)],
+                )
+                per_month[term] = priced.net_per_month
+            block = section(html, f'data-price="{site.code}/{nt.code}"')
+            lowest = money(min(per_month.values()), site.currency)
+            assert f"from <strong>{lowest}</strong> / month" in block
+            terms = html[html.index(block) : html.index("</table>", html.index(block))]
+            for term, amount in per_month.items():
+                assert f'data-term="{term}">{money(amount, site.currency)} / month' in terms
+    # The seeds' discounts show: H100 annual at 85% of ¥100,000, A100 annual at 80%.
+    assert "from <strong>¥85,000.00</strong>" in section(html, 'data-price="SZ/h100-8x-nvlink"')
+    assert "from <strong>¥8,960.00</strong>" in section(html, 'data-price="SZ/a100-40g-4x"')
+
+
+def test_calendar_has_13_weeks_with_free_nodes_slot_price_and_leaves(client, sz, h100):
+    nodes = [factories.node(sz, h100, leaf_name="leaf-1") for _ in range(2)]
+    nodes.append(factories.node(sz, h100, leaf_name="leaf-2", rack_name="R02"))
+    week0 = datetime.combine(timezone.now().astimezone(sz.tzinfo).date(), time.min, sz.tzinfo)
+    services.reservation_hold(  # every node, all of the third week: 0 free that week
+        nodes=nodes,
+        start_at=week0 + timedelta(days=14),
+        end_at=week0 + timedelta(days=21),
+        owner_ref="order:full-week",
+        firm=True,
+    )
+    services.reservation_hold(  # one node over the fifth and sixth weeks' boundary
+        nodes=nodes[2:],
+        start_at=week0 + timedelta(days=33),
+        end_at=week0 + timedelta(days=36),
+        owner_ref="order:straddle",
+        firm=True,
+    )
+    services.maintenance_window_create(  # a window in the last week
+        node=nodes[0],
+        start_at=week0 + timedelta(days=90),
+        end_at=week0 + timedelta(days=90, hours=4),
+        reason="firmware",
+    )
+    html = client.get(catalog_url("en")).content.decode()
+    free = calendar_row(html, "SZ", h100.code, "free")
+    assert len(free) == 13
+    assert free == ["3", "3", "0", "3", "2", "2", "3", "3", "3", "3", "3", "3", "2"]
+    leaves = calendar_row(html, "SZ", h100.code, "leaves")
+    # Three free nodes (fewer than a typical 8-node cluster) span both leaves; the
+    # straddling weeks' two free nodes sit under leaf-1 alone; none free: no placement.
+    assert leaves[0] == "2*" and leaves[4] == "1*" and leaves[2] == "—"
+    assert "updated every minute" in html
+    assert "Leaf switches, 8-node cluster" in html
+
+
+def test_calendar_week_price_is_one_node_for_seven_days(client):
+    call_command("seed_demo", stdout=io.StringIO())
+    sz = Site.objects.get(code="SZ")
+    e5 = NodeType.objects.get(code="e5-baremetal")
+    html = client.get(catalog_url("en")).content.decode()
+    prices = calendar_row(html, "SZ", e5.code, "price")
+    assert len(prices) == 13
+    _snapshot, priced = quote_price_preview(
+        site=sz,
+        term="day",
+        duration=7,
+        start_date=timezone.localdate(),
+        items=[ItemSpec(kind="node", quantity=Decimal(1), node_type_id=e5.pk)],
+    )
+    assert prices[0] == money(priced.net_total, "CNY")
+
+
+def _price_book(site, *node_types):
+    book = PriceBook.objects.create(
+        site=site,
+        name=f"{site.code} test",
+        currency=site.currency,
+        effective_from=timezone.now() - timedelta(days=1),
+    )
+    for nt in node_types:
+        NodePrice.objects.create(
+            price_book=book,
+            node_type=nt,
+            category="gpu" if nt.gpu_count else "bare_metal",
+            basis="node",
+            monthly=Decimal("1000"),
+            daily=Decimal("40"),
+        )
+    DiscountRule.objects.create(
+        price_book=book, code="annual", name="Annual", term="year", multiplier=Decimal("0.8")
+    )
+    return book
+
+
+def test_catalog_queries_stay_fixed_as_the_fleet_grows(client, sz, h100):
+    """Small and large fleets run the same queries: 5 for the catalog and live counts,
+    4 for every site's prices and 2 for every site's calendar; a warm page runs 5."""
+    hk = factories.site("HK", name="Hong Kong", city="Hong Kong", currency="HKD")
+    e5 = factories.node_type("e5", name="E5", gpu_model=None, gpu_count=0, fabric="ethernet")
+    for s in (sz, hk):
+        _price_book(s, h100, e5)
+
+    def grow(per_leaf):
+        for s in (sz, hk):
+            for nt in (h100, e5):
+                for leaf in ("leaf-1", "leaf-2"):
+                    for _ in range(per_leaf):
+                        node = factories.node(s, nt, leaf_name=f"{s.code}-{leaf}")
+                services.reservation_hold(
+                    nodes=[node],
+                    start_at=timezone.now() + timedelta(days=3),
+                    end_at=timezone.now() + timedelta(days=10),
+                    owner_ref=f"order:{node.pk}",
+                    firm=True,
+                )
+            services.node_transition(node=node, to_status=NodeStatus.MAINTENANCE, reason="x")
+
+    counts = []
+    for per_leaf in (3, 40):
+        grow(per_leaf)
+        cache.clear()
+        with CaptureQueriesContext(connection) as cold:
+            response = client.get(catalog_url("en"))
+        assert response.status_code == 200
+        with CaptureQueriesContext(connection) as warm:
+            client.get(catalog_url("en"))
+        counts.append((len(cold), len(warm)))
+    assert counts[0] == counts[1], counts
+    assert counts[0][0] <= 11, counts
+    assert counts[0][1] <= 5, counts
