@@ -134,11 +134,16 @@ def _earliest_full_start(
         node__status__in=NODE_UNBOOKABLE_STATUSES
     )
     in_horizon = Q(start_at__lt=horizon_end, end_at__gt=start_at)
-    reservations = Reservation.objects.filter(
-        bookable, in_horizon, status__in=ACTIVE_RESERVATION_STATUSES
-    ).values_list("node_id", "start_at", "end_at")
-    windows = MaintenanceWindow.objects.filter(bookable, in_horizon).values_list(
-        "node_id", "start_at", "end_at"
+    # No ORDER BY in either part: SQLite refuses one inside a compound SELECT.
+    reservations = (
+        Reservation.objects.filter(bookable, in_horizon, status__in=ACTIVE_RESERVATION_STATUSES)
+        .order_by()
+        .values_list("node_id", "start_at", "end_at")
+    )
+    windows = (
+        MaintenanceWindow.objects.filter(bookable, in_horizon)
+        .order_by()
+        .values_list("node_id", "start_at", "end_at")
     )
     busy: dict[int, list[tuple[datetime, datetime]]] = defaultdict(list)
     for node_id, s, e in reservations.union(windows, all=True).order_by():

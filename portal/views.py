@@ -28,9 +28,9 @@ from billing.services.selfservice import (
 from inventory import selectors
 from inventory.placement import leaf_summary
 from portal import selectors as shop
+from portal.accounts import selectors as accounts_selectors
 from portal.errors import DomainError, NotEnoughCapacity
 from portal.forms import ConfigureForm, WizardForm
-from portal.models import Membership, Organisation
 
 
 @require_GET
@@ -201,23 +201,6 @@ def _offers(*, site: Any, option_code: str, node_count: int, start_date: Any) ->
 
 
 # --- Configure, instant quote, accept -----------------------------------------------------
-
-
-def _current_organisation(request: HttpRequest) -> Organisation | None:
-    """The organisation a logged-in customer orders for: their first membership.
-
-    A stand-in until ``portal.accounts`` provides ``current_organisation(request)`` and the
-    ``customer_required`` decorator; swap it for those then.
-    """
-    if not request.user.is_authenticated:
-        return None
-    membership = (
-        Membership.objects.filter(user=request.user)
-        .select_related("organisation")
-        .order_by("created_at", "pk")
-        .first()
-    )
-    return membership.organisation if membership else None
 
 
 def _client_ip(request: HttpRequest) -> str | None:
@@ -403,23 +386,31 @@ def configure(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def configure_accept(request: HttpRequest) -> HttpResponse:
-    """Accept the instant quote: an order holding the nodes until its payment deadline.
+    """Accept the instant quote: an order for the customer's active organisation
+    (``portal.accounts``), holding the nodes until its payment deadline.
 
     Anonymous visitors log in first (and come back to the same configuration). When the
     nodes went to someone else, the configure page says so and offers alternatives.
     """
+    # Not ``customer_required``: its log-in link would come back to this POST-only URL;
+    # here the customer comes back to the configure page with the same configuration.
+    back = f"{reverse('configure')}?{urlencode(_form_data(request.POST, {}))}"
     if not request.user.is_authenticated:
-        back = f"{reverse('configure')}?{urlencode(_form_data(request.POST, {}))}"
         return redirect_to_login(back)
-    organisation = _current_organisation(request)
-    context = _configure_context(request, request.POST, preview=False)
-    form, config = context["form"], context["config"]
+    if not accounts_selectors.email_verified(request.user):
+        messages.warning(
+            request, _("Verify your email address first: open the link in the email we sent.")
+        )
+        return redirect(back)
+    organisation = accounts_selectors.current_organisation(request)
     if organisation is None:
         messages.error(
             request,
             _("Your account does not belong to a customer organisation yet, so it cannot order."),
         )
-        return redirect(_query(form) if form is not None else reverse("configure"))
+        return redirect(back)
+    context = _configure_context(request, request.POST, preview=False)
+    form, config = context["form"], context["config"]
     if config is None:
         return _configure_render(request, _configure_context(request, request.POST))
     try:
