@@ -165,3 +165,13 @@ def stopwatch(label: str, sink: dict[str, float] | None = None) -> Iterator[None
     if sink is not None:
         sink[label] = dt
     print(f"  {label}: {dt:.2f} s", flush=True)
+
+
+def bench_database_url_for(suffix: str) -> str:
+    """``bench_database_url()`` with ``_suffix`` added to the database name: a benchmark's
+    own database, so that two benchmarks can run at once without dropping each other's."""
+    if not suffix.isidentifier():
+        raise ValueError(f"not a plain name: {suffix!r}")
+    parts = urlsplit(bench_database_url())
+    name = f"{parts.path.lstrip('/')}_{suffix}"
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
