@@ -43,8 +43,11 @@ messages: ## Re-extract and compile the translations (zh-Hans, en)
 	DJANGO_DEBUG=1 $(PY) manage.py makemessages -l zh_Hans -l en --ignore '.venv/*' --ignore 'bench/*' --ignore 'tests/*'
 	DJANGO_DEBUG=1 $(PY) manage.py compilemessages --ignore '.venv/*'
 
-bench: setup services ## Benchmarks (PostgreSQL); each prints one JSON line last
+bench: setup services ## Benchmarks; each prints one JSON object as its last line
 	$(PY) bench/availability.py
+	$(PY) bench/pricing.py
+	$(PY) bench/quote_pdf.py
+	$(PY) bench/ordering.py
 
 clean-var:
 	rm -rf var
