@@ -519,7 +519,7 @@ def render_quote_pdf(*, quote: Quote, language: str) -> bytes:
 # --- Stored documents -------------------------------------------------------------------
 
 
-def _language(language: str) -> str:
+def normalise_language(language: str) -> str:
     code = (language or "").lower()
     known = {c.lower(): c for c, _name in settings.LANGUAGES}
     if code in known:
@@ -542,7 +542,7 @@ def quote_document(*, quote: Quote, language: str) -> QuoteDocument:
     Safe to call from several workers at once: the unique (quote, language) row decides
     which rendering is kept; the losers delete their file and return the stored row.
     """
-    language = _language(language)
+    language = normalise_language(language)
     quote = Quote.objects.get(pk=quote.pk)
     frozen = quote.status in FROZEN_STATUSES
     if frozen:

@@ -370,6 +370,15 @@ QUOTE_TRANSITIONS: dict[str, frozenset[str]] = {
     QuoteStatus.EXPIRED: frozenset(),
     QuoteStatus.SUPERSEDED: frozenset(),
 }
+# What a customer may see of an organisation's quotes: those sent to it (drafts and quotes
+# awaiting approval are the sales team's business).
+QUOTE_CUSTOMER_VISIBLE = (
+    QuoteStatus.SENT,
+    QuoteStatus.ACCEPTED,
+    QuoteStatus.REJECTED,
+    QuoteStatus.EXPIRED,
+    QuoteStatus.SUPERSEDED,
+)
 # Statuses in which the quote's content may still change (editing withdraws an approval).
 QUOTE_EDITABLE = (QuoteStatus.DRAFT, QuoteStatus.PENDING_APPROVAL, QuoteStatus.APPROVED)
 

@@ -1,3 +1,12 @@
-from django.urls import path  # noqa: F401
+"""The customer's dashboard, under ``/<lang>/account/``."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from portal import dashboard
+
+urlpatterns = [
+    path("", dashboard.dashboard, name="dashboard"),
+    path("orders/<str:number>/", dashboard.order_detail, name="dashboard_order"),
+    path("orders/<str:number>/quote.pdf", dashboard.order_quote_pdf, name="dashboard_quote_pdf"),
+    path("invoices/<str:number>.pdf", dashboard.invoice_pdf, name="dashboard_invoice_pdf"),
+]

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Install the Debian packages the product needs, only when missing:
 # CJK fonts for PDFs, libharfbuzz-subset0 (WeasyPrint font subsetting: ~0.5 s a render
-# instead of ~4 s), poppler-utils (pdftotext/pdftoppm for checking PDFs), gettext.
+# instead of ~4 s), poppler-utils (pdftotext/pdftoppm for checking PDFs), gettext,
+# chromium (the browser tests/e2e drive through Playwright; `playwright install` cannot
+# download browsers here).
 set -euo pipefail
-packages=(fonts-noto-cjk libharfbuzz-subset0 poppler-utils gettext libpango-1.0-0 libpangoft2-1.0-0)
+packages=(fonts-noto-cjk libharfbuzz-subset0 poppler-utils gettext libpango-1.0-0 libpangoft2-1.0-0 chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

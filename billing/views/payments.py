@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -15,7 +14,7 @@ from django.utils import timezone, translation
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from billing import stripe_api
+from billing import invoices, stripe_api
 from billing.models import InvoiceStatus, Order, OrderStatus
 from billing.services import payments
 from portal.errors import DomainError
@@ -33,15 +32,6 @@ def _order_for(request: HttpRequest, number: str) -> Order:
     ):
         raise Http404
     return order
-
-
-def _bank_details() -> dict[str, str]:
-    return {
-        "account_name": settings.PORTAL_BANK_ACCOUNT_NAME,
-        "account_number": settings.PORTAL_BANK_ACCOUNT_NUMBER,
-        "bank_name": settings.PORTAL_BANK_NAME,
-        "swift": settings.PORTAL_BANK_SWIFT,
-    }
 
 
 def _context(order: Order) -> dict[str, Any]:
@@ -70,7 +60,7 @@ def order_pay(request: HttpRequest, number: str) -> HttpResponse:
         {
             "card_configured": stripe_api.is_configured(),
             "not_configured_message": payments.not_configured_message(),
-            "bank": _bank_details(),
+            "bank": invoices.bank_details(),
         }
     )
     return render(request, "billing/pay/order_pay.html", context)

@@ -9,18 +9,10 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from billing.models import Order, Quote, QuoteStatus
+from billing.models import QUOTE_CUSTOMER_VISIBLE, Order, Quote, QuoteStatus
 from billing.services import quotes as quote_services
 from portal.errors import DomainError, NotEnoughCapacity
 from portal.models import Membership
-
-VISIBLE = (
-    QuoteStatus.SENT,
-    QuoteStatus.ACCEPTED,
-    QuoteStatus.REJECTED,
-    QuoteStatus.EXPIRED,
-    QuoteStatus.SUPERSEDED,
-)
 
 
 def _quote_for(request: HttpRequest, token: str) -> Quote:
@@ -29,7 +21,7 @@ def _quote_for(request: HttpRequest, token: str) -> Quote:
     quote = (
         Quote.objects.select_related("organisation", "site", "created_by", "price_book")
         .prefetch_related("lines")
-        .filter(token=token, status__in=VISIBLE)
+        .filter(token=token, status__in=QUOTE_CUSTOMER_VISIBLE)
         .first()
     )
     if quote is None:
@@ -59,7 +51,7 @@ def quote_public(request: HttpRequest, token: str) -> HttpResponse:
         {
             "quote": quote,
             "lines": quote.lines.all(),
-            "newer": newer if newer and newer.status in VISIBLE else None,
+            "newer": newer if newer and newer.status in QUOTE_CUSTOMER_VISIBLE else None,
             "can_decide": quote.status == QuoteStatus.SENT,
             "order": order,
             "default_name": request.user.get_full_name() if request.user.is_authenticated else "",

@@ -1,0 +1,219 @@
+"""Invoice PDFs: ``templates/pdf/invoice.html`` through ``billing.documents.render_pdf``.
+
+``invoice_document(invoice=..., language=...)`` returns the stored ``InvoiceDocument`` of
+an invoice in a language, with the SHA-256 of its exact bytes.
+
+When an invoice is re-rendered: an invoice's content is fixed when it is issued (its
+totals, lines and due date never change), but its status does: issued → paid (the PDF
+then carries a PAID stamp with the date) or issued → void (a VOID stamp). So the stored
+PDF is kept **per (invoice, language) and status**: the status the file was rendered in
+is part of its file name (``I-SZ-2026-000001-en-issued.pdf``); while the invoice keeps
+that status every call returns the stored file unchanged; once the status moves on the
+next call renders again and replaces the row's file, SHA-256 and ``created_at`` (the old
+file is deleted after commit). No model field is needed for that. The customer's details
+(legal name, tax ID, billing address) are those in force when the PDF was rendered.
+
+Safe to call from several workers at once, like ``billing.documents.quote_document``: the
+unique (invoice, language) row decides which rendering is kept.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.db import IntegrityError, transaction
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
+
+from billing.documents import (
+    css_content,
+    line_note,
+    normalise_language,
+    periods_text,
+    provider,
+    quantity_text,
+    render_pdf,
+    sha256_of,
+)
+from billing.models import (
+    AddonPrice,
+    Invoice,
+    InvoiceDocument,
+    InvoiceStatus,
+    QuoteLine,
+)
+from billing.numerals import rmb_upper
+
+logger = logging.getLogger(__name__)
+
+TEMPLATE = "pdf/invoice.html"
+
+
+def bank_details() -> dict[str, str]:
+    """Where to transfer the money: the portal's bank account from the settings."""
+    return {
+        "account_name": settings.PORTAL_BANK_ACCOUNT_NAME,
+        "account_number": settings.PORTAL_BANK_ACCOUNT_NUMBER,
+        "bank_name": settings.PORTAL_BANK_NAME,
+        "swift": settings.PORTAL_BANK_SWIFT,
+    }
+
+
+def _lines(invoice: Invoice, language: str) -> list[dict[str, Any]]:
+    """The invoice's lines: the quote's priced lines when they add up to the invoice's
+    net total (the order's first invoice), else one line for the order."""
+    quote = invoice.order.quote
+    quote_lines: list[QuoteLine] = [line for line in quote.lines.all() if line.kind != "free"]
+    if quote_lines and sum((line.net for line in quote_lines), Decimal("0")) == invoice.net_total:
+        addon_notes_zh = {
+            (a.code, a.note): a.note_zh
+            for a in AddonPrice.objects.filter(price_book_id=quote.price_book_id).exclude(
+                note_zh=""
+            )
+        }
+        return [
+            {
+                "description": line.localized_description(language),
+                "note": line_note(line, addon_notes_zh, language),
+                "quantity": quantity_text(line.quantity, line.unit),
+                "periods": periods_text(line.periods, line.period_unit),
+                "net": line.net,
+            }
+            for line in quote_lines
+        ]
+    return [
+        {
+            "description": _("Services of order %(order)s (quote %(quote)s v%(version)s)")
+            % {"order": invoice.order.number, "quote": quote.number, "version": quote.version},
+            "note": "",
+            "quantity": "1",
+            "periods": "—",
+            "net": invoice.net_total,
+        }
+    ]
+
+
+def invoice_context(invoice: Invoice, *, language: str) -> dict[str, Any]:
+    """Everything ``pdf/invoice.html`` shows, translated into ``language``."""
+    invoice = (
+        Invoice.objects.select_related("organisation", "order__site", "order__quote")
+        .prefetch_related("order__quote__lines")
+        .get(pk=invoice.pk)
+    )
+    order = invoice.order
+    quote = order.quote
+    site = order.site
+    tz = site.tzinfo
+    first_day = timezone.localtime(order.start_at, tz).date()
+    last_day = (timezone.localtime(order.end_at, tz) - timedelta(microseconds=1)).date()
+    with translation.override(language):
+        the_provider = provider(language)
+        party = invoice.organisation.legal_name or invoice.organisation.name
+        amount_in_words = ""
+        if language.lower().startswith("zh") and invoice.currency == "CNY":
+            amount_in_words = rmb_upper(invoice.gross_total)
+        return {
+            "invoice": invoice,
+            "order": order,
+            "quote": quote,
+            "organisation": invoice.organisation,
+            "site": site,
+            "site_timezone": site.timezone,
+            "provider": the_provider,
+            "issued": timezone.localtime(invoice.issued_at, tz),
+            "due": timezone.localtime(invoice.due_at, tz),
+            "first_day": first_day,
+            "last_day": last_day,
+            "paid": timezone.localtime(invoice.paid_at, tz) if invoice.paid_at else None,
+            "is_paid": invoice.status == InvoiceStatus.PAID,
+            "is_void": invoice.status == InvoiceStatus.VOID,
+            "currency": invoice.currency,
+            "vat_rate": quote.vat_rate,
+            "vat_applies": quote.vat_rate > Decimal("0"),
+            "lines": _lines(invoice, language),
+            "amount_in_words": amount_in_words,
+            "bank": bank_details(),
+            "running_left_css": css_content(f"{the_provider.brand} · {_('Invoice')}"),
+            "running_right_css": css_content(f"{invoice.number} · {party}"),
+            "footer_left_css": css_content(f"{the_provider.name} · {the_provider.website}"),
+        }
+
+
+def render_invoice_pdf(*, invoice: Invoice, language: str) -> bytes:
+    """A fresh rendering of the invoice (not stored)."""
+    language = normalise_language(language)
+    return render_pdf(TEMPLATE, invoice_context(invoice, language=language), language=language)
+
+
+# --- Stored documents -------------------------------------------------------------------
+
+
+def _file_stem(invoice: Invoice, language: str) -> str:
+    return f"{invoice.number}-{language}-{invoice.status}"
+
+
+def is_current(document: InvoiceDocument, invoice: Invoice) -> bool:
+    """Whether a stored document was rendered in the invoice's present status.
+
+    The storage may add a suffix (``_AbC1234``) to a name that is taken; the stem before
+    it is ours.
+    """
+    stem = Path(document.file.name or "").stem
+    expected = _file_stem(invoice, document.language)
+    return stem == expected or stem.startswith(expected + "_")
+
+
+def invoice_document(*, invoice: Invoice, language: str) -> InvoiceDocument:
+    """The invoice's PDF in ``language``, stored with its SHA-256 (see the module docstring)."""
+    language = normalise_language(language)
+    invoice = Invoice.objects.get(pk=invoice.pk)
+    stored = InvoiceDocument.objects.filter(invoice=invoice, language=language).first()
+    if stored is not None and is_current(stored, invoice):
+        return stored
+    data = render_invoice_pdf(invoice=invoice, language=language)
+    return _store(invoice=invoice, language=language, data=data)
+
+
+def _store(*, invoice: Invoice, language: str, data: bytes) -> InvoiceDocument:
+    name = f"{_file_stem(invoice, language)}.pdf"
+    digest = sha256_of(data)
+    with transaction.atomic():
+        document = (
+            InvoiceDocument.objects.select_for_update()
+            .filter(invoice=invoice, language=language)
+            .first()
+        )
+        if document is None:
+            document = InvoiceDocument(
+                invoice=invoice, language=language, sha256=digest, size=len(data)
+            )
+            document.file.save(name, ContentFile(data), save=False)
+            try:
+                with transaction.atomic():
+                    document.save()
+                return document
+            except IntegrityError:
+                # Another worker stored it first: keep theirs, drop our file.
+                logger.info("%s [%s]: stored by another worker meanwhile", invoice, language)
+                document.file.delete(save=False)
+                document = InvoiceDocument.objects.select_for_update().get(
+                    invoice=invoice, language=language
+                )
+        if is_current(document, invoice):
+            return document  # stored meanwhile by another worker in this status
+        old_name = document.file.name
+        document.file.save(name, ContentFile(data), save=False)
+        document.sha256 = digest
+        document.size = len(data)
+        document.created_at = timezone.now()
+        document.save(update_fields=["file", "sha256", "size", "created_at"])
+        storage = document.file.storage
+        if old_name and old_name != document.file.name:
+            transaction.on_commit(lambda: storage.delete(old_name))
+        return document

@@ -1,0 +1,103 @@
+"""The customer's dashboard, under ``/<lang>/account/``: orders, quotes, invoices, members,
+billing details; one order's timeline, booked nodes and documents; the PDFs.
+
+Every view is behind ``customer_required`` and reads through
+``portal.dashboard_selectors`` with ``request.organisation``: another organisation's order
+or invoice answers 404, exactly like one that does not exist.
+"""
+
+from __future__ import annotations
+
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone, translation
+from django.views.decorators.http import require_GET
+
+from billing import documents, invoices
+from portal import dashboard_selectors as selectors
+from portal.accounts.decorators import customer_required
+from portal.models import MemberRole
+
+# Who may edit the organisation's billing details (accounts:organisation_settings).
+BILLING_EDITORS = (MemberRole.OWNER, MemberRole.BILLING)
+
+
+def _language(request: HttpRequest) -> str:
+    return translation.get_language() or request.LANGUAGE_CODE or "en"
+
+
+@customer_required
+@require_GET
+def dashboard(request: HttpRequest) -> HttpResponse:
+    organisation = request.organisation
+    now = timezone.now()
+    orders = selectors.order_list_for_org(organisation)
+    for order in orders:
+        order.payable_invoice = selectors.payable_invoice(order, now)
+    return render(
+        request,
+        "dashboard/dashboard.html",
+        {
+            "organisation": organisation,
+            "membership": request.membership,
+            "orders": orders,
+            "quotes": selectors.quote_list_for_org(organisation),
+            "invoices": selectors.invoice_list_for_org(organisation),
+            "members": selectors.members_summary(organisation),
+            "can_edit_billing": request.membership.role in BILLING_EDITORS,
+        },
+    )
+
+
+@customer_required
+@require_GET
+def order_detail(request: HttpRequest, number: str) -> HttpResponse:
+    order = selectors.order_for_org(request.organisation, number)
+    if order is None:
+        raise Http404
+    reservations = selectors.order_reservations(order)
+    return render(
+        request,
+        "dashboard/order.html",
+        {
+            "organisation": request.organisation,
+            "order": order,
+            "quote": order.quote,
+            "site_timezone": order.site.timezone,
+            "timeline": selectors.order_timeline(order, viewer=request.user),
+            "bookings": selectors.bookings(order, reservations),
+            "placement": order.quote.placement or {},
+            "invoices": list(order.invoices.all()),
+            "payable_invoice": selectors.payable_invoice(order, timezone.now()),
+        },
+    )
+
+
+@customer_required
+@require_GET
+def order_quote_pdf(request: HttpRequest, number: str) -> HttpResponse:
+    """The PDF of the quote the order was accepted from, in the page's language."""
+    quote = selectors.order_quote_for_org(request.organisation, number)
+    if quote is None:
+        raise Http404
+    document = documents.quote_document(quote=quote, language=_language(request))
+    return FileResponse(
+        document.file.open("rb"),
+        content_type="application/pdf",
+        filename=f"{quote.number}-v{quote.version}.pdf",
+    )
+
+
+@customer_required
+@require_GET
+def invoice_pdf(request: HttpRequest, number: str) -> HttpResponse:
+    """An invoice's PDF in the page's language (re-rendered once it is paid or void)."""
+    invoice = selectors.invoice_for_org(request.organisation, number)
+    if invoice is None:
+        raise Http404
+    document = invoices.invoice_document(invoice=invoice, language=_language(request))
+    return FileResponse(
+        document.file.open("rb"),
+        content_type="application/pdf",
+        filename=f"{invoice.number}.pdf",
+    )

@@ -1,0 +1,261 @@
+"""Reads for the customer dashboard: one organisation's orders, quotes, invoices, members.
+
+Every function takes the organisation (``request.organisation`` behind
+``customer_required``) and filters by it: another organisation's order, invoice or quote
+is simply not found. The list reads fetch their related rows with ``select_related`` /
+``prefetch_related`` here, so a page runs the same number of queries however many rows
+it shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, tzinfo
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Prefetch, QuerySet
+from django.utils.translation import gettext as _
+
+from billing.models import (
+    QUOTE_CUSTOMER_VISIBLE,
+    Invoice,
+    InvoiceStatus,
+    Order,
+    OrderEvent,
+    OrderStatus,
+    Quote,
+)
+from inventory.models import Reservation
+from portal.accounts.selectors import display_name
+from portal.models import Membership, Organisation
+
+# How many members the dashboard names before "and N more".
+MEMBERS_SHOWN = 8
+
+
+def local_period(start_at: datetime, end_at: datetime, tz: tzinfo) -> tuple[date, date]:
+    """The first and the last day of the half-open range ``[start_at, end_at)`` in ``tz``."""
+    return (
+        start_at.astimezone(tz).date(),
+        (end_at.astimezone(tz) - timedelta(microseconds=1)).date(),
+    )
+
+
+def _with_periods(orders: list[Order]) -> list[Order]:
+    for order in orders:
+        order.first_day, order.last_day = local_period(
+            order.start_at, order.end_at, order.site.tzinfo
+        )
+    return orders
+
+
+# --- The dashboard ------------------------------------------------------------------------
+
+
+def order_list_for_org(organisation: Organisation) -> list[Order]:
+    """The organisation's orders, newest first, with their site and invoices loaded.
+
+    Each order gets ``first_day`` / ``last_day`` (its period in the site's time zone).
+    """
+    orders = list(
+        Order.objects.filter(organisation=organisation)
+        .select_related("site")
+        .prefetch_related(
+            Prefetch("invoices", queryset=Invoice.objects.order_by("issued_at", "pk"))
+        )
+        .order_by("-created_at", "-pk")
+    )
+    return _with_periods(orders)
+
+
+def quote_list_for_org(organisation: Organisation) -> QuerySet[Quote]:
+    """Quotes sent to the organisation (every version), newest first."""
+    return (
+        Quote.objects.filter(organisation=organisation, status__in=QUOTE_CUSTOMER_VISIBLE)
+        .select_related("site")
+        .order_by("-created_at", "-pk")
+    )
+
+
+def invoice_list_for_org(organisation: Organisation) -> QuerySet[Invoice]:
+    """The organisation's invoices, newest first, with their order and site."""
+    return (
+        Invoice.objects.filter(organisation=organisation)
+        .select_related("order__site")
+        .order_by("-issued_at", "-pk")
+    )
+
+
+@dataclass(frozen=True)
+class MembersSummary:
+    count: int
+    shown: list[Membership] = field(default_factory=list)
+
+    @property
+    def more(self) -> int:
+        return self.count - len(self.shown)
+
+
+def members_summary(organisation: Organisation, *, limit: int = MEMBERS_SHOWN) -> MembersSummary:
+    """How many members the organisation has, and the first ``limit`` of them (one query)."""
+    members = list(
+        Membership.objects.filter(organisation=organisation)
+        .select_related("user")
+        .order_by("role", "user__first_name", "user__username")
+    )
+    return MembersSummary(count=len(members), shown=members[:limit])
+
+
+# --- One order ----------------------------------------------------------------------------
+
+
+def order_for_org(organisation: Organisation, number: str) -> Order | None:
+    """The organisation's order with this number (``None`` for anyone else's), with the
+    site, the quote, the history (and who acted) and the invoices loaded."""
+    order = (
+        Order.objects.filter(organisation=organisation, number=number)
+        .select_related("site", "quote")
+        .prefetch_related(
+            Prefetch(
+                "events",
+                queryset=OrderEvent.objects.select_related("actor").order_by("created_at", "pk"),
+            ),
+            Prefetch("invoices", queryset=Invoice.objects.order_by("issued_at", "pk")),
+        )
+        .first()
+    )
+    if order is not None:
+        _with_periods([order])
+    return order
+
+
+def order_quote_for_org(organisation: Organisation, number: str) -> Quote | None:
+    """The quote the organisation's order ``number`` was accepted from, or ``None``."""
+    return (
+        Quote.objects.filter(
+            organisation=organisation, order__organisation=organisation, order__number=number
+        )
+        .select_related("site")
+        .first()
+    )
+
+
+def order_reservations(order: Order) -> list[Reservation]:
+    """The nodes booked for the order (its current booking group), by hostname."""
+    if not order.reservation_group:
+        return []
+    return list(
+        Reservation.objects.filter(group=order.reservation_group)
+        .select_related("node__node_type")
+        .order_by("node__hostname", "start_at")
+    )
+
+
+@dataclass(frozen=True)
+class Booking:
+    """Nodes booked over one range, shown as one row: dates in the site's time zone."""
+
+    start_at: datetime
+    end_at: datetime
+    first_day: date
+    last_day: date
+    status: str
+    status_label: str
+    nodes: list[tuple[str, str]]  # (hostname, node type name)
+
+
+def bookings(order: Order, reservations: list[Reservation]) -> list[Booking]:
+    """The reservations grouped by range and status: one row per range."""
+    groups: dict[tuple[datetime, datetime, str], list[Reservation]] = {}
+    for r in reservations:
+        groups.setdefault((r.start_at, r.end_at, r.status), []).append(r)
+    tz = order.site.tzinfo
+    out = []
+    for (start_at, end_at, status), rows in sorted(groups.items(), key=lambda kv: kv[0][:2]):
+        first_day, last_day = local_period(start_at, end_at, tz)
+        out.append(
+            Booking(
+                start_at=start_at,
+                end_at=end_at,
+                first_day=first_day,
+                last_day=last_day,
+                status=status,
+                status_label=rows[0].get_status_display(),
+                nodes=[(r.node.hostname, r.node.node_type.name) for r in rows],
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    at: datetime
+    from_label: str
+    to_label: str
+    to_status: str
+    who: str
+    comment: str
+
+
+def _status_label(status: str) -> str:
+    if not status:
+        return ""
+    return str(OrderStatus(status).label) if status in OrderStatus.values else status
+
+
+def _who(
+    actor: AbstractBaseUser | None,
+    viewer: AbstractBaseUser | AnonymousUser,
+    member_ids: set[int],
+) -> str:
+    """Who moved the order, as a customer may read it: never a staff member's name."""
+    if actor is None:
+        return _("system")
+    if actor.pk == viewer.pk:
+        return _("you")
+    if getattr(actor, "is_staff", False) or getattr(actor, "is_superuser", False):
+        return _("staff")
+    if actor.pk in member_ids:
+        return display_name(actor)
+    return _("a former member")
+
+
+def order_timeline(
+    order: Order, *, viewer: AbstractBaseUser | AnonymousUser
+) -> list[TimelineEntry]:
+    """The order's history (``OrderEvent`` rows, oldest first) for a customer's eyes."""
+    member_ids = set(
+        Membership.objects.filter(organisation_id=order.organisation_id).values_list(
+            "user_id", flat=True
+        )
+    )
+    return [
+        TimelineEntry(
+            at=event.created_at,
+            from_label=_status_label(event.from_status),
+            to_label=_status_label(event.to_status),
+            to_status=event.to_status,
+            who=_who(event.actor, viewer, member_ids),
+            comment=event.comment,
+        )
+        for event in order.events.all()
+    ]
+
+
+def payable_invoice(order: Order, now: datetime) -> Invoice | None:
+    """The invoice a "Pay now" link pays: the order awaits payment before its deadline."""
+    if order.status != OrderStatus.AWAITING_PAYMENT:
+        return None
+    if order.payment_due_at is not None and now >= order.payment_due_at:
+        return None
+    invoices = [i for i in order.invoices.all() if i.status == InvoiceStatus.ISSUED]
+    return invoices[0] if invoices else None
+
+
+def invoice_for_org(organisation: Organisation, number: str) -> Invoice | None:
+    """The organisation's invoice with this number, or ``None``."""
+    return (
+        Invoice.objects.filter(organisation=organisation, number=number)
+        .select_related("order__site")
+        .first()
+    )
