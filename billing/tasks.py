@@ -89,6 +89,18 @@ def document_render_quote(quote_id: int, language: str) -> str:
     return documents.quote_document(quote=quote, language=language).sha256
 
 
+@shared_task(acks_late=True)
+def document_render_invoice(invoice_id: int, language: str) -> str:
+    """Render and store an invoice's PDF for its current status (the ``documents``
+    queue); return its SHA-256. Idempotent: the stored document for the same status is
+    returned as it is."""
+    from billing import invoices
+    from billing.models import Invoice
+
+    invoice = Invoice.objects.get(pk=invoice_id)
+    return invoices.invoice_document(invoice=invoice, language=language).sha256
+
+
 # --- Payments (the ``billing`` queue) ---------------------------------------------------
 
 

@@ -113,7 +113,7 @@ def order_create_from_quote(
             reason=_("Held for order %(n)s until payment.") % {"n": order.number},
         )
     number = next_number(kind="I", site=quote.site, year=year)
-    Invoice.objects.create(
+    invoice = Invoice.objects.create(
         number=number,
         order=order,
         organisation=quote.organisation,
@@ -124,7 +124,16 @@ def order_create_from_quote(
         due_at=due,
         bank_reference=number.replace("-", ""),
     )
+    _render_invoice_after_commit(invoice, quote.language)
     return order
+
+
+def _render_invoice_after_commit(invoice: Invoice, language: str) -> None:
+    """The invoice PDF is rendered on the documents queue once the invoice is saved."""
+    from billing import tasks
+
+    invoice_id = invoice.pk
+    transaction.on_commit(lambda: tasks.document_render_invoice.delay(invoice_id, language))
 
 
 def _confirm_nodes(order: Order, actor: User | None) -> str:
@@ -201,9 +210,12 @@ def order_mark_paid(
         )
         order.paid_at = timezone.now()
         order.save(update_fields=["paid_at"])
-        Invoice.objects.filter(order=order, status=InvoiceStatus.ISSUED).update(
+        paid = list(Invoice.objects.filter(order=order, status=InvoiceStatus.ISSUED))
+        Invoice.objects.filter(pk__in=[i.pk for i in paid]).update(
             status=InvoiceStatus.PAID, paid_at=order.paid_at
         )
+        for invoice in paid:  # the PDF gets its PAID stamp
+            _render_invoice_after_commit(invoice, order.quote.language)
         order_id = order.pk
 
         def enqueue() -> None:

@@ -300,3 +300,27 @@ def test_token_links_cannot_be_guessed_or_used_by_another_organisation(client, d
     draft = make_quote(demo)
     client.logout()
     assert client.get(quote_url("quote_public", draft)).status_code == 404
+
+
+def test_invoice_pdf_is_rendered_in_a_task_when_issued_and_again_when_paid(
+    demo, django_capture_on_commit_callbacks
+):
+    from billing.models import InvoiceDocument
+    from portal.celery import app
+
+    quote = qs.quote_send(quote=make_quote(demo), actor=demo["sales"])
+    app.conf.task_always_eager = True
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip=None)
+        invoice = order.invoices.get()
+        issued = InvoiceDocument.objects.get(invoice=invoice, language=quote.language)
+        assert "issued" in issued.file.name
+        with django_capture_on_commit_callbacks(execute=True):
+            orders.invoice_mark_paid_by_transfer(
+                invoice=invoice, reference="ICBC-1", actor=demo["sales"]
+            )
+        paid = InvoiceDocument.objects.get(invoice=invoice, language=quote.language)
+        assert "paid" in paid.file.name and paid.sha256 != issued.sha256
+    finally:
+        app.conf.task_always_eager = False
