@@ -11,6 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connection
+from django.utils import translation
 
 from billing.models import Order, OrderStatus, Quote, QuoteStatus
 from billing.services import quotes as quote_services
@@ -101,9 +102,10 @@ def test_two_customers_racing_for_the_last_nodes(no_quote_emails):
     def race(user, org):
         try:
             barrier.wait()
-            results[user.username] = _order(
-                user, org, site=hk, node_type=a100, count=3, start=start
-            )
+            with translation.override("en"):  # threads don't inherit the test's language
+                results[user.username] = _order(
+                    user, org, site=hk, node_type=a100, count=3, start=start
+                )
         except Exception as exc:  # the test inspects what each one got
             results[user.username] = exc
         finally:
