@@ -64,7 +64,6 @@ FREE_SERVICES = [
         "环境部署：CUDA 12.4、PyTorch 2.3、DeepSpeed 0.14、FlashAttention-2",
     ),
     ("NCCL tuning sheet", "NCCL 调优参数表"),
-    ("DDoS protection 5 Gb/s", "DDoS 防护 5 Gb/s"),
 ]
 DISCOUNTS = [
     # code, English, Chinese, term, multiplier, category, GPU model
@@ -126,6 +125,9 @@ def seed_price_books() -> list[PriceBook]:
                     "position": i,
                 },
             )
+        FreeService.objects.filter(price_book=book).exclude(
+            name__in=[name for name, _zh in FREE_SERVICES]
+        ).delete()
         for i, (name, name_zh) in enumerate(FREE_SERVICES):
             FreeService.objects.update_or_create(
                 price_book=book, name=name, defaults={"name_zh": name_zh, "position": i}

@@ -325,6 +325,11 @@ def line_note(line: QuoteLine, addon_notes_zh: dict[tuple[str, str], str], langu
     note = line.note or ""
     if not note:
         return ""
+    if note == "included":  # the engine's note on free services
+        return _("included")
+    zh = language.lower().startswith("zh")
+    if zh and getattr(line, "note_zh", ""):
+        return line.note_zh
     if m := CARD_NOTE.match(note):
         nodes, cards = int(m[1]), int(m[2])
         return ngettext(
@@ -335,8 +340,9 @@ def line_note(line: QuoteLine, addon_notes_zh: dict[tuple[str, str], str], langu
         return ngettext(
             "%(nodes)s node × %(gpus)s GPUs", "%(nodes)s nodes × %(gpus)s GPUs", nodes
         ) % {"nodes": nodes, "gpus": gpus}
-    if language.lower().startswith("zh"):
-        # The book's Chinese note, only while its English note is still the stored one.
+    if zh:
+        # Lines priced before notes were stored in Chinese: the book's Chinese note, only
+        # while its English note is still the stored one.
         return addon_notes_zh.get((line.code, note), note)
     return note
 

@@ -554,6 +554,7 @@ class QuoteLine(models.Model):
     gross = money_field(_("gross"))
     adjustments = models.JSONField(default=list)
     note = models.CharField(max_length=200, blank=True)
+    note_zh = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["position"]

@@ -105,6 +105,8 @@ def price_book_snapshot(*, book: PriceBook) -> BookSnapshot:
         )
         if a.name_zh:
             names_zh[f"addon:{a.code}"] = a.name_zh
+        if a.note_zh:
+            names_zh[f"addon_note:{a.code}"] = a.note_zh
     free = []
     for fs in book.free_services.all():
         free.append(fs.name)

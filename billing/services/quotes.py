@@ -216,6 +216,11 @@ def priced_lines_as_rows(
             vat=line.vat,
             gross=line.gross,
             note=line.note,
+            note_zh=(
+                snapshot.names_zh.get(f"addon_note:{line.code}", "")
+                if line.kind == pricing.LineKind.ADDON
+                else ""
+            ),
             adjustments=[
                 {
                     "code": a.code,

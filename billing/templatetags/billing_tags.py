@@ -94,3 +94,11 @@ def adjustment_reason(adj: dict[str, Any]) -> str:
     if kind == "sales":
         return _("extra discount of %(percent)s") % {"percent": p.get("percent", "")}
     return ""
+
+
+@register.filter
+def line_note(line: Any) -> str:
+    """A priced line's note in the active language (the engine writes English notes)."""
+    from billing import documents
+
+    return documents.line_note(line, {}, translation.get_language() or "en")

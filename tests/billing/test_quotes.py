@@ -83,7 +83,7 @@ def test_quote_stores_the_engine_pricing(demo):
     assert quote.net_total == sum(line.net for line in quote.lines.all())
     assert quote.vat_total == Decimal("122400.00")  # 6%
     assert quote.gross_total == quote.net_total + quote.vat_total
-    assert quote.lines.filter(kind="free").count() == 4
+    assert quote.lines.filter(kind="free").count() == 3
 
 
 def test_send_holds_nodes_under_one_leaf_until_the_quote_expires(demo):
@@ -324,3 +324,20 @@ def test_invoice_pdf_is_rendered_in_a_task_when_issued_and_again_when_paid(
         assert "paid" in paid.file.name and paid.sha256 != issued.sha256
     finally:
         app.conf.task_always_eager = False
+
+
+def test_lines_keep_their_notes_in_both_languages(demo):
+    quote = make_quote(
+        demo,
+        items=[
+            qs.ItemSpec(kind="node", quantity=Decimal(1), node_type_id=demo["h100"].pk),
+            qs.ItemSpec(kind="addon", quantity=Decimal(5), addon_code="egress"),
+        ],
+    )
+    egress = quote.lines.get(code="egress")
+    assert (egress.note, egress.note_zh) == ("Estimated; billed on use", "预估用量，按实际用量计费")
+    from billing.templatetags.billing_tags import line_note
+
+    with override("zh-hans"):
+        assert line_note(egress) == "预估用量，按实际用量计费"
+    assert line_note(egress) == "Estimated; billed on use"
