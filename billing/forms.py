@@ -149,7 +149,7 @@ class QuoteForm(forms.Form):
                 self.add_error(
                     "start_date",
                     _("The start date is in the past (today at %(site)s is %(today)s).")
-                    % {"site": site.name, "today": today.isoformat()},
+                    % {"site": site.display_name, "today": today.isoformat()},
                 )
             valid_until = data.get("valid_until")
             if valid_until is not None and valid_until < today:

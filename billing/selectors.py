@@ -37,7 +37,7 @@ def price_book_in_force(*, site: Site, at: datetime | None = None) -> PriceBook:
 
         raise DomainError(
             _("No price book for %(site)s in %(currency)s is in force yet.")
-            % {"site": site.name, "currency": site.currency}
+            % {"site": site.display_name, "currency": site.currency}
         )
     return book
 

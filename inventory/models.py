@@ -21,12 +21,17 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 
 
 def validate_timezone(value: str) -> None:
     if value not in zoneinfo.available_timezones():
         raise ValidationError(_("“%(value)s” is not a known time zone."), params={"value": value})
+
+
+def _chinese() -> bool:
+    return (translation.get_language() or "").startswith("zh")
 
 
 class Currency(models.TextChoices):
@@ -40,7 +45,9 @@ class Site(models.Model):
 
     code = models.SlugField(_("code"), max_length=8, unique=True, help_text=_("e.g. SZ, HK"))
     name = models.CharField(_("name"), max_length=100)
+    name_zh = models.CharField(_("name (Chinese)"), max_length=100, blank=True)
     city = models.CharField(_("city"), max_length=100)
+    city_zh = models.CharField(_("city (Chinese)"), max_length=100, blank=True)
     timezone = models.CharField(
         _("time zone"), max_length=64, default="Asia/Shanghai", validators=[validate_timezone]
     )
@@ -64,7 +71,16 @@ class Site(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.name} ({self.code})"
+        return f"{self.display_name} ({self.code})"
+
+    @property
+    def display_name(self) -> str:
+        """The name in the active language."""
+        return self.name_zh if _chinese() and self.name_zh else self.name
+
+    @property
+    def display_city(self) -> str:
+        return self.city_zh if _chinese() and self.city_zh else self.city
 
     @property
     def tzinfo(self) -> zoneinfo.ZoneInfo:

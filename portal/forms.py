@@ -280,7 +280,7 @@ class ConfigureForm(forms.Form):
             return data
         if self.snapshot is None or self.snapshot.book.site_id != site.pk:
             self.add_error(
-                "site", _("No prices for %(site)s are in force yet.") % {"site": site.name}
+                "site", _("No prices for %(site)s are in force yet.") % {"site": site.display_name}
             )
             return data
         if node_type.code not in self.snapshot.engine.nodes:
@@ -378,7 +378,7 @@ class ConfigureForm(forms.Form):
                 self.add_error(
                     "start_date",
                     _("The start date is in the past: today in %(site)s is %(today)s.")
-                    % {"site": site.name, "today": today.isoformat()},
+                    % {"site": site.display_name, "today": today.isoformat()},
                 )
 
         if not self.errors:
@@ -407,7 +407,7 @@ class ConfigureForm(forms.Form):
     @staticmethod
     def not_offered_message(site: Any) -> str:
         return _("Not offered at that site (%(site)s): choose another node type or site.") % {
-            "site": site.name
+            "site": site.display_name
         }
 
     def check_offered(self, capacity: dict[tuple[int, int], Any]) -> bool:

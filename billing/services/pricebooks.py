@@ -374,7 +374,7 @@ def price_book_create(
             % {
                 "book": copy_from.name,
                 "from": copy_from.currency,
-                "site": site.name,
+                "site": site.display_name,
                 "to": currency,
             }
         )
@@ -383,7 +383,7 @@ def price_book_create(
     ).exists():
         raise DomainError(
             _("%(site)s already has a price book in %(currency)s starting at that moment.")
-            % {"site": site.name, "currency": currency}
+            % {"site": site.display_name, "currency": currency}
         )
     book = PriceBook.objects.create(
         site=site,
@@ -439,7 +439,7 @@ def price_book_update(
     ):
         raise DomainError(
             _("%(site)s already has a price book in %(currency)s starting at that moment.")
-            % {"site": stored.site.name, "currency": stored.currency}
+            % {"site": stored.site.display_name, "currency": stored.currency}
         )
     new = {"name": name.strip(), "effective_from": effective_from, "notes": notes}
     changed = [f for f in _BOOK_FIELDS if getattr(stored, f) != new[f]]

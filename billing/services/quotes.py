@@ -624,7 +624,7 @@ def _place_and_hold(quote: Quote, actor: User | None) -> None:
                     "free": found.free_count,
                     "count": count,
                     "type": nt.name,
-                    "site": quote.site.name,
+                    "site": quote.site.display_name,
                     "when": when,
                 }
             )

@@ -149,7 +149,9 @@ SITES: list[dict[str, Any]] = [
     {
         "code": "SZ",
         "name": "Shenzhen",
+        "name_zh": "深圳",
         "city": "Shenzhen",
+        "city_zh": "深圳",
         "timezone": "Asia/Shanghai",
         "currency": "CNY",
         "vat_rate": Decimal("0.0600"),
@@ -157,7 +159,9 @@ SITES: list[dict[str, Any]] = [
     {
         "code": "HK",
         "name": "Hong Kong",
+        "name_zh": "香港",
         "city": "Hong Kong",
+        "city_zh": "香港",
         "timezone": "Asia/Hong_Kong",
         "currency": "HKD",
         "vat_rate": Decimal("0.0000"),
