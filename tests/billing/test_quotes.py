@@ -341,3 +341,33 @@ def test_lines_keep_their_notes_in_both_languages(demo):
     with override("zh-hans"):
         assert line_note(egress) == "预估用量，按实际用量计费"
     assert line_note(egress) == "Estimated; billed on use"
+
+
+def test_an_unpaid_order_expires_and_frees_its_nodes(demo):
+    from billing.models import InvoiceStatus
+    from inventory.selectors import availability_search
+
+    quote = qs.quote_send(quote=make_quote(demo, nodes=2), actor=demo["sales"])
+    order = qs.quote_accept(
+        quote=quote, user=demo["customer"], name="Li Wei", ip=None, payment_method="card"
+    )
+    # Card payment: the nodes are held for 30 minutes.
+    assert timedelta(minutes=29) < order.payment_due_at - timezone.now() <= timedelta(minutes=30)
+    held = list(holds_of(quote).values_list("node_id", flat=True))
+    first = holds_of(quote).first()
+    assert orders.order_expire_unpaid(now=order.payment_due_at - timedelta(seconds=1)) == 0
+    assert orders.order_expire_unpaid(now=order.payment_due_at) == 1
+    assert orders.order_expire_unpaid(now=order.payment_due_at) == 0  # safe to run twice
+    order.refresh_from_db()
+    assert order.status == OrderStatus.EXPIRED
+    assert order.invoices.get().status == InvoiceStatus.VOID
+    assert {h.status for h in holds_of(quote)} == {ReservationStatus.RELEASED}
+    # The same nodes can be quoted again.
+    found = availability_search(
+        site=demo["sz"],
+        node_type=demo["h100"],
+        count=2,
+        start_at=first.start_at,
+        end_at=first.end_at,
+    )
+    assert set(held) <= {c.node_id for c in found.free}
