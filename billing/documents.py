@@ -24,6 +24,7 @@ import mimetypes
 import re
 import threading
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -560,14 +561,36 @@ def quote_document(*, quote: Quote, language: str) -> QuoteDocument:
 
 
 def _store(*, quote: Quote, language: str, data: bytes, frozen: bool) -> QuoteDocument:
-    name = f"{quote.number}-v{quote.version}-{language}.pdf"
+    return store_document(
+        model=QuoteDocument,
+        owner={"quote": quote},
+        language=language,
+        data=data,
+        name=f"{quote.number}-v{quote.version}-{language}.pdf",
+        keep=lambda document: frozen and _is_current(document, quote),
+    )
+
+
+def store_document(
+    *,
+    model: type[Any],
+    owner: dict[str, Any],
+    language: str,
+    data: bytes,
+    name: str,
+    keep: Callable[[Any], bool],
+) -> Any:
+    """Store rendered PDF bytes once per (owner, language), with their SHA-256.
+
+    Safe with several workers: the unique (owner, language) row decides; a loser deletes
+    its file and returns the stored row. A stored row for which ``keep`` says yes is never
+    replaced; otherwise the new file replaces it and the old file is deleted after commit.
+    """
     digest = sha256_of(data)
     with transaction.atomic():
-        document = (
-            QuoteDocument.objects.select_for_update().filter(quote=quote, language=language).first()
-        )
+        document = model.objects.select_for_update().filter(**owner, language=language).first()
         if document is None:
-            document = QuoteDocument(quote=quote, language=language, sha256=digest, size=len(data))
+            document = model(**owner, language=language, sha256=digest, size=len(data))
             document.file.save(name, ContentFile(data), save=False)
             try:
                 with transaction.atomic():
@@ -575,12 +598,10 @@ def _store(*, quote: Quote, language: str, data: bytes, frozen: bool) -> QuoteDo
                 return document
             except IntegrityError:
                 # Another worker stored it first: keep theirs, drop our file.
-                logger.info("%s [%s]: stored by another worker meanwhile", quote, language)
+                logger.info("%s [%s]: stored by another worker meanwhile", owner, language)
                 document.file.delete(save=False)
-                document = QuoteDocument.objects.select_for_update().get(
-                    quote=quote, language=language
-                )
-        if frozen and _is_current(document, quote):
+                document = model.objects.select_for_update().get(**owner, language=language)
+        if keep(document):
             return document  # stored meanwhile by another worker: never replaced
         old_name = document.file.name
         document.file.save(name, ContentFile(data), save=False)

@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.files.base import ContentFile
-from django.db import IntegrityError, transaction
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
@@ -39,7 +37,7 @@ from billing.documents import (
     provider,
     quantity_text,
     render_pdf,
-    sha256_of,
+    store_document,
 )
 from billing.models import (
     AddonPrice,
@@ -181,39 +179,11 @@ def invoice_document(*, invoice: Invoice, language: str) -> InvoiceDocument:
 
 
 def _store(*, invoice: Invoice, language: str, data: bytes) -> InvoiceDocument:
-    name = f"{_file_stem(invoice, language)}.pdf"
-    digest = sha256_of(data)
-    with transaction.atomic():
-        document = (
-            InvoiceDocument.objects.select_for_update()
-            .filter(invoice=invoice, language=language)
-            .first()
-        )
-        if document is None:
-            document = InvoiceDocument(
-                invoice=invoice, language=language, sha256=digest, size=len(data)
-            )
-            document.file.save(name, ContentFile(data), save=False)
-            try:
-                with transaction.atomic():
-                    document.save()
-                return document
-            except IntegrityError:
-                # Another worker stored it first: keep theirs, drop our file.
-                logger.info("%s [%s]: stored by another worker meanwhile", invoice, language)
-                document.file.delete(save=False)
-                document = InvoiceDocument.objects.select_for_update().get(
-                    invoice=invoice, language=language
-                )
-        if is_current(document, invoice):
-            return document  # stored meanwhile by another worker in this status
-        old_name = document.file.name
-        document.file.save(name, ContentFile(data), save=False)
-        document.sha256 = digest
-        document.size = len(data)
-        document.created_at = timezone.now()
-        document.save(update_fields=["file", "sha256", "size", "created_at"])
-        storage = document.file.storage
-        if old_name and old_name != document.file.name:
-            transaction.on_commit(lambda: storage.delete(old_name))
-        return document
+    return store_document(
+        model=InvoiceDocument,
+        owner={"invoice": invoice},
+        language=language,
+        data=data,
+        name=f"{_file_stem(invoice, language)}.pdf",
+        keep=lambda document: is_current(document, invoice),
+    )

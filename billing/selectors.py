@@ -51,6 +51,52 @@ class BookSnapshot:
     names_zh: dict[str, str]  # engine line code -> Chinese description
 
 
+def engine_node_price(
+    np: NodePrice, options: tuple[pricing.CardOption, ...] = ()
+) -> pricing.NodePrice:
+    """One ``NodePrice`` row as the engine sees it (``node_type__gpu_model`` loaded)."""
+    nt = np.node_type
+    return pricing.NodePrice(
+        node_type=nt.code,
+        name=nt.name,
+        category=pricing.Category(np.category),
+        basis=pricing.Basis(np.basis),
+        units_per_node=nt.gpu_count if np.basis == "gpu" else 1,
+        monthly=np.monthly,
+        daily=np.daily,
+        gpu_model=nt.gpu_model.name if nt.gpu_model else None,
+        options=options,
+    )
+
+
+def engine_discount(d: DiscountRule) -> pricing.DiscountRule:
+    """One ``DiscountRule`` row as the engine sees it (``node_type``, ``gpu_model`` loaded)."""
+    return pricing.DiscountRule(
+        code=d.code,
+        label=d.name,
+        term=pricing.Term(d.term),
+        multiplier=d.multiplier,
+        node_type=d.node_type.code if d.node_type else None,
+        gpu_model=d.gpu_model.name if d.gpu_model else None,
+        category=pricing.Category(d.category) if d.category else None,
+    )
+
+
+def engine_promotion(p: Promotion, *, site_code: str) -> pricing.Promotion:
+    """One ``Promotion`` row as the engine sees it (``node_type`` loaded)."""
+    return pricing.Promotion(
+        code=p.code,
+        label=p.name,
+        valid_from=p.valid_from,
+        valid_until=p.valid_until,
+        buy=p.buy,
+        get=p.get,
+        site=site_code,
+        category=pricing.Category(p.category) if p.category else None,
+        node_type=p.node_type.code if p.node_type else None,
+    )
+
+
 def price_book_snapshot(*, book: PriceBook) -> BookSnapshot:
     """Load a whole price book in a fixed number of queries and convert it for the engine."""
     book = (
@@ -84,20 +130,10 @@ def price_book_snapshot(*, book: PriceBook) -> BookSnapshot:
                 max_per_node=cp.max_per_node,
             )
         )
-    nodes = {}
-    for np in book.node_prices.all():
-        nt = np.node_type
-        nodes[nt.code] = pricing.NodePrice(
-            node_type=nt.code,
-            name=nt.name,
-            category=pricing.Category(np.category),
-            basis=pricing.Basis(np.basis),
-            units_per_node=nt.gpu_count if np.basis == "gpu" else 1,
-            monthly=np.monthly,
-            daily=np.daily,
-            gpu_model=nt.gpu_model.name if nt.gpu_model else None,
-            options=tuple(cards_by_type.get(nt.pk, ())),
-        )
+    nodes = {
+        np.node_type.code: engine_node_price(np, tuple(cards_by_type.get(np.node_type_id, ())))
+        for np in book.node_prices.all()
+    }
     addons = {}
     for a in book.addons.all():
         addons[a.code] = pricing.AddonPrice(
@@ -112,32 +148,8 @@ def price_book_snapshot(*, book: PriceBook) -> BookSnapshot:
         free.append(fs.name)
         if fs.name_zh:
             names_zh[f"free:{fs.name}"] = fs.name_zh
-    discounts = tuple(
-        pricing.DiscountRule(
-            code=d.code,
-            label=d.name,
-            term=pricing.Term(d.term),
-            multiplier=d.multiplier,
-            node_type=d.node_type.code if d.node_type else None,
-            gpu_model=d.gpu_model.name if d.gpu_model else None,
-            category=pricing.Category(d.category) if d.category else None,
-        )
-        for d in book.discounts.all()
-    )
-    promotions = tuple(
-        pricing.Promotion(
-            code=p.code,
-            label=p.name,
-            valid_from=p.valid_from,
-            valid_until=p.valid_until,
-            buy=p.buy,
-            get=p.get,
-            site=book.site.code,
-            category=pricing.Category(p.category) if p.category else None,
-            node_type=p.node_type.code if p.node_type else None,
-        )
-        for p in book.promotions.all()
-    )
+    discounts = tuple(engine_discount(d) for d in book.discounts.all())
+    promotions = tuple(engine_promotion(p, site_code=book.site.code) for p in book.promotions.all())
     for d in book.discounts.all():
         if d.name_zh:
             names_zh[f"rule:{d.code}"] = d.name_zh

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from billing import pricing
 from billing.models import DiscountRule, NodePrice, PriceBook, Promotion
+from billing.selectors import engine_discount, engine_node_price, engine_promotion
 from billing.services.numbers import site_today
 from billing.services.quotes import rental_period
 from inventory.models import (
@@ -100,54 +101,25 @@ def _engine_books(
     node prices, term discounts and promotions, in three queries for all books. Also
     returns the node type ids by code.
 
-    The conversion mirrors ``billing.selectors.price_book_snapshot`` (which loads one book
-    in eight queries); ``tests/portal/test_catalog.py`` checks both give the same prices.
+    Rows are converted by the same functions as ``billing.selectors.price_book_snapshot``
+    (which loads one whole book in eight queries); ``tests/portal/test_catalog.py``
+    checks both give the same prices.
     """
     by_pk = {b.pk: b for b in books.values()}
     type_ids: dict[str, int] = {}
     nodes: dict[int, dict[str, pricing.NodePrice]] = defaultdict(dict)
     for np in NodePrice.objects.filter(price_book__in=by_pk).select_related("node_type__gpu_model"):
-        nt = np.node_type
-        type_ids[nt.code] = nt.pk
-        nodes[np.price_book_id][nt.code] = pricing.NodePrice(
-            node_type=nt.code,
-            name=nt.name,
-            category=pricing.Category(np.category),
-            basis=pricing.Basis(np.basis),
-            units_per_node=nt.gpu_count if np.basis == "gpu" else 1,
-            monthly=np.monthly,
-            daily=np.daily,
-            gpu_model=nt.gpu_model.name if nt.gpu_model else None,
-        )
+        type_ids[np.node_type.code] = np.node_type.pk
+        nodes[np.price_book_id][np.node_type.code] = engine_node_price(np)
     discounts: dict[int, list[pricing.DiscountRule]] = defaultdict(list)
     for d in DiscountRule.objects.filter(price_book__in=by_pk).select_related(
         "node_type", "gpu_model"
     ):
-        discounts[d.price_book_id].append(
-            pricing.DiscountRule(
-                code=d.code,
-                label=d.name,
-                term=pricing.Term(d.term),
-                multiplier=d.multiplier,
-                node_type=d.node_type.code if d.node_type else None,
-                gpu_model=d.gpu_model.name if d.gpu_model else None,
-                category=pricing.Category(d.category) if d.category else None,
-            )
-        )
+        discounts[d.price_book_id].append(engine_discount(d))
     promotions: dict[int, list[pricing.Promotion]] = defaultdict(list)
     for p in Promotion.objects.filter(price_book__in=by_pk).select_related("node_type"):
         promotions[p.price_book_id].append(
-            pricing.Promotion(
-                code=p.code,
-                label=p.name,
-                valid_from=p.valid_from,
-                valid_until=p.valid_until,
-                buy=p.buy,
-                get=p.get,
-                site=by_pk[p.price_book_id].site.code,
-                category=pricing.Category(p.category) if p.category else None,
-                node_type=p.node_type.code if p.node_type else None,
-            )
+            engine_promotion(p, site_code=by_pk[p.price_book_id].site.code)
         )
     engines = {
         site_id: pricing.PriceBook(
