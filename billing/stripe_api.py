@@ -147,6 +147,11 @@ def payment_intent_retrieve(payment_intent_id: str) -> dict[str, Any]:
     return _intent_dict(client().v1.payment_intents.retrieve(payment_intent_id))
 
 
+def payment_intent_cancel(payment_intent_id: str) -> dict[str, Any]:
+    """Cancel a PaymentIntent that has not succeeded (an expired order's)."""
+    return _intent_dict(client().v1.payment_intents.cancel(payment_intent_id))
+
+
 def payment_intent_confirm(payment_intent_id: str, *, payment_method: str) -> dict[str, Any]:
     """Attach a payment method and confirm (server side: tests and staff tools; customers
     confirm in the browser through Stripe.js)."""

@@ -5,7 +5,7 @@ from django.urls import path
 from billing.views import payments
 
 urlpatterns = [
-    path("<str:number>/", payments.order_pay, name="order_pay"),
-    path("<str:number>/card", payments.order_pay_card, name="order_pay_card"),
-    path("<str:number>/return", payments.order_pay_return, name="order_pay_return"),
+    path("<slug:number>/", payments.order_pay, name="order_pay"),
+    path("<slug:number>/card", payments.order_pay_card, name="order_pay_card"),
+    path("<slug:number>/return", payments.order_pay_return, name="order_pay_return"),
 ]

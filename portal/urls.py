@@ -5,6 +5,7 @@ from django.conf.urls.i18n import i18n_patterns
 from django.contrib import admin
 from django.urls import include, path
 
+import portal.converters  # noqa: F401  (registers the "signed" path converter)
 from portal import i18n, views
 
 urlpatterns = [

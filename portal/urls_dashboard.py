@@ -6,7 +6,7 @@ from portal import dashboard
 
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
-    path("orders/<str:number>/", dashboard.order_detail, name="dashboard_order"),
-    path("orders/<str:number>/quote.pdf", dashboard.order_quote_pdf, name="dashboard_quote_pdf"),
-    path("invoices/<str:number>.pdf", dashboard.invoice_pdf, name="dashboard_invoice_pdf"),
+    path("orders/<slug:number>/", dashboard.order_detail, name="dashboard_order"),
+    path("orders/<slug:number>/quote.pdf", dashboard.order_quote_pdf, name="dashboard_quote_pdf"),
+    path("invoices/<slug:number>.pdf", dashboard.invoice_pdf, name="dashboard_invoice_pdf"),
 ]

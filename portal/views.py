@@ -29,6 +29,7 @@ from inventory import selectors
 from inventory.placement import leaf_summary
 from portal import selectors as shop
 from portal.accounts import selectors as accounts_selectors
+from portal.accounts.throttle import client_ip
 from portal.errors import DomainError, NotEnoughCapacity
 from portal.forms import ConfigureForm, WizardForm
 
@@ -201,10 +202,6 @@ def _offers(*, site: Any, option_code: str, node_count: int, start_date: Any) ->
 
 
 # --- Configure, instant quote, accept -----------------------------------------------------
-
-
-def _client_ip(request: HttpRequest) -> str | None:
-    return request.META.get("REMOTE_ADDR")
 
 
 CONFIG_FIELDS_WHAT = ("site", "node_type", "node_count", "gpu_count")
@@ -427,7 +424,7 @@ def configure_accept(request: HttpRequest) -> HttpResponse:
             start_date=config.start_date,
             addons=dict(config.addons),
             payment_method=form.cleaned_data.get("payment_method") or "card",
-            ip=_client_ip(request),
+            ip=client_ip(request),
         )
     except DomainError as exc:
         context = _configure_context(request, request.POST)

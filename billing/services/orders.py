@@ -235,6 +235,9 @@ def invoice_mark_paid_by_transfer(
     reference = reference.strip()
     if not reference:
         raise DomainError(_("Give the bank transfer's reference."))
+    # Lock order, then invoice: the same order as the card path, so the two never deadlock
+    # and never both record a payment unseen by the other.
+    Order.objects.select_for_update().get(pk=invoice.order_id)
     invoice = Invoice.objects.select_for_update().select_related("order").get(pk=invoice.pk)
     if invoice.status == InvoiceStatus.PAID:
         raise DomainError(
@@ -294,5 +297,31 @@ def order_expire_unpaid(*, now: datetime | None = None) -> int:
             Invoice.objects.filter(order=order, status=InvoiceStatus.ISSUED).update(
                 status=InvoiceStatus.VOID
             )
+            _cancel_open_intents_after_commit(order)
             expired += 1
     return expired
+
+
+def _cancel_open_intents_after_commit(order: Order) -> None:
+    """A card, Alipay or WeChat payment still open on Stripe must not take money for an
+    order whose nodes were freed: cancel its PaymentIntents once the expiry is saved."""
+    intents = list(
+        Payment.objects.filter(
+            invoice__order=order,
+            status=PaymentStatus.PENDING,
+            stripe_payment_intent__isnull=False,
+        ).values_list("stripe_payment_intent", flat=True)
+    )
+    if not intents:
+        return
+
+    def cancel() -> None:
+        from billing import stripe_api
+
+        for intent in intents:
+            try:
+                stripe_api.payment_intent_cancel(intent)
+            except Exception:  # logged; the webhook flags any payment that still lands
+                logger.exception("Could not cancel PaymentIntent %s of %s", intent, order.number)
+
+    transaction.on_commit(cancel)

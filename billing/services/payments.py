@@ -392,6 +392,9 @@ def _on_intent_succeeded(payload: dict[str, Any]) -> Outcome:
     payment = _payment_for_intent(intent)
     if payment is None:
         return _unknown_intent(intent)
+    # Lock the order first (the same order as every other paid path: order, then
+    # invoice), so a bank transfer marked at the same moment is seen, not raced.
+    Order.objects.select_for_update().get(pk=payment.invoice.order_id)
     invoice = Invoice.objects.select_related("order").get(pk=payment.invoice_id)
     received = _minor(intent.get("amount_received"))
     if not received:

@@ -737,6 +737,22 @@ def _check_customer(quote: Quote, user: User | None) -> None:
             raise DomainError(_("This quote belongs to another organisation."))
 
 
+def _decision_input(name: str, ip: str | None, comment: str = "") -> tuple[str, str | None]:
+    """The customer's typed name (and comment) checked; an unusable IP becomes None."""
+    import ipaddress
+
+    name = name.strip()
+    if len(name) > 200:
+        raise DomainError(_("Your name can be at most 200 characters."))
+    if "\x00" in name or "\x00" in comment:
+        raise DomainError(_("The text contains characters that are not allowed."))
+    try:
+        ip = str(ipaddress.ip_address(ip)) if ip else None
+    except ValueError:
+        ip = None
+    return name, ip
+
+
 def _check_open(quote: Quote) -> None:
     if quote.status != QuoteStatus.SENT:
         raise DomainError(
@@ -771,10 +787,11 @@ def quote_accept(
     """
     from billing.services.orders import order_create_from_quote
 
+    name, ip = _decision_input(name, ip)
     quote = _lock(quote)
     _check_customer(quote, user)
     _check_open(quote)
-    if not name.strip():
+    if not name:
         raise DomainError(_("Type your name to accept the quote."))
     if quote.reservation_group:
         held = list(
@@ -808,6 +825,7 @@ def quote_accept(
 def quote_reject(
     *, quote: Quote, user: User | None, name: str, ip: str | None, reason: str = ""
 ) -> Quote:
+    name, ip = _decision_input(name, ip, reason)
     quote = _lock(quote)
     _check_customer(quote, user)
     if quote.status != QuoteStatus.SENT:
@@ -827,11 +845,13 @@ def quote_reject(
 def quote_refresh(*, quote: Quote) -> Quote:
     """After ``NodesGone``: a fresh revision with other nodes, sent at today's prices.
 
-    The discount approved for the old version carries over. If not enough nodes are
-    free, the revision stays a draft for the salesperson and ``NotEnoughCapacity`` says
-    how many are free and from when the full count would be.
+    The discount approved for the old version carries over; a draft revision left by an
+    earlier try is reused. If not enough nodes are free, the revision stays a draft, the
+    salesperson is emailed, and ``NotEnoughCapacity`` says how many are free and from when.
     """
-    revision = quote_revise(quote=quote, actor=quote.created_by)
+    revision = Quote.objects.filter(previous=quote, status=QuoteStatus.DRAFT).first()
+    if revision is None:
+        revision = quote_revise(quote=quote, actor=quote.created_by)
     with transaction.atomic():
         revision = _lock(revision)
         if revision.extra_discount > discount_limit(quote.created_by):
@@ -843,7 +863,28 @@ def quote_refresh(*, quote: Quote) -> Quote:
                 _("Discount approved on v%(v)s carried over.") % {"v": quote.version},
             )
             revision.save(update_fields=["status"])
-    return quote_send(quote=revision, actor=quote.created_by)
+    try:
+        return quote_send(quote=revision, actor=quote.created_by)
+    except NotEnoughCapacity as exc:
+        with transaction.atomic():
+            _notify(
+                _("Customer could not accept quote %(number)s: nodes gone")
+                % {"number": quote.number},
+                _(
+                    "%(org)s tried to accept quote %(number)s v%(version)s but its nodes were "
+                    "no longer held, and a fresh revision (v%(new)s, a draft) could not be "
+                    "placed: %(reason)s"
+                )
+                % {
+                    "org": quote.organisation.name,
+                    "number": quote.number,
+                    "version": quote.version,
+                    "new": revision.version,
+                    "reason": exc.message,
+                },
+                [quote.created_by.email] if quote.created_by.email else [],
+            )
+        raise
 
 
 # --- Expiry -----------------------------------------------------------------------------

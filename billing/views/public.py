@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from billing.models import QUOTE_CUSTOMER_VISIBLE, Order, Quote, QuoteStatus
 from billing.services import quotes as quote_services
+from portal.accounts.throttle import client_ip
 from portal.errors import DomainError, NotEnoughCapacity
 from portal.models import Membership
 
@@ -34,10 +35,6 @@ def _quote_for(request: HttpRequest, token: str) -> Quote:
     ):
         raise Http404
     return quote
-
-
-def _client_ip(request: HttpRequest) -> str | None:
-    return request.META.get("REMOTE_ADDR")
 
 
 @require_GET
@@ -65,7 +62,7 @@ def quote_public_accept(request: HttpRequest, token: str) -> HttpResponse:
     name = request.POST.get("name", "")
     try:
         order = quote_services.quote_accept(
-            quote=quote, user=request.user, name=name, ip=_client_ip(request)
+            quote=quote, user=request.user, name=name, ip=client_ip(request)
         )
     except quote_services.NodesGone as exc:
         try:
@@ -76,6 +73,9 @@ def quote_public_accept(request: HttpRequest, token: str) -> HttpResponse:
                 _("%(gone)s %(capacity)s Your account manager has been told and will contact you.")
                 % {"gone": exc.message, "capacity": capacity.message},
             )
+            return redirect("quote_public", token=token)
+        except DomainError as other:  # e.g. a revision exists already
+            messages.error(request, f"{exc.message} {other.message}")
             return redirect("quote_public", token=token)
         messages.warning(
             request,
@@ -103,7 +103,7 @@ def quote_public_reject(request: HttpRequest, token: str) -> HttpResponse:
             quote=quote,
             user=request.user,
             name=request.POST.get("name", ""),
-            ip=_client_ip(request),
+            ip=client_ip(request),
             reason=request.POST.get("reason", ""),
         )
     except DomainError as exc:

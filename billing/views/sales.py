@@ -91,7 +91,7 @@ def sales_required(view: View) -> View:
 def _chosen_site(request: HttpRequest) -> Site | None:
     """The site the create form prices at: posted, or ``?site=``, or the first one."""
     raw = request.POST.get("site") or request.GET.get("site") or ""
-    site = Site.objects.filter(pk=int(raw)).first() if raw.isdigit() else None
+    site = Site.objects.filter(pk=int(raw)).first() if raw.isascii() and raw.isdigit() else None
     return site or Site.objects.order_by("pk").first()
 
 
@@ -248,7 +248,7 @@ def quote_edit(request: HttpRequest, pk: int) -> HttpResponse:
 def quote_preview(request: HttpRequest) -> HttpResponse:
     """The priced lines for the form as it stands; saves nothing."""
     raw = request.GET.get("quote", "")
-    quote = _quote_or_404(int(raw)) if raw.isdigit() else None
+    quote = _quote_or_404(int(raw)) if raw.isascii() and raw.isdigit() else None
     site = quote.site if quote is not None else _chosen_site(request)
     form = QuoteForm(
         request.POST, quote=quote, initial=QuoteForm.initial_for(quote) if quote else None

@@ -11,7 +11,7 @@ urlpatterns = [
     path("signup/", views.signup, name="signup"),
     path("verify/", views.verify_pending, name="verify_pending"),
     path("verify/resend/", views.verify_resend, name="verify_resend"),
-    path("verify/<str:token>/", views.verify, name="verify"),
+    path("verify/<signed:token>/", views.verify, name="verify"),
     path("login/", views.login, name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password/reset/", views.PasswordResetView.as_view(), name="password_reset"),
@@ -34,5 +34,5 @@ urlpatterns = [
     path("members/<int:pk>/role/", views.member_role, name="member_role"),
     path("members/<int:pk>/remove/", views.member_remove, name="member_remove"),
     path("invitations/<int:pk>/withdraw/", views.invitation_revoke, name="invitation_revoke"),
-    path("invitations/<str:token>/", views.invitation, name="invitation"),
+    path("invitations/<slug:token>/", views.invitation, name="invitation"),
 ]

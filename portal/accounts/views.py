@@ -176,7 +176,8 @@ def verify_resend(request: HttpRequest) -> HttpResponse:
 @never_cache
 @require_http_methods(["GET"])
 def verify(request: HttpRequest, token: str) -> HttpResponse:
-    """The link in the verification email: verify the address and log in."""
+    """The link in the verification email: verify the address, and log in the browser
+    that signed up (any other browser is sent to the login page)."""
     try:
         user = services.email_verify(token=token)
     except services.AlreadyVerified as exc:
@@ -184,6 +185,11 @@ def verify(request: HttpRequest, token: str) -> HttpResponse:
         return redirect("accounts:login")
     except DomainError as exc:
         return render(request, "accounts/verify_failed.html", {"message": exc.message}, status=400)
+    if request.session.get(PENDING_KEY) != user.pk:
+        # Opened in another browser (or sent to someone else): verify, but log nobody in,
+        # so a forwarded link cannot sign its opener into the sender's account.
+        messages.success(request, _("Your email address is verified. Please log in."))
+        return redirect("accounts:login")
     _log_in(request, user)
     messages.success(
         request,

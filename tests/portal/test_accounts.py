@@ -153,22 +153,34 @@ def test_cannot_log_in_before_verifying_and_can_have_the_email_sent_again(commit
 
 
 def test_the_verification_link_verifies_and_logs_in_once(commit, mailoutbox):
-    signup(new_client(), commit)
+    browser = new_client()
+    signup(browser, commit)
     link = link_in(mailoutbox[0])
 
-    c = new_client()  # another browser than the one that signed up: the link is enough
-    response = c.get(link)
+    response = browser.get(link)  # the browser that signed up
     assert response["Location"] == url("accounts:organisation_settings")
     user = User.objects.get()
-    assert logged_in_user_id(c) == str(user.pk)
+    assert logged_in_user_id(browser) == str(user.pk)
     assert CustomerProfile.objects.get(user=user).email_verified_at is not None
-    assert "your email address is verified" in text(c.get(response["Location"]))
+    assert "your email address is verified" in text(browser.get(response["Location"]))
 
     # Afterwards the password logs in, and the link does not log anyone in again.
     assert login(new_client(), "li.wei@example.com").status_code == 302
     other = new_client()
     assert "already verified" in followed_text(other, other.get(link))
     assert logged_in_user_id(other) is None
+
+
+def test_a_forwarded_verification_link_verifies_but_logs_nobody_in(commit, mailoutbox):
+    # Login CSRF: a link opened in another browser must not sign that browser into the
+    # account of whoever signed up.
+    signup(new_client(), commit)
+    other = new_client()
+    response = other.get(link_in(mailoutbox[0]))
+    assert response["Location"] == url("accounts:login")
+    assert logged_in_user_id(other) is None
+    assert User.objects.get().customer_profile.email_verified_at is not None
+    assert login(new_client(), "li.wei@example.com").status_code == 302
 
 
 def test_a_tampered_verification_link_is_refused(commit, mailoutbox):
@@ -185,13 +197,13 @@ def test_a_tampered_verification_link_is_refused(commit, mailoutbox):
 
 
 def test_an_expired_verification_link_is_refused(commit, monkeypatch):
-    signup(new_client(), commit)
+    c = new_client()
+    signup(c, commit)
     user = User.objects.get()
     four_days_ago = time.time() - 4 * 24 * 3600
     with monkeypatch.context() as m:
         m.setattr(signing.time, "time", lambda: four_days_ago)
         token = tokens.email_verification_token(user_id=user.pk, email=user.email)
-    c = new_client()
     response = c.get(url("accounts:verify", token))
     assert response.status_code == 400
     assert "This verification link has expired" in text(response)
