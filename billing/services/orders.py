@@ -38,9 +38,17 @@ from portal.statemachine import transition_check
 logger = logging.getLogger(__name__)
 
 CARD_HOLD = timedelta(minutes=30)
+# Holds outlive the payment deadline by this much, so a payment confirmed at the last
+# moment (Alipay, 3-D Secure) still finds its nodes; unpaid orders expire after it too.
+PAYMENT_GRACE = timedelta(minutes=15)
+SELF_SERVICE_TRANSFER_HOLD = timedelta(days=2)
 CARD_METHODS = (PaymentMethod.CARD, PaymentMethod.ALIPAY, PaymentMethod.WECHAT_PAY)
 
 User = AbstractBaseUser
+
+
+class NodesTaken(DomainError):
+    """A payment arrived after the order's nodes were booked by someone else."""
 
 
 def order_transition(
@@ -63,10 +71,16 @@ def order_transition(
 
 
 def payment_deadline(*, quote: Quote, method: str, now: datetime | None = None) -> datetime:
+    """Card, Alipay, WeChat Pay: 30 minutes. Bank transfer: the quote's validity (which
+    never runs past the rental's first day); for self-service orders at most two days, so
+    nobody can block nodes for weeks without paying."""
     now = now or timezone.now()
     if method in CARD_METHODS:
         return now + CARD_HOLD
-    return max(quote.expires_at or now, now + timedelta(days=1))
+    due = quote.expires_at or now + SELF_SERVICE_TRANSFER_HOLD
+    if not quote.created_by.is_staff:  # the customer configured it themself
+        due = min(due, now + SELF_SERVICE_TRANSFER_HOLD)
+    return max(due, now + timedelta(hours=1))
 
 
 def order_create_from_quote(
@@ -107,7 +121,7 @@ def order_create_from_quote(
     if quote.reservation_group:
         inventory_services.reservation_group_extend(
             group=quote.reservation_group,
-            expires_at=due,
+            expires_at=due + PAYMENT_GRACE,
             owner_ref=f"order:{order.number}",
             actor=actor,
             reason=_("Held for order %(n)s until payment.") % {"n": order.number},
@@ -156,7 +170,18 @@ def _confirm_nodes(order: Order, actor: User | None) -> str:
         return ""
     if reservations and all(r.status == ReservationStatus.FIRM for r in reservations):
         return ""
+    if not reservations:
+        return ""
     # The hold lapsed before the money arrived: book the same nodes again if still free.
+    # Parts still held are released first so that they do not collide with the re-booking.
+    for r in reservations:
+        if r.status == ReservationStatus.HOLD:
+            inventory_services.reservation_transition(
+                reservation=r,
+                to_status=ReservationStatus.RELEASED,
+                actor=actor,
+                reason=_("Re-booked after payment."),
+            )
     first = reservations[0]
     try:
         rebooked = inventory_services.reservation_hold(
@@ -169,10 +194,13 @@ def _confirm_nodes(order: Order, actor: User | None) -> str:
         )
     except DomainError as exc:
         logger.warning("Order %s paid after its nodes were taken: %s", order.number, exc.message)
-        return _(
-            "Paid after the hold lapsed and some nodes were taken meanwhile: staff must "
-            "place the order on other nodes or refund. (%(reason)s)"
-        ) % {"reason": exc.message}
+        raise NodesTaken(
+            _(
+                "Paid after the hold lapsed and some nodes were taken meanwhile: place the "
+                "order on other nodes or refund. (%(reason)s)"
+            )
+            % {"reason": exc.message}
+        ) from exc
     order.reservation_group = rebooked[0].group
     order.save(update_fields=["reservation_group"])
     return _("Paid after the hold lapsed; the same nodes were booked again.")
@@ -201,7 +229,11 @@ def order_mark_paid(
                 comment=_("Payment received after the order expired: refund or re-quote."),
             )
             return order, False
-        note = _confirm_nodes(order, actor)
+        try:
+            note = _confirm_nodes(order, actor)
+        except NodesTaken:
+            # Money but no nodes: never "paid" (nothing would be provisioned); staff decide.
+            raise
         order_transition(
             order=order,
             to_status=OrderStatus.PAID,
@@ -279,7 +311,7 @@ def order_expire_unpaid(*, now: datetime | None = None) -> int:
     expired = 0
     due = list(
         Order.objects.filter(
-            status=OrderStatus.AWAITING_PAYMENT, payment_due_at__lte=now
+            status=OrderStatus.AWAITING_PAYMENT, payment_due_at__lte=now - PAYMENT_GRACE
         ).values_list("pk", flat=True)
     )
     for pk in due:

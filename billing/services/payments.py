@@ -45,7 +45,7 @@ from billing.models import (
     StripeEvent,
     StripeEventStatus,
 )
-from billing.services.orders import CARD_METHODS, order_mark_paid
+from billing.services.orders import CARD_METHODS, NodesTaken, order_mark_paid
 from portal.errors import DomainError
 
 logger = logging.getLogger(__name__)
@@ -436,11 +436,14 @@ def _on_intent_succeeded(payload: dict[str, Any]) -> Outcome:
         .exclude(pk=payment.pk)
         .first()
     )
-    order, changed = order_mark_paid(
-        order=invoice.order,
-        comment=_("Paid by %(method)s (Stripe %(pi)s).")
-        % {"method": payment.get_method_display(), "pi": intent.get("id")},
-    )
+    try:
+        order, changed = order_mark_paid(
+            order=invoice.order,
+            comment=_("Paid by %(method)s (Stripe %(pi)s).")
+            % {"method": payment.get_method_display(), "pi": intent.get("id")},
+        )
+    except NodesTaken as exc:
+        return _flagged(exc.message)
     if others is not None:
         return _flagged(
             _(

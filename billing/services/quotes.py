@@ -23,6 +23,7 @@ from billing.models import (
     QUOTE_TRANSITIONS,
     ItemKind,
     Order,
+    OrderStatus,
     PaymentMethod,
     Quote,
     QuoteEvent,
@@ -111,6 +112,37 @@ def _move(quote: Quote, target: str, actor: User | None, comment: str = "") -> N
 
 def _lock(quote: Quote) -> Quote:
     return Quote.objects.select_for_update().select_related("site", "organisation").get(pk=quote.pk)
+
+
+OPEN_STATUSES = (
+    QuoteStatus.DRAFT,
+    QuoteStatus.PENDING_APPROVAL,
+    QuoteStatus.APPROVED,
+    QuoteStatus.SENT,
+)
+
+
+def _lock_family(quote: Quote) -> tuple[Quote, list[Quote]]:
+    """Lock every version of the quote's number (in one order, so two sends of different
+    versions cannot deadlock); return this version and the others."""
+    family = list(
+        Quote.objects.select_for_update()
+        .select_related("site", "organisation")
+        .filter(number=quote.number)
+        .order_by("pk")
+    )
+    this = next(q for q in family if q.pk == quote.pk)
+    return this, [q for q in family if q.pk != quote.pk]
+
+
+def _supersede_others(others: list[Quote], *, by: Quote, actor: User | None) -> None:
+    """Only one version of a quote may be open: the others stop, and free their nodes."""
+    reason = _("Superseded by v%(v)s.") % {"v": by.version}
+    for other in others:
+        if other.status in OPEN_STATUSES:
+            _release_holds(other, actor, reason)
+            _move(other, QuoteStatus.SUPERSEDED, actor, reason)
+            other.save(update_fields=["status"])
 
 
 # --- Pricing ----------------------------------------------------------------------------
@@ -447,7 +479,13 @@ def quote_revise(*, quote: Quote, actor: User) -> Quote:
     The old version stays readable; it is superseded when the new one is sent.
     """
     quote = _lock(quote)
-    if quote.status in (QuoteStatus.ACCEPTED, QuoteStatus.SUPERSEDED):
+    lapsed = (
+        quote.status == QuoteStatus.ACCEPTED
+        and Order.objects.filter(
+            quote=quote, status__in=[OrderStatus.EXPIRED, OrderStatus.CANCELLED]
+        ).exists()
+    )
+    if quote.status in (QuoteStatus.ACCEPTED, QuoteStatus.SUPERSEDED) and not lapsed:
         raise DomainError(
             _("Quote %(number)s v%(version)s is %(status)s; it cannot be revised.")
             % {
@@ -667,8 +705,24 @@ def _release_holds(quote: Quote, actor: User | None, reason: str) -> None:
 
 @transaction.atomic
 def quote_send(*, quote: Quote, actor: User) -> Quote:
-    """Freeze the quote, hold its nodes until it expires, then email it with its PDF."""
-    quote = _lock(quote)
+    """Freeze the quote, hold its nodes until it expires, then email it with its PDF.
+
+    Every other open version of the same number is superseded (and its holds released);
+    if a version was accepted already, nothing is sent.
+    """
+    quote, others = _lock_family(quote)
+    live = Order.objects.filter(quote__in=others).exclude(
+        status__in=[OrderStatus.EXPIRED, OrderStatus.CANCELLED]
+    )
+    accepted = next(
+        (q for q in others if q.status == QuoteStatus.ACCEPTED and live.filter(quote=q).exists()),
+        None,
+    )
+    if accepted is not None:
+        raise DomainError(
+            _("Version %(v)s of quote %(number)s was accepted already; this one cannot be sent.")
+            % {"v": accepted.version, "number": quote.number}
+        )
     if quote.status == QuoteStatus.DRAFT and quote.extra_discount > discount_limit(actor):
         raise DomainError(
             _(
@@ -694,24 +748,9 @@ def quote_send(*, quote: Quote, actor: User) -> Quote:
         raise DomainError(_("The start date has passed; edit the quote first."))
     if quote.valid_until < today:
         raise DomainError(_("The validity date has passed; edit the quote first."))
-    quote.expires_at = end_of_day(site=quote.site, day=quote.valid_until)
-    previous = quote.previous
-    if previous is not None:
-        previous = _lock(previous)
-        if previous.status in (
-            QuoteStatus.SENT,
-            QuoteStatus.DRAFT,
-            QuoteStatus.PENDING_APPROVAL,
-            QuoteStatus.APPROVED,
-        ):
-            _release_holds(previous, actor, _("Superseded by v%(v)s.") % {"v": quote.version})
-            _move(
-                previous,
-                QuoteStatus.SUPERSEDED,
-                actor,
-                _("Superseded by v%(v)s.") % {"v": quote.version},
-            )
-            previous.save(update_fields=["status"])
+    # Open until the end of the validity day, but never past the rental's first day.
+    quote.expires_at = end_of_day(site=quote.site, day=min(quote.valid_until, quote.start_date))
+    _supersede_others(others, by=quote, actor=actor)
     _place_and_hold(quote, actor)
     _move(quote, QuoteStatus.SENT, actor)
     quote.sent_at = timezone.now()
@@ -763,6 +802,11 @@ def _check_open(quote: Quote) -> None:
                 "status": quote.get_status_display(),
             }
         )
+    if quote.start_date < site_today(quote.site):
+        raise DomainError(
+            _("Quote %(number)s was for a rental starting %(day)s; ask for a fresh quote.")
+            % {"number": quote.number, "day": quote.start_date.isoformat()}
+        )
     if quote.expires_at and timezone.now() >= quote.expires_at:
         raise DomainError(
             _("Quote %(number)s expired on %(day)s.")
@@ -788,7 +832,7 @@ def quote_accept(
     from billing.services.orders import order_create_from_quote
 
     name, ip = _decision_input(name, ip)
-    quote = _lock(quote)
+    quote, others = _lock_family(quote)
     _check_customer(quote, user)
     _check_open(quote)
     if not name:
@@ -815,9 +859,7 @@ def quote_accept(
     quote.decided_by_name = name.strip()
     quote.decided_ip = ip
     quote.save()
-    Quote.objects.filter(previous=quote, status=QuoteStatus.DRAFT).update(
-        status=QuoteStatus.SUPERSEDED
-    )
+    _supersede_others(others, by=quote, actor=actor)
     return order_create_from_quote(quote=quote, actor=actor, payment_method=payment_method)
 
 

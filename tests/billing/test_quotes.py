@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import override
 
-from billing.models import Order, OrderStatus, QuoteStatus
+from billing.models import Order, OrderStatus, Quote, QuoteStatus
 from billing.services import orders
 from billing.services import quotes as qs
 from inventory import services as inventory_services
@@ -175,7 +175,8 @@ def test_accept_creates_the_order_and_payment_makes_the_booking_firm(demo):
     holds = holds_of(quote)
     assert {h.status for h in holds} == {ReservationStatus.HOLD}
     assert {h.owner_ref for h in holds} == {f"order:{order.number}"}
-    assert {h.expires_at for h in holds} == {order.payment_due_at}
+    # Holds outlive the deadline by a grace period for payments confirmed at the last moment.
+    assert {h.expires_at for h in holds} == {order.payment_due_at + orders.PAYMENT_GRACE}
     assert order.status == OrderStatus.AWAITING_PAYMENT
     assert order.gross_total == quote.gross_total
     assert order.organisation == demo["org"]
@@ -355,9 +356,10 @@ def test_an_unpaid_order_expires_and_frees_its_nodes(demo):
     assert timedelta(minutes=29) < order.payment_due_at - timezone.now() <= timedelta(minutes=30)
     held = list(holds_of(quote).values_list("node_id", flat=True))
     first = holds_of(quote).first()
-    assert orders.order_expire_unpaid(now=order.payment_due_at - timedelta(seconds=1)) == 0
-    assert orders.order_expire_unpaid(now=order.payment_due_at) == 1
-    assert orders.order_expire_unpaid(now=order.payment_due_at) == 0  # safe to run twice
+    last_moment = order.payment_due_at + orders.PAYMENT_GRACE
+    assert orders.order_expire_unpaid(now=last_moment - timedelta(seconds=1)) == 0
+    assert orders.order_expire_unpaid(now=last_moment) == 1
+    assert orders.order_expire_unpaid(now=last_moment) == 0  # safe to run twice
     order.refresh_from_db()
     assert order.status == OrderStatus.EXPIRED
     assert order.invoices.get().status == InvoiceStatus.VOID
@@ -371,3 +373,68 @@ def test_an_unpaid_order_expires_and_frees_its_nodes(demo):
         end_at=first.end_at,
     )
     assert set(held) <= {c.node_id for c in found.free}
+
+
+def test_only_one_version_of_a_quote_is_ever_open(demo):
+    v1 = qs.quote_send(quote=make_quote(demo), actor=demo["sales"])
+    v2 = qs.quote_revise(quote=v1, actor=demo["sales"])
+    v3 = qs.quote_revise(quote=v2, actor=demo["sales"])
+    v3 = qs.quote_send(quote=v3, actor=demo["sales"])
+    v1.refresh_from_db()
+    v2.refresh_from_db()
+    assert (v1.status, v2.status, v3.status) == ("superseded", "superseded", "sent")
+    assert {h.status for h in holds_of(v1)} == {ReservationStatus.RELEASED}
+    with pytest.raises(DomainError, match="no longer be accepted"):
+        qs.quote_accept(quote=v1, user=None, name="Li Wei", ip=None)
+
+
+def test_accepting_one_version_stops_the_others(demo):
+    v1 = qs.quote_send(quote=make_quote(demo), actor=demo["sales"])
+    v2 = qs.quote_revise(quote=v1, actor=demo["sales"])
+    qs.quote_accept(quote=v1, user=demo["customer"], name="Li Wei", ip=None)
+    v2.refresh_from_db()
+    assert v2.status == QuoteStatus.SUPERSEDED
+    assert v2.events.last().to_status == QuoteStatus.SUPERSEDED
+    with pytest.raises(DomainError):
+        qs.quote_send(quote=v2, actor=demo["sales"])
+    assert Order.objects.count() == 1
+
+
+def test_a_quote_cannot_be_accepted_once_its_rental_has_started(demo):
+    quote = qs.quote_send(quote=make_quote(demo), actor=demo["sales"])
+    # The hold never outlives the rental's first day either.
+    first_day_end = qs.end_of_day(site=quote.site, day=quote.start_date)
+    assert quote.expires_at <= first_day_end
+    Quote.objects.filter(pk=quote.pk).update(start_date=timezone.now().date() - timedelta(days=2))
+    with pytest.raises(DomainError, match="ask for a fresh quote"):
+        qs.quote_accept(quote=quote, user=None, name="Li Wei", ip=None)
+
+
+def test_money_after_the_nodes_were_taken_never_marks_the_order_paid(demo):
+    quote = qs.quote_send(quote=make_quote(demo, nodes=2), actor=demo["sales"])
+    order = qs.quote_accept(
+        quote=quote, user=demo["customer"], name="Li Wei", ip=None, payment_method="card"
+    )
+    held = list(holds_of(quote).select_related("node"))
+    inventory_services.reservation_expire_holds(now=held[0].expires_at)
+    inventory_services.reservation_hold(
+        nodes=[held[0].node],
+        start_at=held[0].start_at,
+        end_at=held[0].end_at,
+        owner_ref="order:someone-else",
+        firm=True,
+    )
+    with pytest.raises(orders.NodesTaken, match="other nodes or refund"):
+        orders.order_mark_paid(order=order)
+    order.refresh_from_db()
+    assert order.status == OrderStatus.AWAITING_PAYMENT
+
+
+def test_an_accepted_quote_whose_order_lapsed_can_be_revised_and_sent_again(demo):
+    quote = qs.quote_send(quote=make_quote(demo), actor=demo["sales"])
+    order = qs.quote_accept(
+        quote=quote, user=demo["customer"], name="Li Wei", ip=None, payment_method="card"
+    )
+    orders.order_expire_unpaid(now=order.payment_due_at + orders.PAYMENT_GRACE)
+    v2 = qs.quote_send(quote=qs.quote_revise(quote=quote, actor=demo["sales"]), actor=demo["sales"])
+    assert (v2.version, v2.status) == (2, QuoteStatus.SENT)

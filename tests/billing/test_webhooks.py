@@ -5,6 +5,7 @@ import hashlib
 import hmac
 import json
 import time
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -316,7 +317,7 @@ def test_payment_after_the_order_expired_is_recorded_and_flagged(
     client, card_order, django_capture_on_commit_callbacks
 ):
     order, payment = card_order
-    Order.objects.filter(pk=order.pk).update(payment_due_at=order.created_at)
+    Order.objects.filter(pk=order.pk).update(payment_due_at=order.created_at - timedelta(hours=1))
     assert order_expire_unpaid() == 1
     with django_capture_on_commit_callbacks(execute=True):
         post(client, event("payment_intent.succeeded", intent(payment)))

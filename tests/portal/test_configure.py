@@ -28,6 +28,7 @@ from billing.models import (
     QuoteStatus,
 )
 from billing.services.numbers import site_today
+from billing.services.orders import PAYMENT_GRACE
 from billing.services.quotes import quote_price_preview
 from billing.services.selfservice import Configuration, configuration_items
 from billing.templatetags.billing_tags import money
@@ -435,7 +436,7 @@ def test_accept_makes_an_order_holding_the_nodes_for_30_minutes(client, demo, cu
     held = list(Reservation.objects.filter(group=order.reservation_group))
     assert len(held) == 4
     assert {r.status for r in held} == {ReservationStatus.HOLD}
-    assert {r.expires_at for r in held} == {order.payment_due_at}
+    assert {r.expires_at for r in held} == {order.payment_due_at + PAYMENT_GRACE}
     assert {r.owner_ref for r in held} == {f"order:{order.number}"}
     quote = order.quote
     assert quote.status == QuoteStatus.ACCEPTED
@@ -446,17 +447,23 @@ def test_accept_makes_an_order_holding_the_nodes_for_30_minutes(client, demo, cu
     assert {i.addon_code for i in quote.items.all()} >= {"extra-ip", "cross-node-traffic"}
 
 
-def test_accept_by_bank_transfer_holds_until_the_quote_expires(client, demo, customer):
+def test_accept_by_bank_transfer_holds_for_two_days_at_most(client, demo, customer):
+    # A self-service order paid by transfer holds its nodes for the quote's validity, but
+    # two days at most: nobody blocks capacity for weeks without paying.
     client.force_login(customer)
     _accept(client, payment_method="bank_transfer")
     order = Order.objects.get()
-    assert order.payment_due_at == order.quote.expires_at
-    assert order.payment_due_at > timezone.now() + timedelta(days=14)
+    assert order.payment_due_at <= order.quote.expires_at
+    assert (
+        timedelta(days=2) - timedelta(minutes=1)
+        < order.payment_due_at - timezone.now()
+        <= timedelta(days=2)
+    )
     assert set(
         Reservation.objects.filter(group=order.reservation_group).values_list(
             "expires_at", flat=True
         )
-    ) == {order.payment_due_at}
+    ) == {order.payment_due_at + PAYMENT_GRACE}
 
 
 def test_anonymous_accept_goes_to_log_in_and_comes_back(client, demo):

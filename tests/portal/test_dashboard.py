@@ -218,7 +218,7 @@ def test_someone_else_in_the_organisation_is_named_and_system_events_say_system(
     colleague = User.objects.create_user("li", "li@example.com", "pw-li-12345", first_name="Li")
     Membership.objects.create(user=colleague, organisation=demo["org"], role=MemberRole.MEMBER)
     order = accepted_order(demo, user=colleague)
-    Order.objects.filter(pk=order.pk).update(payment_due_at=timezone.now() - timedelta(minutes=1))
+    Order.objects.filter(pk=order.pk).update(payment_due_at=timezone.now() - timedelta(hours=1))
     order_services.order_expire_unpaid()
     client.force_login(demo["customer"])
     body = text(client.get(url("dashboard_order", order.number)))
