@@ -557,6 +557,9 @@ def quote_document(*, quote: Quote, language: str) -> QuoteDocument:
         if stored is not None and _is_current(stored, quote):
             return stored
     data = render_quote_pdf(quote=quote, language=language)
+    if not frozen and Quote.objects.filter(pk=quote.pk, status__in=FROZEN_STATUSES).exists():
+        # Sent while this draft was rendering: render (and store) the final document.
+        return quote_document(quote=quote, language=language)
     return _store(quote=quote, language=language, data=data, frozen=frozen)
 
 

@@ -8,6 +8,7 @@ from smtplib import SMTPException
 from celery import shared_task
 from django.conf import settings
 from django.core.mail import EmailMessage
+from django.db import InterfaceError, OperationalError
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone, translation
@@ -40,7 +41,8 @@ def quote_expire_due_task() -> int:
 def quote_email(quote_id: int) -> str:
     """Email a sent quote to its contact with the PDF attached and the link to accept it.
 
-    Sends once: ``emailed_at`` records it, and a second run returns early.
+    Sends once: ``emailed_at`` is claimed before sending, so a second run (or a second
+    worker) returns early.
     """
     quote = Quote.objects.select_related("organisation", "site", "created_by").get(pk=quote_id)
     if quote.status != QuoteStatus.SENT or quote.emailed_at:
@@ -61,14 +63,22 @@ def quote_email(quote_id: int) -> str:
     )
     with document.file.open("rb") as fh:
         message.attach(f"{quote.number}-v{quote.version}.pdf", fh.read(), "application/pdf")
-    message.send()
-    Quote.objects.filter(pk=quote.pk).update(emailed_at=timezone.now())
+    # Claim the sending first: a second worker, or a retry after the mail server took the
+    # message, finds it claimed and sends nothing. A failed send gives the claim back.
+    claimed = Quote.objects.filter(pk=quote.pk, emailed_at__isnull=True).update(
+        emailed_at=timezone.now()
+    )
+    if not claimed:
+        return "skipped"
+    try:
+        message.send()
+    except Exception:
+        Quote.objects.filter(pk=quote.pk).update(emailed_at=None)
+        raise
     return "sent"
 
 
 # --- Documents (routed to the ``documents`` queue by the ``document_`` prefix) ----------
-
-from django.db import InterfaceError, OperationalError  # noqa: E402
 
 
 @shared_task(

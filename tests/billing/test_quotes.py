@@ -438,3 +438,16 @@ def test_an_accepted_quote_whose_order_lapsed_can_be_revised_and_sent_again(demo
     orders.order_expire_unpaid(now=order.payment_due_at + orders.PAYMENT_GRACE)
     v2 = qs.quote_send(quote=qs.quote_revise(quote=quote, actor=demo["sales"]), actor=demo["sales"])
     assert (v2.version, v2.status) == (2, QuoteStatus.SENT)
+
+
+@pytest.mark.parametrize("nodes", [2, 16])
+def test_accepting_and_paying_take_the_same_queries_whatever_the_node_count(
+    demo, nodes, django_assert_max_num_queries
+):
+    quote = qs.quote_send(quote=make_quote(demo, nodes=nodes), actor=demo["sales"])
+    with django_assert_max_num_queries(30):
+        order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip=None)
+    invoice = order.invoices.get()
+    with django_assert_max_num_queries(25):
+        orders.invoice_mark_paid_by_transfer(invoice=invoice, reference="T-1", actor=demo["sales"])
+    assert {h.status for h in holds_of(quote)} == {ReservationStatus.FIRM}
