@@ -129,3 +129,27 @@ def stripe_event_process_task(event_id: str) -> str:
     from billing.services.payments import stripe_event_process
 
     return stripe_event_process(event_id=event_id)
+
+
+@shared_task
+def stripe_events_retry_task(older_than_minutes: int = 5) -> int:
+    """Re-run webhook events left received or failed (Celery beat). Stripe got its 200 and
+    will not redeliver, so this is what makes a handler error or a lost task recoverable.
+    Returns how many were re-run; each run is idempotent."""
+    from datetime import timedelta
+
+    from billing.models import StripeEvent, StripeEventStatus
+    from billing.services.payments import stripe_event_process
+
+    cutoff = timezone.now() - timedelta(minutes=older_than_minutes)
+    stuck = list(
+        StripeEvent.objects.filter(
+            status__in=[StripeEventStatus.RECEIVED, StripeEventStatus.FAILED],
+            received_at__lte=cutoff,
+        )
+        .order_by("received_at")
+        .values_list("stripe_id", flat=True)[:100]
+    )
+    for event_id in stuck:
+        stripe_event_process(event_id=event_id)
+    return len(stuck)

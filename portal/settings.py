@@ -191,6 +191,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "billing.tasks.order_expire_unpaid_task",
         "schedule": 60.0,
     },
+    "retry-stuck-stripe-events": {
+        "task": "billing.tasks.stripe_events_retry_task",
+        "schedule": 300.0,
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(_CELERY_DIR / "beat-schedule")
 

@@ -495,3 +495,29 @@ def test_a_refund_that_exceeds_the_payment_is_flagged(
     assert stored.status == StripeEventStatus.FLAGGED
     payment.refresh_from_db()
     assert payment.amount_refunded == 0
+
+
+def test_an_event_whose_processing_failed_is_retried_by_beat(
+    client, card_order, monkeypatch, django_capture_on_commit_callbacks
+):
+    from django.utils import timezone
+
+    from billing import tasks
+    from billing.services import payments as payment_services
+
+    order, payment = card_order
+    real = payment_services.HANDLERS["payment_intent.succeeded"]
+
+    def broken(payload):
+        raise RuntimeError("database hiccup")
+
+    monkeypatch.setitem(payment_services.HANDLERS, "payment_intent.succeeded", broken)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(client, event("payment_intent.succeeded", intent(payment))).status_code == 200
+    assert StripeEvent.objects.get().status == StripeEventStatus.FAILED
+    monkeypatch.setitem(payment_services.HANDLERS, "payment_intent.succeeded", real)
+    StripeEvent.objects.update(received_at=timezone.now() - timedelta(minutes=10))
+    assert tasks.stripe_events_retry_task() == 1
+    assert StripeEvent.objects.get().status == StripeEventStatus.PROCESSED
+    order.refresh_from_db()
+    assert order.status == OrderStatus.PAID
