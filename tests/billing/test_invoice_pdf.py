@@ -24,12 +24,8 @@ from billing.services import quotes as qs
 from inventory.models import NodeType, Site
 from portal.models import Organisation
 
-pytestmark = [
-    pytest.mark.django_db,
-    pytest.mark.skipif(
-        not shutil.which("pdftotext"), reason="poppler-utils (pdftotext) is not installed"
-    ),
-]
+pytestmark = pytest.mark.django_db
+assert shutil.which("pdftotext"), "poppler-utils is missing: run `make test` to install it"
 
 LEGAL_NAME_ZH = "深圳珠江智算科技有限公司"
 
