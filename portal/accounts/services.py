@@ -111,6 +111,16 @@ def _send_after_commit(*, template: str, to: str, context: dict) -> None:
     transaction.on_commit(send)
 
 
+def signup_taken_notify(*, email: str, login_url: str, reset_url: str) -> None:
+    """Sign-up with an address that has an account: tell its owner by email instead of
+    telling whoever typed it (the page answers as for a new account: no enumeration)."""
+    _send_after_commit(
+        template="signup_taken",
+        to=email,
+        context={"email": email, "login_url": login_url, "reset_url": reset_url},
+    )
+
+
 def _role_check(
     *, organisation: Organisation, actor: AbstractBaseUser, roles: Iterable[str], refusal: str
 ) -> Membership:

@@ -114,7 +114,23 @@ def signup(request: HttpRequest) -> HttpResponse:
                 invitation_token=token or None,
             )
         except services.EmailTaken as exc:
-            form.add_error("email", exc.message)
+            if invitation is not None:  # the invited address is known to the inviter anyway
+                form.add_error("email", exc.message)
+            else:
+                # Answer as for a new account, and tell the address's owner by email:
+                # the page never reveals which addresses have accounts.
+                base = settings.PORTAL_BASE_URL
+                services.signup_taken_notify(
+                    email=data["email"].strip().lower(),
+                    login_url=base + reverse("accounts:login"),
+                    reset_url=base + reverse("accounts:password_reset"),
+                )
+                messages.success(
+                    request,
+                    _("Your account is created. We sent a link to %(email)s to verify it.")
+                    % {"email": data["email"].strip().lower()},
+                )
+                return redirect("accounts:verify_pending")
         except DomainError as exc:
             form.add_error(None, exc.message)
         else:

@@ -217,14 +217,20 @@ def test_an_expired_verification_link_is_refused(commit, monkeypatch):
     assert logged_in_user_id(c) == str(user.pk)
 
 
-def test_a_duplicate_email_is_refused(commit, mailoutbox):
+def test_a_duplicate_email_creates_nothing_and_reveals_nothing(commit, mailoutbox):
     signup(new_client(), commit)
-    response = signup(new_client(), commit, email="LI.WEI@example.com", company_name="Other")
-    assert response.status_code == 400
-    assert "An account with this email exists" in text(response)
-    assert User.objects.count() == 1
-    assert Organisation.objects.count() == 1
-    assert len(mailoutbox) == 1
+    fresh = signup(new_client(), commit, email="new.person@example.com", company_name="New")
+    taken = signup(new_client(), commit, email="LI.WEI@example.com", company_name="Other")
+    # The page answers exactly as for a new account: which addresses exist stays private.
+    assert taken.status_code == fresh.status_code == 302
+    assert taken["Location"] == fresh["Location"]
+    assert User.objects.filter(username__iexact="li.wei@example.com").count() == 1
+    assert not Organisation.objects.filter(name="Other").exists()
+    # The address's owner is told by email instead.
+    notice = mailoutbox[-1]
+    assert notice.to == ["li.wei@example.com"]
+    assert "already has an account" in notice.body
+    assert url("accounts:password_reset") in notice.body
 
 
 def test_signup_shows_password_problems_next_to_the_fields(commit):
