@@ -131,6 +131,37 @@ def order_payment_state(
 # --- Starting a card payment ------------------------------------------------------------
 
 
+def payment_card_resume(*, order: Order) -> tuple[Payment, str] | None:
+    """The open PaymentIntent of the order's invoice and its client secret, to show the
+    Payment Element again; ``None`` when none is open. Reads only (a GET may call it)."""
+    if not stripe_api.is_configured():
+        raise DomainError(not_configured_message())
+    _check_payable(order, timezone.now())
+    invoice = (
+        Invoice.objects.filter(order=order, status=InvoiceStatus.ISSUED)
+        .order_by("issued_at", "pk")
+        .first()
+    )
+    if invoice is None:
+        return None
+    payment = (
+        Payment.objects.filter(
+            invoice=invoice, status=PaymentStatus.PENDING, stripe_payment_intent__isnull=False
+        )
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+    if payment is None:
+        return None
+    try:
+        intent = stripe_api.payment_intent_retrieve(payment.stripe_payment_intent or "")
+    except stripe_api.StripeError:
+        return None
+    if intent["status"] not in REUSABLE_INTENT:
+        return None
+    return payment, intent["client_secret"]
+
+
 def payment_card_start(*, order: Order, actor: User | None) -> tuple[Payment, str]:
     """The PaymentIntent for the order's first invoice and its client secret (for the
     Payment Element). Reuses the invoice's open PaymentIntent; a new one is made only

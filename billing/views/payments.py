@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone, translation
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing import invoices, stripe_api
 from billing.models import InvoiceStatus, Order, OrderStatus
@@ -67,15 +67,25 @@ def order_pay(request: HttpRequest, number: str) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_http_methods(["GET", "POST"])
 def order_pay_card(request: HttpRequest, number: str) -> HttpResponse:
-    """The Payment Element for the invoice's PaymentIntent (reused on reload)."""
+    """POST starts (or reuses) the invoice's PaymentIntent; GET shows its Payment Element.
+
+    Only the POST writes (a PaymentIntent and a Payment row), so a link or an image
+    pointing here cannot start a payment for a logged-in customer.
+    """
     order = _order_for(request, number)
     try:
-        payment, client_secret = payments.payment_card_start(order=order, actor=request.user)
+        if request.method == "POST":
+            payments.payment_card_start(order=order, actor=request.user)
+            return redirect("order_pay_card", order.number)
+        found = payments.payment_card_resume(order=order)
     except DomainError as exc:
         messages.error(request, exc.message)
         return redirect("order_pay", order.number)
+    if found is None:
+        return redirect("order_pay", order.number)
+    payment, client_secret = found
     language = translation.get_language() or "en"
     context = _context(order)
     context["stripe_config"] = {

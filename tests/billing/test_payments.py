@@ -187,7 +187,7 @@ def test_card_payment_says_it_is_not_configured_and_bank_transfer_works(client, 
     due = timezone.localtime(order.payment_due_at, demo["sz"].tzinfo)
     assert due.strftime("%Y-%m-%d %H:%M") in html
     # The card page itself sends the customer back with the same message.
-    response = client.get(pay_url("order_pay_card", order), follow=True)
+    response = client.post(pay_url("order_pay_card", order), follow=True)
     assert "Card payment is not configured" in response.content.decode()
     assert Payment.objects.count() == 0
 
@@ -256,6 +256,12 @@ def test_the_card_page_mounts_the_payment_element(client, demo, fake_stripe):
     assert "not configured" not in overview
     assert pay_url("order_pay_card", order) in overview
     assert "js.stripe.com" not in overview  # only on the card page
+    # A GET starts nothing: no payment until the customer presses the button.
+    assert client.get(pay_url("order_pay_card", order))["Location"] == pay_url("order_pay", order)
+    assert Payment.objects.count() == 0
+    started = client.post(pay_url("order_pay_card", order))
+    assert started["Location"] == pay_url("order_pay_card", order)
+    assert Payment.objects.count() == 1
     page = client.get(pay_url("order_pay_card", order))
     assert page.status_code == 200
     html = page.content.decode()
