@@ -237,22 +237,16 @@ class Provider:
 
 
 def provider(language: str) -> Provider:
-    if language.lower().startswith("zh"):
-        return Provider(
-            brand="GPU Cloud",
-            name="GPU Cloud Ltd.（深圳市智算云科技有限公司）",
-            address="中国广东省深圳市南山区科技园南区 8 栋 12 层",
-            email="sales@gpucloud.example",
-            phone="+86 755 0000 0000",
-            website="gpucloud.example",
-        )
+    """The provider block on quotes and invoices, from settings (``PORTAL_PROVIDER_*``)."""
+    zh = language.lower().startswith("zh")
     return Provider(
-        brand="GPU Cloud",
-        name="GPU Cloud Ltd.",
-        address="12/F, Building 8, Science Park South, Nanshan, Shenzhen, Guangdong, China",
-        email="sales@gpucloud.example",
-        phone="+86 755 0000 0000",
-        website="gpucloud.example",
+        brand=settings.PORTAL_PROVIDER_BRAND,
+        name=(settings.PORTAL_PROVIDER_NAME_ZH if zh else "") or settings.PORTAL_PROVIDER_NAME,
+        address=(settings.PORTAL_PROVIDER_ADDRESS_ZH if zh else "")
+        or settings.PORTAL_PROVIDER_ADDRESS,
+        email=settings.PORTAL_PROVIDER_EMAIL,
+        phone=settings.PORTAL_PROVIDER_PHONE,
+        website=settings.PORTAL_PROVIDER_WEBSITE,
     )
 
 

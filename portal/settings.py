@@ -201,6 +201,23 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(_CELERY_DIR / "beat-schedule")
 # Absolute address of the portal, for links in emails and PDFs.
 PORTAL_BASE_URL = env.str("PORTAL_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
+# The provider on quotes and invoices (demo values by default: set them for real use).
+PORTAL_PROVIDER_BRAND = env.str("PORTAL_PROVIDER_BRAND", default="GPU Cloud")
+PORTAL_PROVIDER_NAME = env.str("PORTAL_PROVIDER_NAME", default="GPU Cloud Ltd. (demo)")
+PORTAL_PROVIDER_NAME_ZH = env.str(
+    "PORTAL_PROVIDER_NAME_ZH", default="GPU Cloud Ltd.（深圳市智算云科技有限公司，演示）"
+)
+PORTAL_PROVIDER_ADDRESS = env.str(
+    "PORTAL_PROVIDER_ADDRESS",
+    default="12/F, Building 8, Science Park South, Nanshan, Shenzhen, Guangdong, China",
+)
+PORTAL_PROVIDER_ADDRESS_ZH = env.str(
+    "PORTAL_PROVIDER_ADDRESS_ZH", default="中国广东省深圳市南山区科技园南区 8 栋 12 层"
+)
+PORTAL_PROVIDER_EMAIL = env.str("PORTAL_PROVIDER_EMAIL", default="sales@gpucloud.example")
+PORTAL_PROVIDER_PHONE = env.str("PORTAL_PROVIDER_PHONE", default="+86 755 0000 0000")
+PORTAL_PROVIDER_WEBSITE = env.str("PORTAL_PROVIDER_WEBSITE", default="gpucloud.example")
+
 # --- Hardware -------------------------------------------------------------------------
 PORTAL_HARDWARE_DRIVER = env.str("PORTAL_HARDWARE_DRIVER", default="simulated")
 

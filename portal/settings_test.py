@@ -9,7 +9,7 @@ import os
 os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-secret-key-not-for-production-9f3b2c1d8e7a6")
 os.environ.setdefault("DJANGO_SECURE_SSL_REDIRECT", "0")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/portal")
-os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")  # the suite's own database
 os.environ.setdefault("PORTAL_VAR_DIR", "/tmp/gpu-portal-test-var")  # noqa: S108
 
 from portal.settings import *  # noqa: F403

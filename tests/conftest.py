@@ -21,3 +21,19 @@ def _english():
 
     with translation.override("en"):
         yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _empty_task_queues_at_the_end():
+    """Tests that run on-commit callbacks without an eager Celery leave task messages in
+    the suite's Redis database, where no worker consumes them: drop them at the end."""
+    yield
+    import redis
+    from django.conf import settings
+
+    from portal import queues
+
+    if settings.CELERY_BROKER_URL.startswith("redis://"):
+        client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+        client.delete(*queues.ALL)
+        client.close()
