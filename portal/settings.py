@@ -153,7 +153,7 @@ if env.str("EMAIL_URL", default=""):
 # With REDIS_URL the broker and result backend are Redis; without it, kombu's filesystem
 # transport under var/celery, which needs no server (the embedded default).
 _CELERY_DIR = VAR_DIR / "celery"
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://")
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://localhost/")
 CELERY_RESULT_BACKEND = env.str(
     "CELERY_RESULT_BACKEND", default=REDIS_URL or f"file://{_CELERY_DIR / 'results'}"
 )
