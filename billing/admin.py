@@ -47,7 +47,7 @@ from billing.models import (
     SalesProfile,
 )
 from billing.services import pricebooks
-from inventory.admin import ReadOnlyAdmin, ReadOnlyInline
+from portal.admin_base import DomainErrorMessagesMixin, ReadOnlyAdmin, ReadOnlyInline
 from portal.errors import DomainError
 
 # The price book's change page lists this many of its latest changes (the rest: a link).
@@ -208,7 +208,7 @@ class PriceBookAddForm(forms.ModelForm):
 
 
 @admin.register(PriceBook)
-class PriceBookAdmin(admin.ModelAdmin):
+class PriceBookAdmin(DomainErrorMessagesMixin, admin.ModelAdmin):
     list_display = (
         "name",
         "site",
@@ -389,20 +389,6 @@ class PriceBookAdmin(admin.ModelAdmin):
                     pricebooks.price_book_delete(book=book, actor=request.user)
         except DomainError as exc:
             messages.error(request, exc.message)
-
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        try:
-            return super().changeform_view(request, object_id, form_url, extra_context)
-        except DomainError as exc:
-            # Everything of this save was rolled back; say why instead of a server error.
-            messages.error(request, exc.message)
-            return HttpResponseRedirect(request.get_full_path())
 
     def delete_view(
         self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None

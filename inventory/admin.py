@@ -50,6 +50,7 @@ from inventory.resources import (
     error_lines,
     not_csv_message,
 )
+from portal.admin_base import DomainErrorMessagesMixin, ReadOnlyAdmin, ReadOnlyInline
 from portal.errors import DomainError
 
 # At most this many failed rows are listed one by one in the messages above an import.
@@ -57,35 +58,6 @@ IMPORT_ERRORS_LISTED = 50
 
 
 # --- Shared pieces ----------------------------------------------------------------------
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Shown, never added, changed or deleted here (history, or written by services)."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-class ReadOnlyInline(admin.TabularInline):
-    extra = 0
-    max_num = 0
-    can_delete = False
-    show_change_link = True
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 class SiteScopedChoicesMixin:
@@ -445,7 +417,7 @@ class MaintenanceWindowForm(forms.ModelForm):
 
 
 @admin.register(MaintenanceWindow)
-class MaintenanceWindowAdmin(admin.ModelAdmin):
+class MaintenanceWindowAdmin(DomainErrorMessagesMixin, admin.ModelAdmin):
     form = MaintenanceWindowForm
     list_display = ("node", "start_at", "end_at", "reason", "created_by")
     list_select_related = ("node", "created_by")
@@ -477,20 +449,6 @@ class MaintenanceWindowAdmin(admin.ModelAdmin):
         obj.created_by = window.created_by
         obj._state.adding = False
         obj._state.db = window._state.db
-
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        try:
-            return super().changeform_view(request, object_id, form_url, extra_context)
-        except DomainError as exc:
-            # A booking took the slot between the check and the save: say so, keep nothing.
-            messages.error(request, exc.message)
-            return HttpResponseRedirect(request.get_full_path())
 
 
 # --- Reservations -----------------------------------------------------------------------
