@@ -1,0 +1,1 @@
+"""Benchmark validation: parsers of tool output and acceptance rules (pure, no Django)."""
