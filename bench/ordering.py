@@ -155,9 +155,9 @@ def build_fleet(*, total_nodes: int, seed: int) -> Fleet:
     from django.core.management import call_command
     from django.db.models import Max
 
-    from billing.services.numbers import site_today
+    from accounts.models import Organisation
+    from billing.periods import site_today
     from inventory.models import Node, NodeType, Rack, Reservation, Site, Switch
-    from portal.models import Organisation
 
     call_command("seed_demo", stdout=io.StringIO())
     rng = random.Random(seed)
@@ -347,10 +347,10 @@ def _attempt(i: int, plan: RacePlan, env: dict[str, Any]) -> dict[str, Any]:
     from django.utils import timezone
 
     from billing.services.selfservice import CapacityTaken, order_self_service
+    from core.errors import DomainError, DoubleBooking, NotEnoughCapacity
     from inventory.models import Node
     from inventory.selectors import availability_search
     from inventory.services import reservation_hold
-    from portal.errors import DomainError, DoubleBooking, NotEnoughCapacity
 
     fleet = plan.fleet
     rng = random.Random(plan.seed * 100_003 + i)
@@ -438,8 +438,8 @@ def _racer(worker: int, plan: RacePlan, barrier: Any, results: Any) -> None:
         from django.contrib.auth import get_user_model
         from django.utils import translation
 
+        from accounts.models import Organisation
         from inventory.models import NodeType, Site
-        from portal.models import Organisation
 
         fleet = plan.fleet
         env = {  # the connection opens here, before the start
@@ -607,7 +607,7 @@ def _bench_urlconf() -> str:
 
 
 def _page_params(site_code: str, **changes: str) -> dict[str, str]:
-    from billing.services.numbers import site_today
+    from billing.periods import site_today
     from inventory.models import Site
 
     start = site_today(Site.objects.get(code=site_code)) + PAGE_START_IN

@@ -1,4 +1,4 @@
-"""Benchmark of the quote PDF: ``billing.documents.render_pdf`` of a two-page zh-Hans quote.
+"""Benchmark of the quote PDF: ``billing.pdf.render_pdf`` of a two-page zh-Hans quote.
 
 Sets Django up on a fresh SQLite database in a temporary folder (the embedded default
 settings: ``portal.settings`` with ``DJANGO_DEBUG=1``), migrates, loads the demo data,
@@ -82,10 +82,11 @@ def make_quote() -> Any:
     from django.contrib.auth import get_user_model
     from django.db import transaction
 
+    from accounts.models import Organisation
     from billing.models import Quote
-    from billing.services.quotes import ItemSpec, quote_create, quote_send, site_today
+    from billing.periods import site_today
+    from billing.services.quotes import ItemSpec, quote_create, quote_send
     from inventory.models import GPUModel, NodeType, Site
-    from portal.models import Organisation
 
     site = Site.objects.get(code="SZ")
     types = {nt.code: nt for nt in NodeType.objects.all()}
@@ -157,7 +158,8 @@ def main() -> int:
     try:
         t0 = time.perf_counter()
         setup(tmp)
-        from billing import documents
+        from billing import quote_pdf
+        from core import pdf
 
         quote = make_quote()
         print(
@@ -172,26 +174,26 @@ def main() -> int:
             f"emailed {'yes' if quote.emailed_at else 'NO'}"
         )
         t1 = time.perf_counter()
-        context = documents.quote_context(quote, language="zh-hans")
+        context = quote_pdf.quote_context(quote, language="zh-hans")
         print(f"context (database reads) {(time.perf_counter() - t1) * 1000:.1f} ms")
 
-        pages = len(documents.render_document("pdf/quote.html", context, language="zh-hans").pages)
-        sample = documents.render_pdf("pdf/quote.html", context, language="zh-hans")
+        pages = len(pdf.render_document("pdf/quote.html", context, language="zh-hans").pages)
+        sample = pdf.render_pdf("pdf/quote.html", context, language="zh-hans")
         print(f"quote PDF: {pages} pages, {len(sample):,} bytes")
         if args.save:
             args.save.mkdir(parents=True, exist_ok=True)
             for lang in ("zh-hans", "en"):
                 out = args.save / f"quote-bench-{lang}.pdf"
-                out.write_bytes(documents.render_quote_pdf(quote=quote, language=lang))
+                out.write_bytes(quote_pdf.render_quote_pdf(quote=quote, language=lang))
                 print(f"saved {out}")
 
         quote_ms = time_runs(
-            lambda _i: documents.render_pdf("pdf/quote.html", context, language="zh-hans"),
+            lambda _i: pdf.render_pdf("pdf/quote.html", context, language="zh-hans"),
             runs=runs,
             warmup=args.warmup,
         )
         floor_ms = time_runs(
-            lambda _i: documents.render_pdf("pdf/fonts_sample.html", {}, language="zh-hans"),
+            lambda _i: pdf.render_pdf("pdf/fonts_sample.html", {}, language="zh-hans"),
             runs=runs,
             warmup=args.warmup,
         )

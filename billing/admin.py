@@ -47,8 +47,8 @@ from billing.models import (
     SalesProfile,
 )
 from billing.services import pricebooks
-from portal.admin_base import DomainErrorMessagesMixin, ReadOnlyAdmin, ReadOnlyInline
-from portal.errors import DomainError
+from core.admin_base import DomainErrorMessagesMixin, ReadOnlyAdmin, ReadOnlyInline
+from core.errors import DomainError
 
 # The price book's change page lists this many of its latest changes (the rest: a link).
 CHANGES_SHOWN = 20
@@ -495,7 +495,7 @@ class QuoteLineInline(ReadOnlyInline):
 
 class QuoteEventInline(ReadOnlyInline):
     model = QuoteEvent
-    fields = ("created_at", "from_status", "to_status", "actor", "comment")
+    fields = ("created_at", "from_status", "to_status", "actor", "reason")
     readonly_fields = fields
     show_change_link = False
     verbose_name_plural = gettext_lazy("status history")
@@ -527,7 +527,7 @@ class QuoteAdmin(ReadOnlyAdmin):
 
 class OrderEventInline(ReadOnlyInline):
     model = OrderEvent
-    fields = ("created_at", "from_status", "to_status", "actor", "comment")
+    fields = ("created_at", "from_status", "to_status", "actor", "reason")
     readonly_fields = fields
     show_change_link = False
     verbose_name_plural = gettext_lazy("status history")

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 
+from accounts.models import MemberRole, Membership, Organisation
 from billing.models import (
     AddonPrice,
     CardOptionPrice,
@@ -18,7 +19,6 @@ from billing.models import (
     SalesProfile,
 )
 from inventory.models import GPUModel, NodeType, Site
-from portal.models import MemberRole, Membership, Organisation
 
 D = Decimal
 DAILY_NOTE = (

@@ -14,12 +14,13 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from accounts.models import Organisation
 from billing import pricing, selectors
 from billing.models import ItemKind, PriceBook, QuoteStatus, Term
-from billing.services.quotes import ItemSpec, site_today
+from billing.periods import site_today
+from billing.services.quotes import ItemSpec
+from core.errors import DomainError
 from inventory.models import GPUModel, NodeType, Site
-from portal.errors import DomainError
-from portal.models import Organisation
 
 HUNDRED = Decimal("100")
 

@@ -1,4 +1,4 @@
-"""Invoice PDFs: ``templates/pdf/invoice.html`` through ``billing.documents.render_pdf``.
+"""Invoice PDFs: ``templates/pdf/invoice.html`` through ``billing.pdf.render_pdf``.
 
 ``invoice_document(invoice=..., language=...)`` returns the stored ``InvoiceDocument`` of
 an invoice in a language, with the SHA-256 of its exact bytes.
@@ -13,7 +13,7 @@ next call renders again and replaces the row's file, SHA-256 and ``created_at`` 
 file is deleted after commit). No model field is needed for that. The customer's details
 (legal name, tax ID, billing address) are those in force when the PDF was rendered.
 
-Safe to call from several workers at once, like ``billing.documents.quote_document``: the
+Safe to call from several workers at once, like ``billing.quote_pdf.quote_document``: the
 unique (invoice, language) row decides which rendering is kept.
 """
 
@@ -29,16 +29,6 @@ from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from billing.documents import (
-    css_content,
-    line_note,
-    normalise_language,
-    periods_text,
-    provider,
-    quantity_text,
-    render_pdf,
-    store_document,
-)
 from billing.models import (
     AddonPrice,
     Invoice,
@@ -47,6 +37,8 @@ from billing.models import (
     QuoteLine,
 )
 from billing.numerals import rmb_upper
+from billing.quote_pdf import line_note, periods_text, provider, quantity_text
+from core.pdf import css_content, normalise_language, render_pdf, store_document
 
 logger = logging.getLogger(__name__)
 

@@ -16,10 +16,13 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone, translation
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from accounts.models import Organisation
+from core.lifecycle import Lifecycle
+from core.models import LifecycleEvent
 from inventory.models import Currency, GPUModel, NodeType, Site
-from portal.models import Organisation
 
 
 def money_field(verbose_name: Any, **kwargs: Any) -> models.DecimalField:
@@ -469,6 +472,16 @@ class Quote(models.Model):
     decided_ip = models.GenericIPAddressField(_("from IP"), null=True, blank=True)
     decision_comment = models.TextField(_("comment"), blank=True)
 
+    lifecycle = Lifecycle(
+        choices=QuoteStatus,
+        transitions=QUOTE_TRANSITIONS,
+        event_model="billing.QuoteEvent",
+        subject_field="quote",
+        describe=lambda q: (
+            gettext("Quote %(number)s v%(version)s") % {"number": q.number, "version": q.version}
+        ),
+    )
+
     class Meta:
         ordering = ["-created_at", "-pk"]
         verbose_name = _("quote")
@@ -572,18 +585,8 @@ class QuoteLine(models.Model):
         return self.description
 
 
-class QuoteEvent(models.Model):
+class QuoteEvent(LifecycleEvent):
     quote = models.ForeignKey(Quote, on_delete=models.CASCADE, related_name="events")
-    from_status = models.CharField(max_length=20, blank=True)
-    to_status = models.CharField(max_length=20)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    comment = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["created_at", "pk"]
 
     def __str__(self) -> str:
         return f"{self.quote_id}: {self.from_status or '∅'} → {self.to_status}"
@@ -662,6 +665,14 @@ class Order(models.Model):
     paid_at = models.DateTimeField(_("paid"), null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    lifecycle = Lifecycle(
+        choices=OrderStatus,
+        transitions=ORDER_TRANSITIONS,
+        event_model="billing.OrderEvent",
+        subject_field="order",
+        describe=lambda o: gettext("Order %(number)s") % {"number": o.number},
+    )
+
     class Meta:
         ordering = ["-created_at", "-pk"]
         indexes = [models.Index(fields=["status", "payment_due_at"], name="order_due_idx")]
@@ -672,18 +683,8 @@ class Order(models.Model):
         return self.number
 
 
-class OrderEvent(models.Model):
+class OrderEvent(LifecycleEvent):
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="events")
-    from_status = models.CharField(max_length=20, blank=True)
-    to_status = models.CharField(max_length=20)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    comment = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["created_at", "pk"]
 
     def __str__(self) -> str:
         return f"{self.order_id}: {self.from_status or '∅'} → {self.to_status}"
@@ -696,6 +697,14 @@ class InvoiceStatus(models.TextChoices):
     ISSUED = "issued", _("issued")
     PAID = "paid", _("paid")
     VOID = "void", _("void")
+
+
+# An issued invoice is paid or voided (its order lapsed or was cancelled); both are final.
+INVOICE_TRANSITIONS: dict[str, frozenset[str]] = {
+    InvoiceStatus.ISSUED: frozenset({InvoiceStatus.PAID, InvoiceStatus.VOID}),
+    InvoiceStatus.PAID: frozenset(),
+    InvoiceStatus.VOID: frozenset(),
+}
 
 
 class PaymentMethod(models.TextChoices):
@@ -734,6 +743,14 @@ class Invoice(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
 
+    lifecycle = Lifecycle(
+        choices=InvoiceStatus,
+        transitions=INVOICE_TRANSITIONS,
+        event_model="billing.InvoiceEvent",
+        subject_field="invoice",
+        describe=lambda i: gettext("Invoice %(number)s") % {"number": i.number},
+    )
+
     class Meta:
         ordering = ["-issued_at", "-pk"]
         verbose_name = _("invoice")
@@ -741,6 +758,17 @@ class Invoice(models.Model):
 
     def __str__(self) -> str:
         return self.number
+
+
+class InvoiceEvent(LifecycleEvent):
+    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="events")
+
+    class Meta(LifecycleEvent.Meta):
+        verbose_name = _("invoice event")
+        verbose_name_plural = _("invoice events")
+
+    def __str__(self) -> str:
+        return f"{self.invoice_id}: {self.from_status or '∅'} → {self.to_status}"
 
 
 class PaymentStatus(models.TextChoices):

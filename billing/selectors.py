@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db.models import Prefetch, Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from billing import pricing
 from billing.models import (
@@ -20,8 +21,9 @@ from billing.models import (
     Promotion,
     Quote,
 )
+from billing.sizing import NodeOption
+from core.errors import DomainError
 from inventory.models import Site
-from portal.errors import DomainError
 
 
 def price_book_in_force(*, site: Site, at: datetime | None = None) -> PriceBook:
@@ -33,8 +35,6 @@ def price_book_in_force(*, site: Site, at: datetime | None = None) -> PriceBook:
         .first()
     )
     if book is None:
-        from django.utils.translation import gettext as _
-
         raise DomainError(
             _("No price book for %(site)s in %(currency)s is in force yet.")
             % {"site": site.display_name, "currency": site.currency}
@@ -214,8 +214,6 @@ def sizing_options(*, site: Site) -> list[Any]:
 
     A CPU server with optional cards gives one option per card model, fully populated.
     """
-    from billing.sizing import NodeOption
-
     snapshot = price_book_snapshot(book=price_book_in_force(site=site))
     prices = {np.node_type.code: np for np in snapshot.book.node_prices.all()}
     cards: dict[int, list[Any]] = {}

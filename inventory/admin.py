@@ -24,6 +24,8 @@ from import_export.admin import ImportExportModelAdmin
 from import_export.formats import base_formats
 from import_export.results import Result
 
+from core.admin_base import DomainErrorMessagesMixin, ReadOnlyAdmin, ReadOnlyInline
+from core.errors import DomainError
 from inventory import services
 from inventory.models import (
     GPUModel,
@@ -50,8 +52,6 @@ from inventory.resources import (
     error_lines,
     not_csv_message,
 )
-from portal.admin_base import DomainErrorMessagesMixin, ReadOnlyAdmin, ReadOnlyInline
-from portal.errors import DomainError
 
 # At most this many failed rows are listed one by one in the messages above an import.
 IMPORT_ERRORS_LISTED = 50
@@ -261,7 +261,7 @@ class NodeEventInline(ReadOnlyInline):
 
 
 @admin.register(Node)
-class NodeAdmin(SiteScopedChoicesMixin, InventoryImportExportAdmin):
+class NodeAdmin(DomainErrorMessagesMixin, SiteScopedChoicesMixin, InventoryImportExportAdmin):
     resource_classes = [NodeResource]
     import_format = NodeCSV
     list_display = (
@@ -310,7 +310,12 @@ class NodeAdmin(SiteScopedChoicesMixin, InventoryImportExportAdmin):
         if change:
             changed = [f for f in form.changed_data if f not in ("status", "status_changed_at")]
             if changed:
-                obj.save(update_fields=changed)
+                services.node_update(
+                    node_id=obj.pk,
+                    changes={name: getattr(obj, name) for name in changed},
+                    actor=request.user,
+                    reason=_("Edited in the admin."),
+                )
             return
         created = services.node_create(
             site_id=obj.site_id,

@@ -22,7 +22,11 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import translation
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+
+from core.lifecycle import Lifecycle
+from core.models import LifecycleEvent
 
 
 def validate_timezone(value: str) -> None:
@@ -309,6 +313,15 @@ class Node(models.Model):
     status_changed_at = models.DateTimeField(_("status changed"), auto_now_add=True)
     notes = models.TextField(_("notes"), blank=True)
 
+    lifecycle = Lifecycle(
+        choices=NodeStatus,
+        transitions=NODE_TRANSITIONS,
+        event_model="inventory.NodeEvent",
+        subject_field="node",
+        describe=lambda node: gettext("Node %(hostname)s") % {"hostname": node.hostname},
+        changed_at_field="status_changed_at",
+    )
+
     class Meta:
         ordering = ["hostname"]
         verbose_name = _("node")
@@ -335,24 +348,12 @@ class Node(models.Model):
             raise ValidationError(errors)
 
 
-class NodeEvent(models.Model):
+class NodeEvent(LifecycleEvent):
     """One row per node status transition: who, when, from, to, why."""
 
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="events")
-    from_status = models.CharField(_("from"), max_length=16, choices=NodeStatus.choices)
-    to_status = models.CharField(_("to"), max_length=16, choices=NodeStatus.choices)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("by"),
-    )
-    reason = models.TextField(_("why"))
-    created_at = models.DateTimeField(_("when"), auto_now_add=True, db_index=True)
 
-    class Meta:
+    class Meta(LifecycleEvent.Meta):
         ordering = ["-created_at", "-id"]
         verbose_name = _("node event")
         verbose_name_plural = _("node events")
@@ -437,6 +438,15 @@ class Reservation(models.Model):
     )
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
+    lifecycle = Lifecycle(
+        choices=ReservationStatus,
+        transitions=RESERVATION_TRANSITIONS,
+        event_model="inventory.ReservationEvent",
+        subject_field="reservation",
+        describe=lambda r: gettext("The booking of %(hostname)s") % {"hostname": r.node.hostname},
+        lock_related=("node",),
+    )
+
     class Meta:
         ordering = ["start_at", "node_id"]
         verbose_name = _("reservation")
@@ -473,17 +483,10 @@ class Reservation(models.Model):
         return self.status in ACTIVE_RESERVATION_STATUSES
 
 
-class ReservationEvent(models.Model):
+class ReservationEvent(LifecycleEvent):
     reservation = models.ForeignKey(Reservation, on_delete=models.CASCADE, related_name="events")
-    from_status = models.CharField(max_length=16, choices=ReservationStatus.choices, blank=True)
-    to_status = models.CharField(max_length=16, choices=ReservationStatus.choices)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    reason = models.TextField()
-    created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
+    class Meta(LifecycleEvent.Meta):
         ordering = ["-created_at", "-id"]
         verbose_name = _("reservation event")
         verbose_name_plural = _("reservation events")

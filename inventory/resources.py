@@ -35,9 +35,9 @@ from import_export import fields, resources, widgets
 from import_export.formats import base_formats
 from import_export.results import Result
 
+from core.errors import DomainError
 from inventory import services
 from inventory.models import (
-    NODE_TRANSITIONS,
     Fabric,
     Node,
     NodeStatus,
@@ -47,8 +47,6 @@ from inventory.models import (
     Switch,
     SwitchRole,
 )
-from portal.errors import DomainError
-from portal.statemachine import transition_check
 
 # --- Reading the file -------------------------------------------------------------------
 
@@ -676,13 +674,7 @@ class NodeResource(InventoryResource):
             stored = self._stored_status.get(instance.pk, instance.status)
             if instance.status != stored:
                 try:
-                    transition_check(
-                        table=NODE_TRANSITIONS,
-                        labels=NodeStatus,
-                        what=_("Node %(hostname)s") % {"hostname": instance.hostname},
-                        source=stored,
-                        target=instance.status,
-                    )
+                    Node.lifecycle.check(instance, instance.status, source=stored)
                 except DomainError as exc:
                     errors["status"] = [exc.message]
         return errors
@@ -711,26 +703,16 @@ class NodeResource(InventoryResource):
             instance._state.adding = False
             instance._state.db = created._state.db
             return
-        target = instance.status
-        instance.status = self._stored_status.get(instance.pk, target)
-        if target != instance.status:
-            try:
-                services.node_transition(
-                    node=instance, to_status=target, actor=self._actor, reason=reason
-                )
-            except DomainError as exc:
-                raise ValidationError({"status": exc.message}) from exc
-        instance.save(
-            update_fields=[
-                "hostname",
-                "serial",
-                "bmc_address",
-                "site",
-                "rack",
-                "leaf_switch",
-                "node_type",
-            ]
-        )
+        try:
+            services.node_update(
+                node_id=instance.pk,
+                changes={name: getattr(instance, name) for name in services.NODE_EDITABLE},
+                status=instance.status,
+                actor=self._actor,
+                reason=reason,
+            )
+        except DomainError as exc:
+            raise ValidationError(exc.message) from exc
 
 
 class SwitchResource(InventoryResource):

@@ -6,30 +6,25 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from core import lifecycle
+from core.errors import DomainError, DoubleBooking
+from core.types import Actor
 from inventory.models import (
     ACTIVE_RESERVATION_STATUSES,
-    NODE_TRANSITIONS,
     NODE_UNBOOKABLE_STATUSES,
-    RESERVATION_TRANSITIONS,
     MaintenanceWindow,
     Node,
-    NodeEvent,
     NodeStatus,
     Reservation,
-    ReservationEvent,
     ReservationStatus,
 )
-from portal.errors import DomainError, DoubleBooking
-from portal.statemachine import transition_check
 
 EXCLUSION_CONSTRAINT = "reservation_no_overlap"
-
-User = AbstractBaseUser | None
 
 
 def _check_range(start_at: datetime, end_at: datetime) -> None:
@@ -42,37 +37,20 @@ def _check_range(start_at: datetime, end_at: datetime) -> None:
 # --- Nodes ------------------------------------------------------------------------------
 
 
-@transaction.atomic
-def node_transition(*, node: Node, to_status: str, actor: User = None, reason: str) -> Node:
+def node_transition(*, node: Node, to_status: str, actor: Actor = None, reason: str) -> Node:
     """Move a node along its lifecycle, recording who, when, from, to and why."""
     if not reason or not reason.strip():
         raise DomainError(_("Say why the node changes status."))
-    locked = Node.objects.select_for_update().get(pk=node.pk)
-    transition_check(
-        table=NODE_TRANSITIONS,
-        labels=NodeStatus,
-        what=_("Node %(hostname)s") % {"hostname": locked.hostname},
-        source=locked.status,
-        target=to_status,
-    )
-    NodeEvent.objects.create(
-        node=locked, from_status=locked.status, to_status=to_status, actor=actor, reason=reason
-    )
-    locked.status = to_status
-    locked.status_changed_at = timezone.now()
-    locked.save(update_fields=["status", "status_changed_at"])
-    node.status = locked.status
-    node.status_changed_at = locked.status_changed_at
-    return locked
+    return lifecycle.transition(node, to=to_status, actor=actor, reason=reason)
 
 
-def node_mark_faulty(*, node: Node, actor: User = None, reason: str) -> Node:
+def node_mark_faulty(*, node: Node, actor: Actor = None, reason: str) -> Node:
     """Take a node out of service because it is broken."""
     return node_transition(node=node, to_status=NodeStatus.FAULTY, actor=actor, reason=reason)
 
 
 def node_bulk_transition(
-    *, nodes: Sequence[Node], to_status: str, actor: User = None, reason: str
+    *, nodes: Sequence[Node], to_status: str, actor: Actor = None, reason: str
 ) -> tuple[list[Node], list[str]]:
     """Move each node through the state machine; one refused move does not stop the rest.
 
@@ -101,7 +79,7 @@ def node_create(
     serial: str,
     bmc_address: str = "",
     status: str = NodeStatus.AVAILABLE,
-    actor: User = None,
+    actor: Actor = None,
     reason: str = "",
 ) -> Node:
     """Add a node to the inventory, validated, with a first event row."""
@@ -117,18 +95,82 @@ def node_create(
     )
     node.full_clean()
     node.save()
-    NodeEvent.objects.create(
-        node=node,
-        from_status=status,
-        to_status=status,
-        actor=actor,
-        reason=reason or _("Added to the inventory."),
-    )
+    lifecycle.record_creation([node], actor=actor, reason=reason or _("Added to the inventory."))
+    return node
+
+
+# Fields an operator may edit on an existing node (status moves through the lifecycle).
+NODE_EDITABLE = ("hostname", "serial", "bmc_address", "site", "rack", "leaf_switch", "node_type")
+# Changing these under an active booking would change what the customer was sold.
+NODE_BOOKING_BOUND = ("site", "leaf_switch", "node_type")
+
+
+@transaction.atomic
+def node_update(
+    *,
+    node_id: int,
+    changes: dict[str, object],
+    status: str | None = None,
+    actor: Actor = None,
+    reason: str,
+) -> Node:
+    """Edit a node's fields (admin form, CSV import, API), validated as a whole.
+
+    Refuses to move a node that is booked (an active hold or firm reservation that has
+    not ended) to another site, leaf switch or node type: placement and price were based
+    on them. A changed ``status`` moves through the node lifecycle with an event.
+    """
+    node = Node.objects.select_for_update().get(pk=node_id)
+    unknown = set(changes) - set(NODE_EDITABLE) - {"notes"}
+    if unknown:
+        raise DomainError(
+            _("These node fields cannot be edited: %(fields)s.")
+            % {"fields": ", ".join(sorted(unknown))}
+        )
+    changed = [
+        name
+        for name, value in changes.items()
+        if getattr(node, f"{name}_id" if name in (*NODE_BOOKING_BOUND, "rack") else name)
+        != (getattr(value, "pk", value))
+    ]
+    bound = [name for name in changed if name in NODE_BOOKING_BOUND]
+    if bound:
+        booking = (
+            Reservation.objects.filter(
+                node=node, status__in=ACTIVE_RESERVATION_STATUSES, end_at__gt=timezone.now()
+            )
+            .order_by("start_at")
+            .first()
+        )
+        if booking is not None:
+            labels = {f.name: str(f.verbose_name) for f in Node._meta.fields}
+            raise DomainError(
+                _(
+                    "Node %(hostname)s is booked (%(owner)s until %(end)s), so its "
+                    "%(fields)s cannot change; move the booking to another node first."
+                )
+                % {
+                    "hostname": node.hostname,
+                    "owner": booking.owner_ref,
+                    "end": booking.end_at.strftime("%Y-%m-%d"),
+                    "fields": ", ".join(labels[name] for name in bound),
+                }
+            )
+    for name in changed:
+        setattr(node, name, changes[name])
+    if changed:
+        try:
+            node.full_clean(exclude=["status"])
+        except ValidationError as exc:
+            raise DomainError(" ".join(exc.messages)) from exc
+        node.save(update_fields=changed)
+    if status is not None and status != node.status:
+        node = node_transition(node=node, to_status=status, actor=actor, reason=reason)
     return node
 
 
 @transaction.atomic
-def node_bulk_create(*, nodes: Sequence[Node], actor: User = None, reason: str) -> list[Node]:
+def node_bulk_create(*, nodes: Sequence[Node], actor: Actor = None, reason: str) -> list[Node]:
     """Add many nodes at once (demo data, large imports): each is validated with
     ``clean()``; uniqueness is left to the database's constraints."""
     for node in nodes:
@@ -138,12 +180,7 @@ def node_bulk_create(*, nodes: Sequence[Node], actor: User = None, reason: str) 
     if any(n.pk is None for n in created):
         hostnames = [n.hostname for n in nodes]
         created = list(Node.objects.filter(hostname__in=hostnames))
-    NodeEvent.objects.bulk_create(
-        [
-            NodeEvent(node=n, from_status=n.status, to_status=n.status, actor=actor, reason=reason)
-            for n in created
-        ]
-    )
+    lifecycle.record_creation(created, actor=actor, reason=reason)
     return created
 
 
@@ -152,7 +189,7 @@ def node_bulk_create(*, nodes: Sequence[Node], actor: User = None, reason: str) 
 
 @transaction.atomic
 def maintenance_window_create(
-    *, node: Node, start_at: datetime, end_at: datetime, reason: str, actor: User = None
+    *, node: Node, start_at: datetime, end_at: datetime, reason: str, actor: Actor = None
 ) -> MaintenanceWindow:
     """Plan downtime for a node; refused if an active booking overlaps it."""
     _check_range(start_at, end_at)
@@ -240,7 +277,7 @@ def reservation_hold(
     owner_ref: str,
     expires_at: datetime | None = None,
     firm: bool = False,
-    actor: User = None,
+    actor: Actor = None,
     group: uuid.UUID | None = None,
 ) -> list[Reservation]:
     """Book every node over ``[start_at, end_at)``, all or none.
@@ -297,17 +334,8 @@ def reservation_hold(
             )
             if any(r.pk is None for r in created):  # backends that return no ids
                 created = list(Reservation.objects.filter(group=group).order_by("node_id"))
-            ReservationEvent.objects.bulk_create(
-                [
-                    ReservationEvent(
-                        reservation=r,
-                        from_status="",
-                        to_status=status,
-                        actor=actor,
-                        reason=_("Booked for %(owner)s.") % {"owner": owner_ref},
-                    )
-                    for r in created
-                ]
+            lifecycle.record_creation(
+                created, actor=actor, reason=_("Booked for %(owner)s.") % {"owner": owner_ref}
             )
             return created
     except IntegrityError as exc:
@@ -318,66 +346,28 @@ def reservation_hold(
         raise
 
 
-@transaction.atomic
 def reservation_transition(
-    *, reservation: Reservation, to_status: str, actor: User = None, reason: str
+    *, reservation: Reservation, to_status: str, actor: Actor = None, reason: str
 ) -> Reservation:
-    locked = Reservation.objects.select_for_update().select_related("node").get(pk=reservation.pk)
-    transition_check(
-        table=RESERVATION_TRANSITIONS,
-        labels=ReservationStatus,
-        what=_("The booking of %(hostname)s") % {"hostname": locked.node.hostname},
-        source=locked.status,
-        target=to_status,
+    updates = {} if to_status == ReservationStatus.HOLD else {"expires_at": None}
+    return lifecycle.transition(
+        reservation, to=to_status, actor=actor, reason=reason, updates=updates
     )
-    ReservationEvent.objects.create(
-        reservation=locked,
-        from_status=locked.status,
-        to_status=to_status,
-        actor=actor,
-        reason=reason,
-    )
-    locked.status = to_status
-    if to_status != ReservationStatus.HOLD:
-        locked.expires_at = None
-    locked.save(update_fields=["status", "expires_at"])
-    return locked
 
 
 def _bulk_transition(
-    reservations: Sequence[Reservation], *, to_status: str, actor: User, reason: str
+    reservations: Sequence[Reservation], *, to_status: str, actor: Actor, reason: str
 ) -> list[Reservation]:
-    """Move locked reservations together: every move checked against the table, then one
+    """Move reservations the caller has locked (with their nodes read) together: one
     insert of events and one update, whatever the number of nodes."""
-    for r in reservations:
-        transition_check(
-            table=RESERVATION_TRANSITIONS,
-            labels=ReservationStatus,
-            what=_("The booking of %(hostname)s") % {"hostname": r.node.hostname},
-            source=r.status,
-            target=to_status,
-        )
-    ReservationEvent.objects.bulk_create(
-        [
-            ReservationEvent(
-                reservation=r, from_status=r.status, to_status=to_status, actor=actor, reason=reason
-            )
-            for r in reservations
-        ]
+    updates = {} if to_status == ReservationStatus.HOLD else {"expires_at": None}
+    return lifecycle.transition_many(
+        reservations, to=to_status, actor=actor, reason=reason, updates=updates, locked=True
     )
-    changes: dict[str, object] = {"status": to_status}
-    if to_status != ReservationStatus.HOLD:
-        changes["expires_at"] = None
-    Reservation.objects.filter(pk__in=[r.pk for r in reservations]).update(**changes)
-    for r in reservations:
-        r.status = to_status
-        if to_status != ReservationStatus.HOLD:
-            r.expires_at = None
-    return list(reservations)
 
 
 def _group_transition(
-    *, group: uuid.UUID, to_status: str, actor: User, reason: str
+    *, group: uuid.UUID, to_status: str, actor: Actor, reason: str
 ) -> list[Reservation]:
     reservations = list(
         Reservation.objects.select_for_update()
@@ -392,7 +382,7 @@ def _group_transition(
 
 @transaction.atomic
 def reservation_group_confirm(
-    *, group: uuid.UUID, actor: User = None, reason: str = ""
+    *, group: uuid.UUID, actor: Actor = None, reason: str = ""
 ) -> list[Reservation]:
     """Turn every hold of a booking into a firm reservation, or none of them."""
     return _group_transition(
@@ -405,7 +395,7 @@ def reservation_group_confirm(
 
 @transaction.atomic
 def reservation_group_release(
-    *, group: uuid.UUID, actor: User = None, reason: str
+    *, group: uuid.UUID, actor: Actor = None, reason: str
 ) -> list[Reservation]:
     """Give the nodes of a booking back; already ended parts stay as they are."""
     reservations = list(
@@ -425,7 +415,7 @@ def reservation_group_extend(
     group: uuid.UUID,
     expires_at: datetime,
     owner_ref: str,
-    actor: User = None,
+    actor: Actor = None,
     reason: str,
 ) -> list[Reservation]:
     """Hand a booking's holds to a new owner with a new expiry (a quote's holds become an
@@ -443,14 +433,7 @@ def reservation_group_extend(
         raise DoubleBooking(
             _("These nodes are no longer held: %(nodes)s.") % {"nodes": ", ".join(lost) or "—"}
         )
-    ReservationEvent.objects.bulk_create(
-        [
-            ReservationEvent(
-                reservation=r, from_status=r.status, to_status=r.status, actor=actor, reason=reason
-            )
-            for r in held
-        ]
-    )
+    lifecycle.record_note(held, actor=actor, reason=reason)
     Reservation.objects.filter(pk__in=[r.pk for r in held]).update(
         expires_at=expires_at, owner_ref=owner_ref
     )
@@ -471,18 +454,14 @@ def reservation_expire_holds(*, now: datetime | None = None) -> int:
         )
         if not due:
             return 0
-        ReservationEvent.objects.bulk_create(
-            [
-                ReservationEvent(
-                    reservation=r,
-                    from_status=ReservationStatus.HOLD,
-                    to_status=ReservationStatus.EXPIRED,
-                    reason=_("The hold expired at %(at)s.") % {"at": r.expires_at.isoformat()},
-                )
-                for r in due
-            ]
-        )
-        expired = Reservation.objects.filter(pk__in=[r.pk for r in due]).update(
-            status=ReservationStatus.EXPIRED, expires_at=None
+        expired = len(
+            lifecycle.transition_many(
+                due,
+                to=ReservationStatus.EXPIRED,
+                reason=lambda r: (
+                    _("The hold expired at %(at)s.") % {"at": r.expires_at.isoformat()}
+                ),
+                updates={"expires_at": None},
+            )
         )
     return expired

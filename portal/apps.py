@@ -1,7 +1,18 @@
-from django.apps import AppConfig
+from importlib import import_module
+from importlib.util import find_spec
+
+from django.apps import AppConfig, apps
 from django.utils.translation import gettext_lazy as _
 
 
 class PortalConfig(AppConfig):
     name = "portal"
-    verbose_name = _("Customers and accounts")
+    verbose_name = _("Customer portal")
+
+    def ready(self) -> None:
+        # Services enqueue tasks by name (core.jobs); register every app's tasks in each
+        # process (web, worker, shell), so that a name always resolves to its task.
+        for config in apps.get_app_configs():
+            module = f"{config.name}.tasks"
+            if find_spec(module) is not None:
+                import_module(module)

@@ -9,7 +9,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
 app = Celery("portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["portal", "inventory", "billing", "provisioning"])
+app.autodiscover_tasks(["core", "accounts", "inventory", "billing", "provisioning", "portal"])
 
 
 def _make_filesystem_broker_folders() -> None:

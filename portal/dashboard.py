@@ -13,10 +13,10 @@ from django.shortcuts import render
 from django.utils import timezone, translation
 from django.views.decorators.http import require_GET
 
-from billing import documents, invoices
+from accounts.decorators import customer_required
+from accounts.models import MemberRole
+from billing import invoices, quote_pdf
 from portal import dashboard_selectors as selectors
-from portal.accounts.decorators import customer_required
-from portal.models import MemberRole
 
 # Who may edit the organisation's billing details (accounts:organisation_settings).
 BILLING_EDITORS = (MemberRole.OWNER, MemberRole.BILLING)
@@ -80,7 +80,7 @@ def order_quote_pdf(request: HttpRequest, number: str) -> HttpResponse:
     quote = selectors.order_quote_for_org(request.organisation, number)
     if quote is None:
         raise Http404
-    document = documents.quote_document(quote=quote, language=_language(request))
+    document = quote_pdf.quote_document(quote=quote, language=_language(request))
     return FileResponse(
         document.file.open("rb"),
         content_type="application/pdf",

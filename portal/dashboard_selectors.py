@@ -16,6 +16,8 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Prefetch, QuerySet
 from django.utils.translation import gettext as _
 
+from accounts.models import Membership, Organisation
+from accounts.selectors import display_name
 from billing.models import (
     QUOTE_CUSTOMER_VISIBLE,
     Invoice,
@@ -26,8 +28,6 @@ from billing.models import (
     Quote,
 )
 from inventory.models import Reservation
-from portal.accounts.selectors import display_name
-from portal.models import Membership, Organisation
 
 # How many members the dashboard names before "and N more".
 MEMBERS_SHOWN = 8
@@ -236,7 +236,7 @@ def order_timeline(
             to_label=_status_label(event.to_status),
             to_status=event.to_status,
             who=_who(event.actor, viewer, member_ids),
-            comment=event.comment,
+            comment=event.reason,
         )
         for event in order.events.all()
     ]

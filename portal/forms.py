@@ -12,12 +12,16 @@ from django.utils.translation import gettext_lazy as _
 
 from billing import sizing
 from billing.models import PaymentMethod, Term
+from billing.periods import site_today
 from billing.pricing import TERM_DURATION
 from billing.pricing import Term as PricingTerm
-from billing.services.numbers import site_today
-from billing.services.selfservice import Configuration
+from billing.services.selfservice import (
+    Configuration,
+    ConfigurationInvalid,
+    configuration_check,
+    term_units,
+)
 from inventory.models import Site
-from portal.selectors import MAX_NODES_PER_ORDER
 
 
 def _default_start() -> Any:
@@ -309,77 +313,32 @@ class ConfigureForm(forms.Form):
                     _("From 1 to %(n)s cards per node.") % {"n": card.max_per_node},
                 )
 
-        # Nodes, or GPUs rounded up to whole nodes.
-        node_count = data.get("node_count")
-        gpus = data.get("gpu_count")
-        if gpus is not None:
-            per_node = node_type.gpu_count or cards_per_node
-            if gpus <= 0:
-                self.add_error("gpu_count", _("Ask for at least one GPU."))
-                node_count = None
-            elif not per_node:
-                self.add_error(
-                    "gpu_count",
-                    _(
-                        "%(type)s has no GPUs built in: give a number of nodes, or choose "
-                        "GPU cards first."
-                    )
-                    % {"type": node_type.name},
+        term, duration, start = data.get("term"), data.get("duration"), data.get("start_date")
+        node_count = None
+        if term and duration is not None and start is not None:
+            try:
+                count = configuration_check(
+                    site=site,
+                    node_type=node_type,
+                    node_count=data.get("node_count"),
+                    gpu_count=data.get("gpu_count"),
+                    cards_per_node=cards_per_node,
+                    term=term,
+                    duration=duration,
+                    start_date=start,
                 )
-                node_count = None
+            except ConfigurationInvalid as exc:
+                for field, message in exc.errors.items():
+                    if field not in self.errors:
+                        self.add_error(field, message)
             else:
-                node_count = -(-gpus // per_node)
-                self.gpu_note = {"gpus": gpus, "per_node": per_node, "nodes": node_count}
-                if node_count > MAX_NODES_PER_ORDER:
-                    self.add_error(
-                        "gpu_count",
-                        _(
-                            "That is %(nodes)s nodes; one order takes at most %(max)s. For a "
-                            "larger cluster, ask our sales team."
-                        )
-                        % {"nodes": node_count, "max": MAX_NODES_PER_ORDER},
-                    )
-        elif node_count is None:
-            if "node_count" not in self.errors:
-                self.add_error("node_count", _("How many nodes? Give a number of nodes or GPUs."))
-        elif node_count <= 0:
-            self.add_error("node_count", _("Order at least one node."))
-        elif node_count > MAX_NODES_PER_ORDER:
-            self.add_error(
-                "node_count",
-                _(
-                    "One order takes at most %(max)s nodes. For a larger cluster, ask our "
-                    "sales team."
-                )
-                % {"max": MAX_NODES_PER_ORDER},
-            )
-
-        # Term and duration.
-        term, duration = data.get("term"), data.get("duration")
-        if term and duration is not None:
-            lo, hi = TERM_DURATION[PricingTerm(term)]
-            if not (lo <= duration <= hi):
-                units = self.term_units(term)
-                self.add_error(
-                    "duration",
-                    _("A %(term)s rental runs from %(lo)s to %(hi)s %(units)s.")
-                    % {
-                        "term": dict(self.fields["term"].choices)[term],
-                        "lo": lo,
-                        "hi": hi,
-                        "units": units,
-                    },
-                )
-
-        start = data.get("start_date")
-        if start is not None:
-            today = site_today(site)
-            if start < today:
-                self.add_error(
-                    "start_date",
-                    _("The start date is in the past: today in %(site)s is %(today)s.")
-                    % {"site": site.display_name, "today": today.isoformat()},
-                )
+                node_count = count.nodes
+                if count.from_gpus:
+                    self.gpu_note = {
+                        "gpus": count.gpus,
+                        "per_node": count.per_node,
+                        "nodes": count.nodes,
+                    }
 
         if not self.errors:
             self.configuration = Configuration(
@@ -397,12 +356,7 @@ class ConfigureForm(forms.Form):
 
     @staticmethod
     def term_units(term: str) -> str:
-        return {
-            "day": _("days"),
-            "month": _("months"),
-            "quarter": _("quarters"),
-            "year": _("years"),
-        }[term]
+        return term_units(term)
 
     @staticmethod
     def not_offered_message(site: Any) -> str:

@@ -41,10 +41,12 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_htmx",
     "import_export",
-    "portal.apps.PortalConfig",
+    "core",
+    "accounts",
     "inventory",
     "billing",
     "provisioning",
+    "portal.apps.PortalConfig",
 ]
 
 MIDDLEWARE = [
@@ -100,7 +102,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-AUTHENTICATION_BACKENDS = ["portal.accounts.backends.EmailBackend"]  # email or username
+AUTHENTICATION_BACKENDS = ["accounts.backends.EmailBackend"]  # email or username
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "accounts:organisations"
 LOGOUT_REDIRECT_URL = "catalog"

@@ -19,7 +19,7 @@ urlpatterns += i18n_patterns(
     path("admin/", admin.site.urls),
     path("", include("billing.urls")),
     path("sales/", include("billing.urls_sales")),
-    path("accounts/", include("portal.accounts.urls")),
+    path("accounts/", include("accounts.urls")),
     path("account/", include("portal.urls_dashboard")),
     path("pay/", include("billing.urls_payments")),
     path("", include("portal.urls_shop")),

@@ -16,21 +16,24 @@ from django.utils.cache import patch_vary_headers
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts import selectors as accounts_selectors
+from accounts.throttle import client_ip
+from billing import catalog as shop
 from billing import selectors as billing_selectors
 from billing import sizing
+from billing.models import CardOptionPrice
 from billing.models import Term as BillingTerm
-from billing.services.quotes import priced_lines_as_rows, rental_period
+from billing.periods import rental_period
+from billing.services.quotes import ItemSpec, priced_lines_as_rows, quote_price_preview
 from billing.services.selfservice import (
     CapacityTaken,
     configuration_price,
     order_self_service,
 )
+from core.errors import DomainError, NotEnoughCapacity
 from inventory import selectors
+from inventory.models import NodeType
 from inventory.placement import leaf_summary
-from portal import selectors as shop
-from portal.accounts import selectors as accounts_selectors
-from portal.accounts.throttle import client_ip
-from portal.errors import DomainError, NotEnoughCapacity
 from portal.forms import ConfigureForm, WizardForm
 
 
@@ -132,21 +135,11 @@ def wizard(request: HttpRequest) -> HttpResponse:
 
 def _offers(*, site: Any, option_code: str, node_count: int, start_date: Any) -> list[dict]:
     """A priced draft and the current availability for each term."""
-    from billing.services.quotes import (
-        ItemSpec,
-        priced_lines_as_rows,
-        quote_price_preview,
-        rental_period,
-    )
-    from inventory.models import NodeType
-
     type_code, _plus, card = option_code.partition("+")
     node_type = NodeType.objects.get(code=type_code)
     card_model_id = int(card.removeprefix("gpu")) if card else None
     cards = 0
     if card_model_id:
-        from billing.models import CardOptionPrice
-
         cards = (
             CardOptionPrice.objects.filter(
                 node_type=node_type, gpu_model_id=card_model_id, price_book__site=site
@@ -384,7 +377,7 @@ def configure(request: HttpRequest) -> HttpResponse:
 @require_POST
 def configure_accept(request: HttpRequest) -> HttpResponse:
     """Accept the instant quote: an order for the customer's active organisation
-    (``portal.accounts``), holding the nodes until its payment deadline.
+    (``accounts``), holding the nodes until its payment deadline.
 
     Anonymous visitors log in first (and come back to the same configuration). When the
     nodes went to someone else, the configure page says so and offers alternatives.

@@ -1,10 +1,6 @@
-"""Gapless document numbers and the site's calendar."""
+"""Gapless document numbers."""
 
 from __future__ import annotations
-
-from datetime import date
-
-from django.utils import timezone
 
 from billing.models import NumberSequence
 from inventory.models import Site
@@ -21,8 +17,3 @@ def next_number(*, kind: str, site: Site, year: int) -> str:
     seq.last += 1
     seq.save(update_fields=["last"])
     return f"{kind}-{site.code}-{year}-{seq.last:06d}"
-
-
-def site_today(site: Site) -> date:
-    """Today in the site's time zone."""
-    return timezone.now().astimezone(site.tzinfo).date()

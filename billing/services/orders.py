@@ -12,28 +12,27 @@ import logging
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing.models import (
-    ORDER_TRANSITIONS,
     Invoice,
     InvoiceStatus,
     Order,
-    OrderEvent,
     OrderStatus,
     Payment,
     PaymentMethod,
     PaymentStatus,
     Quote,
 )
-from billing.services.numbers import next_number, site_today
+from billing.periods import rental_period, site_today
+from billing.services.numbers import next_number
+from core import jobs, lifecycle
+from core.errors import DomainError
+from core.types import Actor
 from inventory import services as inventory_services
 from inventory.models import Reservation, ReservationStatus
-from portal.errors import DomainError
-from portal.statemachine import transition_check
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +43,7 @@ PAYMENT_GRACE = timedelta(minutes=15)
 SELF_SERVICE_TRANSFER_HOLD = timedelta(days=2)
 CARD_METHODS = (PaymentMethod.CARD, PaymentMethod.ALIPAY, PaymentMethod.WECHAT_PAY)
 
-User = AbstractBaseUser
+PROVISIONING_START_TASK = "provisioning.tasks.provisioning_start"
 
 
 class NodesTaken(DomainError):
@@ -52,22 +51,24 @@ class NodesTaken(DomainError):
 
 
 def order_transition(
-    *, order: Order, to_status: str, actor: User | None = None, comment: str = ""
+    *, order: Order, to_status: str, actor: Actor = None, reason: str = "", **updates: object
 ) -> Order:
     """Move an order along its lifecycle (the caller holds the row lock)."""
-    transition_check(
-        table=ORDER_TRANSITIONS,
-        labels=OrderStatus,
-        what=_("Order %(number)s") % {"number": order.number},
-        source=order.status,
-        target=to_status,
+    return lifecycle.transition(
+        order, to=to_status, actor=actor, reason=reason, updates=updates, locked=True
     )
-    OrderEvent.objects.create(
-        order=order, from_status=order.status, to_status=to_status, actor=actor, comment=comment
+
+
+def invoices_move(
+    *, order: Order, source: str, to_status: str, reason: str, **updates: object
+) -> list[Invoice]:
+    """Move the order's invoices that are in ``source`` (paid, or void when it lapsed)."""
+    invoices = list(
+        Invoice.objects.select_for_update().filter(order=order, status=source).order_by("pk")
     )
-    order.status = to_status
-    order.save(update_fields=["status"])
-    return order
+    return lifecycle.transition_many(
+        invoices, to=to_status, reason=reason, updates=updates, locked=True
+    )
 
 
 def payment_deadline(*, quote: Quote, method: str, now: datetime | None = None) -> datetime:
@@ -84,14 +85,12 @@ def payment_deadline(*, quote: Quote, method: str, now: datetime | None = None) 
 
 
 def order_create_from_quote(
-    *, quote: Quote, actor: User | None, payment_method: str = PaymentMethod.BANK_TRANSFER
+    *, quote: Quote, actor: Actor, payment_method: str = PaymentMethod.BANK_TRANSFER
 ) -> Order:
     """The order for an accepted quote, its first invoice, and its holds until payment.
 
     Runs inside the accepting transaction; the quote's holds must still be held.
     """
-    from billing.services.quotes import rental_period
-
     if payment_method not in PaymentMethod.values:
         raise DomainError(_("Choose a payment method."))
     start_at, end_at = rental_period(
@@ -111,12 +110,10 @@ def order_create_from_quote(
         reservation_group=quote.reservation_group,
         payment_due_at=due,
     )
-    OrderEvent.objects.create(
-        order=order,
-        from_status="",
-        to_status=OrderStatus.AWAITING_PAYMENT,
+    lifecycle.record_creation(
+        [order],
         actor=actor,
-        comment=_("Created from quote %(n)s v%(v)s.") % {"n": quote.number, "v": quote.version},
+        reason=_("Created from quote %(n)s v%(v)s.") % {"n": quote.number, "v": quote.version},
     )
     if quote.reservation_group:
         inventory_services.reservation_group_extend(
@@ -138,19 +135,17 @@ def order_create_from_quote(
         due_at=due,
         bank_reference=number.replace("-", ""),
     )
+    lifecycle.record_creation([invoice], actor=actor, reason=_("Issued."))
     _render_invoice_after_commit(invoice, quote.language)
     return order
 
 
 def _render_invoice_after_commit(invoice: Invoice, language: str) -> None:
     """The invoice PDF is rendered on the documents queue once the invoice is saved."""
-    from billing import tasks
-
-    invoice_id = invoice.pk
-    transaction.on_commit(lambda: tasks.document_render_invoice.delay(invoice_id, language))
+    jobs.enqueue("billing.tasks.document_render_invoice", invoice.pk, language)
 
 
-def _confirm_nodes(order: Order, actor: User | None) -> str:
+def _confirm_nodes(order: Order, actor: Actor) -> str:
     """Make the order's booking firm; re-book the same nodes if the hold lapsed meanwhile.
 
     Returns a note for the order's history ("" when all went as planned).
@@ -206,9 +201,7 @@ def _confirm_nodes(order: Order, actor: User | None) -> str:
     return _("Paid after the hold lapsed; the same nodes were booked again.")
 
 
-def order_mark_paid(
-    *, order: Order, actor: User | None = None, comment: str = ""
-) -> tuple[Order, bool]:
+def order_mark_paid(*, order: Order, actor: Actor = None, comment: str = "") -> tuple[Order, bool]:
     """Paid: the booking becomes firm and provisioning is enqueued after commit.
 
     Idempotent: an order already paid (or further along) is returned unchanged with
@@ -221,12 +214,10 @@ def order_mark_paid(
         if order.status == OrderStatus.EXPIRED:
             # Money arrived for an expired order: record it; staff refund or re-quote.
             # Nothing is booked silently.
-            OrderEvent.objects.create(
-                order=order,
-                from_status=order.status,
-                to_status=order.status,
+            lifecycle.record_note(
+                [order],
                 actor=actor,
-                comment=_("Payment received after the order expired: refund or re-quote."),
+                reason=_("Payment received after the order expired: refund or re-quote."),
             )
             return order, False
         try:
@@ -238,30 +229,26 @@ def order_mark_paid(
             order=order,
             to_status=OrderStatus.PAID,
             actor=actor,
-            comment=" ".join(c for c in (comment, note) if c),
+            reason=" ".join(c for c in (comment, note) if c),
+            paid_at=timezone.now(),
         )
-        order.paid_at = timezone.now()
-        order.save(update_fields=["paid_at"])
-        paid = list(Invoice.objects.filter(order=order, status=InvoiceStatus.ISSUED))
-        Invoice.objects.filter(pk__in=[i.pk for i in paid]).update(
-            status=InvoiceStatus.PAID, paid_at=order.paid_at
+        paid = invoices_move(
+            order=order,
+            source=InvoiceStatus.ISSUED,
+            to_status=InvoiceStatus.PAID,
+            reason=comment or _("Paid."),
+            paid_at=order.paid_at,
         )
         for invoice in paid:  # the PDF gets its PAID stamp
             _render_invoice_after_commit(invoice, order.quote.language)
-        order_id = order.pk
-
-        def enqueue() -> None:
-            from provisioning import tasks as provisioning_tasks
-
-            provisioning_tasks.provisioning_start.delay(order_id)
-
-        transaction.on_commit(enqueue)
+        # Billing knows provisioning only by its task's name: the higher layer subscribes.
+        jobs.enqueue(PROVISIONING_START_TASK, order.pk)
         return order, True
 
 
 @transaction.atomic
 def invoice_mark_paid_by_transfer(
-    *, invoice: Invoice, reference: str, actor: User, amount: Decimal | None = None
+    *, invoice: Invoice, reference: str, actor: Actor, amount: Decimal | None = None
 ) -> Invoice:
     """Staff saw the bank transfer: record it and run the same paid path as a card."""
     reference = reference.strip()
@@ -324,10 +311,13 @@ def order_expire_unpaid(*, now: datetime | None = None) -> int:
                     group=order.reservation_group, reason=_("Not paid in time.")
                 )
             order_transition(
-                order=order, to_status=OrderStatus.EXPIRED, comment=_("Not paid in time.")
+                order=order, to_status=OrderStatus.EXPIRED, reason=_("Not paid in time.")
             )
-            Invoice.objects.filter(order=order, status=InvoiceStatus.ISSUED).update(
-                status=InvoiceStatus.VOID
+            invoices_move(
+                order=order,
+                source=InvoiceStatus.ISSUED,
+                to_status=InvoiceStatus.VOID,
+                reason=_("The order was not paid in time."),
             )
             _cancel_open_intents_after_commit(order)
             expired += 1
@@ -344,16 +334,5 @@ def _cancel_open_intents_after_commit(order: Order) -> None:
             stripe_payment_intent__isnull=False,
         ).values_list("stripe_payment_intent", flat=True)
     )
-    if not intents:
-        return
-
-    def cancel() -> None:
-        from billing import stripe_api
-
-        for intent in intents:
-            try:
-                stripe_api.payment_intent_cancel(intent)
-            except Exception:  # logged; the webhook flags any payment that still lands
-                logger.exception("Could not cancel PaymentIntent %s of %s", intent, order.number)
-
-    transaction.on_commit(cancel)
+    if intents:
+        jobs.enqueue("billing.tasks.payment_intents_cancel", intents, order.number)

@@ -23,11 +23,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -37,7 +36,6 @@ from billing.models import (
     Invoice,
     InvoiceStatus,
     Order,
-    OrderEvent,
     OrderStatus,
     Payment,
     PaymentMethod,
@@ -46,11 +44,12 @@ from billing.models import (
     StripeEventStatus,
 )
 from billing.services.orders import CARD_METHODS, NodesTaken, order_mark_paid
-from portal.errors import DomainError
+from core import jobs, lifecycle
+from core.errors import DomainError
+from core.types import Actor
 
 logger = logging.getLogger(__name__)
 
-User = AbstractBaseUser
 
 # PaymentIntent statuses in which an existing intent is reused rather than replaced.
 REUSABLE_INTENT = frozenset(
@@ -162,7 +161,7 @@ def payment_card_resume(*, order: Order) -> tuple[Payment, str] | None:
     return payment, intent["client_secret"]
 
 
-def payment_card_start(*, order: Order, actor: User | None) -> tuple[Payment, str]:
+def payment_card_start(*, order: Order, actor: Actor) -> tuple[Payment, str]:
     """The PaymentIntent for the order's first invoice and its client secret (for the
     Payment Element). Reuses the invoice's open PaymentIntent; a new one is made only
     when there is none (or it was cancelled). Amounts come from the invoice.
@@ -227,9 +226,7 @@ def payment_card_start(*, order: Order, actor: User | None) -> tuple[Payment, st
         return payment, intent["client_secret"]
 
 
-def payment_refund(
-    *, payment: Payment, actor: User | None, amount: Decimal | None = None
-) -> Payment:
+def payment_refund(*, payment: Payment, actor: Actor, amount: Decimal | None = None) -> Payment:
     """Refund (part of) a card payment through Stripe and record the refunded total.
 
     Provisioning is not reversed: the order gets a note and staff decide. A webhook for
@@ -290,15 +287,40 @@ def stripe_event_receive(*, event: dict[str, Any]) -> tuple[StripeEvent, bool]:
     with transaction.atomic():
         row, created = stripe_event_record(event=event)
         if row.status in (StripeEventStatus.RECEIVED, StripeEventStatus.FAILED):
-            stripe_id = row.stripe_id
-
-            def enqueue() -> None:
-                from billing.tasks import stripe_event_process_task
-
-                stripe_event_process_task.delay(stripe_id)
-
-            transaction.on_commit(enqueue)
+            jobs.enqueue("billing.tasks.stripe_event_process_task", row.stripe_id)
     return row, created
+
+
+def stripe_events_retry(*, older_than: timedelta = timedelta(minutes=5), limit: int = 100) -> int:
+    """Re-run webhook events left received or failed. Stripe got its 200 and will not
+    redeliver, so this is what makes a handler error or a lost task recoverable. Returns
+    how many were re-run; each run is idempotent."""
+    cutoff = timezone.now() - older_than
+    stuck = list(
+        StripeEvent.objects.filter(
+            status__in=[StripeEventStatus.RECEIVED, StripeEventStatus.FAILED],
+            received_at__lte=cutoff,
+        )
+        .order_by("received_at")
+        .values_list("stripe_id", flat=True)[:limit]
+    )
+    for event_id in stuck:
+        stripe_event_process(event_id=event_id)
+    return len(stuck)
+
+
+def payment_intents_cancel(*, intents: list[str], order_number: str) -> int:
+    """Cancel PaymentIntents still open on Stripe for an order whose nodes were freed, so
+    they cannot take money. Returns how many were cancelled; one that fails is logged (the
+    webhook flags any payment that still lands)."""
+    cancelled = 0
+    for intent in intents:
+        try:
+            stripe_api.payment_intent_cancel(intent)
+            cancelled += 1
+        except stripe_api.StripeError:
+            logger.exception("Could not cancel PaymentIntent %s of %s", intent, order_number)
+    return cancelled
 
 
 @dataclass(frozen=True)
@@ -518,7 +540,7 @@ def _on_intent_failed(payload: dict[str, Any]) -> Outcome:
 
 
 def _refunded_total_apply(
-    payment: Payment, total_minor: int, currency: str, *, source: str, actor: User | None = None
+    payment: Payment, total_minor: int, currency: str, *, source: str, actor: Actor = None
 ) -> Outcome:
     """Record that ``total_minor`` of a (locked) payment is refunded. The total only
     grows, so replays and reordered events change nothing."""
@@ -547,12 +569,10 @@ def _refunded_total_apply(
         fields.append("status")
     payment.save(update_fields=fields)
     order = Order.objects.get(pk=payment.invoice.order_id)
-    OrderEvent.objects.create(
-        order=order,
-        from_status=order.status,
-        to_status=order.status,
+    lifecycle.record_note(
+        [order],
         actor=actor,
-        comment=_(
+        reason=_(
             "Refund recorded (%(src)s): %(total)s %(cur)s of %(amount)s refunded so far. "
             "Provisioning is not reversed automatically; staff decide whether to end the "
             "service."

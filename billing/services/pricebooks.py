@@ -37,8 +37,8 @@ from billing.models import (
     Quote,
     QuoteStatus,
 )
+from core.errors import DomainError
 from inventory.models import Site
-from portal.errors import DomainError
 
 logger = logging.getLogger(__name__)
 

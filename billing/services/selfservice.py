@@ -14,13 +14,16 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from billing import pricing
-from billing.models import ItemKind, Order, PaymentMethod
+from accounts.models import Membership, Organisation
+from billing import catalog, pricing
+from billing.models import ItemKind, Order, PaymentMethod, Term
+from billing.periods import rental_period, site_today
+from billing.pricing import TERM_DURATION
+from billing.pricing import Term as PricingTerm
 from billing.selectors import BookSnapshot
 from billing.services.quotes import (
     ItemSpec,
@@ -28,12 +31,11 @@ from billing.services.quotes import (
     quote_accept,
     quote_create,
     quote_send,
-    rental_period,
 )
+from core.errors import DomainError, DoubleBooking, NotEnoughCapacity
+from core.types import Actor
 from inventory.models import NodeType, Site
 from inventory.selectors import availability_search
-from portal.errors import DomainError, DoubleBooking, NotEnoughCapacity
-from portal.models import Membership, Organisation
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +45,7 @@ PLACEMENT_ATTEMPTS = 3
 
 class CapacityTaken(NotEnoughCapacity):
     """Not enough nodes for the order (another customer may just have taken them), with
-    the nearest configurations that can be placed (``portal.selectors.Alternative``)."""
+    the nearest configurations that can be placed (``billing.catalog.Alternative``)."""
 
     def __init__(self, message: str, *, alternatives: list | None = None) -> None:
         super().__init__(message)
@@ -69,6 +71,103 @@ class Configuration:
         if self.card_gpu_model_id and self.cards_per_node:
             return f"gpu{self.card_gpu_model_id}"
         return None
+
+
+class ConfigurationInvalid(DomainError):
+    """A configuration the rules refuse; ``errors`` maps each field to its message."""
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__(" ".join(errors.values()))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class NodeCount:
+    """How many nodes a configuration asks for; ``from_gpus`` when GPUs were rounded up."""
+
+    nodes: int
+    gpus: int | None = None
+    per_node: int | None = None
+
+    @property
+    def from_gpus(self) -> bool:
+        return self.gpus is not None
+
+
+def term_units(term: str) -> str:
+    return {
+        "day": _("days"),
+        "month": _("months"),
+        "quarter": _("quarters"),
+        "year": _("years"),
+    }[term]
+
+
+def configuration_check(
+    *,
+    site: Site,
+    node_type: NodeType,
+    node_count: int | None,
+    gpu_count: int | None = None,
+    cards_per_node: int = 0,
+    term: str,
+    duration: int,
+    start_date: date,
+) -> NodeCount:
+    """The configuration rules every entry point meets (the configure form, the
+    self-service order, the API): a node cap per order, GPUs rounded up to whole nodes,
+    the term's duration bounds and a start date not in the past (site time).
+
+    Returns the node count; raises ``ConfigurationInvalid`` with one message per field.
+    """
+    errors: dict[str, str] = {}
+    count: NodeCount | None = None
+    cap = catalog.MAX_NODES_PER_ORDER
+    if gpu_count is not None:
+        per_node = node_type.gpu_count or cards_per_node
+        if gpu_count <= 0:
+            errors["gpu_count"] = _("Ask for at least one GPU.")
+        elif not per_node:
+            errors["gpu_count"] = _(
+                "%(type)s has no GPUs built in: give a number of nodes, or choose GPU cards first."
+            ) % {"type": node_type.name}
+        else:
+            nodes = -(-gpu_count // per_node)
+            count = NodeCount(nodes=nodes, gpus=gpu_count, per_node=per_node)
+            if nodes > cap:
+                errors["gpu_count"] = _(
+                    "That is %(nodes)s nodes; one order takes at most %(max)s. For a larger "
+                    "cluster, ask our sales team."
+                ) % {"nodes": nodes, "max": cap}
+    elif node_count is None:
+        errors["node_count"] = _("How many nodes? Give a number of nodes or GPUs.")
+    elif node_count <= 0:
+        errors["node_count"] = _("Order at least one node.")
+    elif node_count > cap:
+        errors["node_count"] = _(
+            "One order takes at most %(max)s nodes. For a larger cluster, ask our sales team."
+        ) % {"max": cap}
+    else:
+        count = NodeCount(nodes=node_count)
+    if term not in TERM_DURATION:
+        errors["term"] = _("Choose a term.")
+    else:
+        lo, hi = TERM_DURATION[PricingTerm(term)]
+        if not (lo <= duration <= hi):
+            errors["duration"] = _("A %(term)s rental runs from %(lo)s to %(hi)s %(units)s.") % {
+                "term": dict(Term.choices)[term],
+                "lo": lo,
+                "hi": hi,
+                "units": term_units(term),
+            }
+    today = site_today(site)
+    if start_date < today:
+        errors["start_date"] = _(
+            "The start date is in the past: today in %(site)s is %(today)s."
+        ) % {"site": site.display_name, "today": today.isoformat()}
+    if errors or count is None:
+        raise ConfigurationInvalid(errors)
+    return count
 
 
 def configuration_items(config: Configuration) -> list[ItemSpec]:
@@ -120,7 +219,7 @@ def configuration_price(*, snapshot: BookSnapshot, config: Configuration) -> pri
         raise DomainError(_("This quote cannot be priced: %(reason)s.") % {"reason": exc}) from exc
 
 
-def _contact(user: AbstractBaseUser, organisation: Organisation) -> tuple[str, str]:
+def _contact(user: Actor, organisation: Organisation) -> tuple[str, str]:
     full_name = getattr(user, "get_full_name", lambda: "")() or ""
     name = full_name.strip() or user.get_username()
     email = (getattr(user, "email", "") or organisation.billing_email or "").strip()
@@ -133,8 +232,6 @@ def _contact(user: AbstractBaseUser, organisation: Organisation) -> tuple[str, s
 
 def _alternatives(config: Configuration) -> list:
     """The nearest alternatives to a configuration that could not be placed."""
-    from portal import selectors as shop_selectors
-
     start_at, end_at = rental_period(
         site=config.site, start_date=config.start_date, term=config.term, duration=config.duration
     )
@@ -147,10 +244,10 @@ def _alternatives(config: Configuration) -> list:
     )
     sites = list(Site.objects.order_by("code"))
     node_types = list(NodeType.objects.select_related("gpu_model").order_by("code"))
-    capacity = shop_selectors.capacity_for_period(
+    capacity = catalog.capacity_for_period(
         sites=sites, start_date=config.start_date, term=config.term, duration=config.duration
     )
-    return shop_selectors.nearest_alternatives(
+    return catalog.nearest_alternatives(
         site=config.site,
         node_type=config.node_type,
         node_count=config.node_count,
@@ -165,7 +262,7 @@ def _alternatives(config: Configuration) -> list:
 
 def order_self_service(
     *,
-    user: AbstractBaseUser,
+    user: Actor,
     organisation: Organisation,
     site: Site,
     node_type: NodeType,
@@ -191,6 +288,15 @@ def order_self_service(
         raise DomainError(_("You are not a member of this organisation."))
     if payment_method not in PaymentMethod.values:
         raise DomainError(_("Choose a payment method."))
+    configuration_check(
+        site=site,
+        node_type=node_type,
+        node_count=node_count,
+        cards_per_node=cards_per_node,
+        term=term,
+        duration=duration,
+        start_date=start_date,
+    )
     config = Configuration(
         site=site,
         node_type=node_type,

@@ -9,6 +9,8 @@ from django import template
 from django.utils import translation
 from django.utils.translation import gettext as _
 
+from billing import quote_pdf
+
 register = template.Library()
 
 SYMBOLS = {"CNY": "¥", "HKD": "HK$", "USD": "US$"}
@@ -99,6 +101,4 @@ def adjustment_reason(adj: dict[str, Any]) -> str:
 @register.filter
 def line_note(line: Any) -> str:
     """A priced line's note in the active language (the engine writes English notes)."""
-    from billing import documents
-
-    return documents.line_note(line, {}, translation.get_language() or "en")
+    return quote_pdf.line_note(line, {}, translation.get_language() or "en")

@@ -14,11 +14,11 @@ from django.utils import timezone, translation
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.models import Membership
 from billing import invoices, stripe_api
 from billing.models import InvoiceStatus, Order, OrderStatus
 from billing.services import payments
-from portal.errors import DomainError
-from portal.models import Membership
+from core.errors import DomainError
 
 
 def _order_for(request: HttpRequest, number: str) -> Order:

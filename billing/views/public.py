@@ -9,11 +9,12 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.models import Membership
+from accounts.throttle import client_ip
+from billing import quote_pdf
 from billing.models import QUOTE_CUSTOMER_VISIBLE, Order, Quote, QuoteStatus
 from billing.services import quotes as quote_services
-from portal.accounts.throttle import client_ip
-from portal.errors import DomainError, NotEnoughCapacity
-from portal.models import Membership
+from core.errors import DomainError, NotEnoughCapacity
 
 
 def _quote_for(request: HttpRequest, token: str) -> Quote:
@@ -116,10 +117,8 @@ def quote_public_reject(request: HttpRequest, token: str) -> HttpResponse:
 @require_GET
 def quote_public_pdf(request: HttpRequest, token: str) -> HttpResponse:
     quote = _quote_for(request, token)
-    from billing import documents
-
     language = translation.get_language() or quote.language
-    document = documents.quote_document(quote=quote, language=language)
+    document = quote_pdf.quote_document(quote=quote, language=language)
     return FileResponse(
         document.file.open("rb"),
         content_type="application/pdf",

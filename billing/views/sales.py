@@ -26,6 +26,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from billing import quote_pdf as quote_documents
 from billing import selectors
 from billing.forms import (
     BaseLineFormSet,
@@ -40,8 +41,8 @@ from billing.forms import (
 )
 from billing.models import QUOTE_EDITABLE, Quote, QuoteStatus, SalesProfile, Term
 from billing.services import quotes as quote_services
+from core.errors import DomainError
 from inventory.models import Site
-from portal.errors import DomainError
 
 PAGE_SIZE = 25
 UNREVISABLE = (QuoteStatus.ACCEPTED, QuoteStatus.SUPERSEDED)
@@ -435,10 +436,8 @@ def quote_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     codes = [code for code, _name in settings.LANGUAGES]
     language = request.GET.get("language", "")
     language = language if language in codes else quote.language
-    from billing import documents
-
     try:
-        document = documents.quote_document(quote=quote, language=language)
+        document = quote_documents.quote_document(quote=quote, language=language)
     except DomainError as exc:
         messages.error(request, exc.message)
         return redirect("sales:quote_detail", pk=quote.pk)

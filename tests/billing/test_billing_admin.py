@@ -10,6 +10,7 @@ from django.forms import MultiWidget
 from django.urls import reverse
 from django.utils import timezone, translation
 
+from accounts.models import Membership, Organisation
 from billing.models import (
     AddonPrice,
     NodePrice,
@@ -22,7 +23,6 @@ from billing.models import (
     QuoteStatus,
     SalesProfile,
 )
-from portal.models import Membership, Organisation
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -102,8 +102,8 @@ CHANGELISTS = [
     "billing_salesprofile",
     "billing_quote",
     "billing_order",
-    "portal_organisation",
-    "portal_membership",
+    "accounts_organisation",
+    "accounts_membership",
 ]
 
 
@@ -135,7 +135,7 @@ def test_organisation_search_finds_name_legal_name_and_tax_id(admin_client):
         name="Pearl River AI Lab", legal_name="深圳珠江智算", tax_id="9144X"
     )
     Organisation.objects.create(name="Other")
-    url = admin_url("admin:portal_organisation_changelist")
+    url = admin_url("admin:accounts_organisation_changelist")
 
     for term in ("Pearl", "珠江", "9144X"):
         found = admin_client.get(url, {"q": term}).context["cl"].result_list
@@ -335,7 +335,7 @@ def test_a_frozen_book_is_shown_read_only_and_a_forged_post_changes_nothing(
 
 def test_a_refusal_from_the_service_is_a_message_not_a_server_error(admin_client, monkeypatch):
     from billing.services import pricebooks
-    from portal.errors import DomainError
+    from core.errors import DomainError
 
     book = make_book()
     url = admin_url("admin:billing_pricebook_change", book.pk)

@@ -15,14 +15,14 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 
+from accounts.models import Organisation
 from billing import invoices
-from billing.documents import sha256_of
 from billing.models import Invoice, InvoiceDocument, InvoiceStatus
 from billing.numerals import rmb_upper
 from billing.services import orders
 from billing.services import quotes as qs
+from core.pdf import sha256_of
 from inventory.models import NodeType, Site
-from portal.models import Organisation
 
 pytestmark = pytest.mark.django_db
 assert shutil.which("pdftotext"), "poppler-utils is missing: run `make test` to install it"

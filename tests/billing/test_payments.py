@@ -12,6 +12,7 @@ from django.shortcuts import resolve_url
 from django.urls import reverse
 from django.utils import timezone, translation
 
+from accounts.models import Membership, Organisation
 from billing import stripe_api
 from billing.models import (
     InvoiceStatus,
@@ -23,10 +24,9 @@ from billing.models import (
 )
 from billing.services import payments
 from billing.services import quotes as qs
+from core.errors import DomainError
 from inventory.models import NodeType, Reservation, ReservationStatus, Site
 from portal.celery import app
-from portal.errors import DomainError
-from portal.models import Membership, Organisation
 
 pytestmark = pytest.mark.django_db
 

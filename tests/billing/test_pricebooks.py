@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone, translation
 
+from accounts.models import Organisation
 from billing import selectors
 from billing.models import (
     AddonPrice,
@@ -25,9 +26,8 @@ from billing.models import (
 )
 from billing.services import pricebooks
 from billing.services import quotes as qs
+from core.errors import DomainError
 from inventory.models import NodeType, Site
-from portal.errors import DomainError
-from portal.models import Organisation
 
 pytestmark = pytest.mark.django_db
 

@@ -14,12 +14,14 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import translation
 
-from billing import documents, tasks
+from accounts.models import Organisation
+from billing import quote_pdf, tasks
 from billing.models import Quote, QuoteDocument
-from billing.services.quotes import ItemSpec, quote_create, quote_send, site_today
+from billing.periods import site_today
+from billing.services.quotes import ItemSpec, quote_create, quote_send
+from core import pdf
 from inventory.models import NodeType, Site
 from portal.celery import app
-from portal.models import Organisation
 
 
 @pytest.fixture
@@ -72,16 +74,16 @@ def test_sending_emails_the_stored_pdf_and_the_link(
     draft, eager_celery, django_capture_on_commit_callbacks, monkeypatch
 ):
     callers = []
-    real_quote_document = documents.quote_document
+    real_quote_document = quote_pdf.quote_document
 
     def spy(**kwargs):
         callers.append(sys._getframe(1).f_code.co_name)
         return real_quote_document(**kwargs)
 
-    monkeypatch.setattr(documents, "quote_document", spy)
+    monkeypatch.setattr(quote_pdf, "quote_document", spy)
     quote = send(draft, django_capture_on_commit_callbacks)
     # The chain: render on the documents queue first, then the email (which finds it).
-    assert callers == ["document_render_quote", "quote_email"]
+    assert callers == ["document_render_quote", "quote_email_send"]
 
     assert len(mail.outbox) == 1
     message = mail.outbox[0]
@@ -100,7 +102,7 @@ def test_sending_emails_the_stored_pdf_and_the_link(
 
     # The chain's first step stored the document; the email attached exactly those bytes.
     document = QuoteDocument.objects.get(quote=quote, language="zh-hans")
-    assert document.sha256 == documents.sha256_of(content)
+    assert document.sha256 == pdf.sha256_of(content)
     assert quote.emailed_at is not None
 
 
@@ -125,10 +127,10 @@ def test_render_task_is_idempotent_and_email_uses_an_existing_document(
     def must_not_render(**kwargs):
         raise AssertionError("rendered again")
 
-    monkeypatch.setattr(documents, "render_quote_pdf", must_not_render)
+    monkeypatch.setattr(quote_pdf, "render_quote_pdf", must_not_render)
     assert tasks.document_render_quote.delay(quote.pk, "zh-hans").get() == sha
     assert tasks.quote_email(quote.pk) == "sent"
-    assert documents.sha256_of(mail.outbox[0].attachments[0][1]) == sha
+    assert pdf.sha256_of(mail.outbox[0].attachments[0][1]) == sha
 
 
 def test_render_task_goes_to_the_documents_queue():

@@ -21,12 +21,14 @@ from django.db import connection
 from weasyprint import HTML
 from weasyprint.urls import FatalURLFetchingError
 
-from billing import documents
+from accounts.models import Organisation
+from billing import quote_pdf
 from billing.models import AddonPrice, FreeService, NodePrice, Quote, QuoteDocument
 from billing.numerals import rmb_upper
-from billing.services.quotes import ItemSpec, quote_create, quote_send, site_today
+from billing.periods import site_today
+from billing.services.quotes import ItemSpec, quote_create, quote_send
+from core import pdf
 from inventory.models import GPUModel, NodeType, Site
-from portal.models import Organisation
 
 # poppler-utils (pdftotext, pdffonts, pdfinfo) is installed by `make test`; without it
 # these tests fail rather than skip.
@@ -149,7 +151,7 @@ def make_quote(demo, *, language="zh-hans", send=True, notes="", **kw):
 @pytest.mark.django_db
 def test_chinese_pdf_text_totals_fonts_and_amount_in_words(demo, tmp_path):
     quote = make_quote(demo)
-    document = documents.quote_document(quote=quote, language="zh-hans")
+    document = quote_pdf.quote_document(quote=quote, language="zh-hans")
     data = stored_bytes(document)
     assert data.startswith(b"%PDF")
     text = pdf_text(data, tmp_path)
@@ -189,7 +191,7 @@ def test_chinese_pdf_text_totals_fonts_and_amount_in_words(demo, tmp_path):
 @pytest.mark.django_db
 def test_english_pdf_text_and_page_numbers(demo, tmp_path):
     quote = make_quote(demo, language="en")
-    data = stored_bytes(documents.quote_document(quote=quote, language="en"))
+    data = stored_bytes(quote_pdf.quote_document(quote=quote, language="en"))
     text = pdf_text(data, tmp_path)
     flat = compact(pdf_text(data, tmp_path, layout=False))
     pages = pdf_pages(data, tmp_path)
@@ -220,7 +222,7 @@ def test_hong_kong_quote_has_no_rmb_amount_in_words(demo, tmp_path):
         ],
     )
     assert quote.currency == "HKD"
-    data = documents.render_quote_pdf(quote=quote, language="zh-hans")
+    data = quote_pdf.render_quote_pdf(quote=quote, language="zh-hans")
     text = pdf_text(data, tmp_path)
     flat = compact(pdf_text(data, tmp_path, layout=False))
     assert amount(quote.gross_total) in text
@@ -244,7 +246,7 @@ def test_long_quote_repeats_the_table_header_on_every_page(demo, tmp_path):
         ],
     ]
     quote = make_quote(demo, language="en", items=items, send=False)
-    data = documents.render_quote_pdf(quote=quote, language="en")
+    data = quote_pdf.render_quote_pdf(quote=quote, language="en")
     pages = pdf_pages(data, tmp_path)
     assert pages >= 2
     text = pdf_text(data, tmp_path)
@@ -265,7 +267,7 @@ def test_user_text_is_escaped_and_fetches_nothing(demo, tmp_path, monkeypatch):
     monkeypatch.setattr(socket, "getaddrinfo", no_network)
     notes = '<img src="http://evil.example/x.png"> <b>bold</b> & more'
     quote = make_quote(demo, language="en", send=False, notes=notes)
-    data = documents.render_quote_pdf(quote=quote, language="en")
+    data = quote_pdf.render_quote_pdf(quote=quote, language="en")
     assert '<img src="http://evil.example/x.png"> <b>bold</b> & more' in pdf_text(data, tmp_path)
 
 
@@ -275,9 +277,9 @@ def test_user_text_is_escaped_and_fetches_nothing(demo, tmp_path, monkeypatch):
 @pytest.mark.django_db
 def test_sent_quote_document_is_stored_once_with_its_sha256(demo, monkeypatch):
     quote = make_quote(demo)
-    document = documents.quote_document(quote=quote, language="zh-hans")
+    document = quote_pdf.quote_document(quote=quote, language="zh-hans")
     data = stored_bytes(document)
-    assert document.sha256 == hashlib.sha256(data).hexdigest() == documents.sha256_of(data)
+    assert document.sha256 == hashlib.sha256(data).hexdigest() == pdf.sha256_of(data)
     assert document.size == len(data)
     assert document.created_at >= quote.sent_at
     assert Path(document.file.path).is_relative_to(Path(settings.MEDIA_ROOT))
@@ -291,8 +293,8 @@ def test_sent_quote_document_is_stored_once_with_its_sha256(demo, monkeypatch):
     def must_not_render(**kwargs):
         raise AssertionError("a sent quote's stored document was rendered again")
 
-    monkeypatch.setattr(documents, "render_quote_pdf", must_not_render)
-    again = documents.quote_document(quote=quote, language="zh-hans")
+    monkeypatch.setattr(quote_pdf, "render_quote_pdf", must_not_render)
+    again = quote_pdf.quote_document(quote=quote, language="zh-hans")
     assert again.pk == document.pk
     assert again.sha256 == document.sha256
     assert again.created_at == document.created_at
@@ -303,14 +305,14 @@ def test_sent_quote_document_is_stored_once_with_its_sha256(demo, monkeypatch):
 @pytest.mark.django_db
 def test_each_language_is_its_own_document(demo):
     quote = make_quote(demo)
-    zh = documents.quote_document(quote=quote, language="zh-hans")
-    en = documents.quote_document(quote=quote, language="en")
+    zh = quote_pdf.quote_document(quote=quote, language="zh-hans")
+    en = quote_pdf.quote_document(quote=quote, language="en")
     assert zh.pk != en.pk and zh.sha256 != en.sha256
     assert {zh.language, en.language} == {"zh-hans", "en"}
     # Browser-style language codes map onto the stored ones.
-    assert documents.quote_document(quote=quote, language="zh-Hans").pk == zh.pk
+    assert quote_pdf.quote_document(quote=quote, language="zh-Hans").pk == zh.pk
     with pytest.raises(ValueError):
-        documents.quote_document(quote=quote, language="fr")
+        quote_pdf.quote_document(quote=quote, language="fr")
 
 
 @pytest.mark.django_db
@@ -318,17 +320,17 @@ def test_draft_document_is_rendered_again_on_every_call(
     demo, tmp_path, django_capture_on_commit_callbacks
 ):
     quote = make_quote(demo, language="en", send=False, notes="First version of the notes.")
-    first = documents.quote_document(quote=quote, language="en")
+    first = quote_pdf.quote_document(quote=quote, language="en")
     first_sha, first_path = first.sha256, Path(first.file.path)
     assert "Draft" in pdf_text(stored_bytes(first), tmp_path)
     assert "First version of the notes." in pdf_text(stored_bytes(first), tmp_path)
 
     Quote.objects.filter(pk=quote.pk).update(notes="Second version of the notes.")
     with django_capture_on_commit_callbacks(execute=True):
-        second = documents.quote_document(quote=quote, language="en")
+        second = quote_pdf.quote_document(quote=quote, language="en")
     assert second.pk == first.pk
     assert second.sha256 != first_sha
-    assert second.sha256 == documents.sha256_of(stored_bytes(second))
+    assert second.sha256 == pdf.sha256_of(stored_bytes(second))
     assert "Second version of the notes." in pdf_text(stored_bytes(second), tmp_path)
     assert QuoteDocument.objects.filter(quote=quote).count() == 1
     assert not first_path.exists() or first_path == Path(second.file.path)
@@ -337,18 +339,18 @@ def test_draft_document_is_rendered_again_on_every_call(
 @pytest.mark.django_db
 def test_draft_render_is_replaced_once_the_quote_is_sent(demo, tmp_path):
     quote = make_quote(demo, language="en", send=False)
-    draft_doc = documents.quote_document(quote=quote, language="en")
+    draft_doc = quote_pdf.quote_document(quote=quote, language="en")
     draft_sha = draft_doc.sha256
     assert "Draft" in pdf_text(stored_bytes(draft_doc), tmp_path)
 
     quote = quote_send(quote=quote, actor=demo["sales"])
-    sent_doc = documents.quote_document(quote=quote, language="en")
+    sent_doc = quote_pdf.quote_document(quote=quote, language="en")
     assert sent_doc.pk == draft_doc.pk
     assert sent_doc.sha256 != draft_sha
     assert sent_doc.created_at >= Quote.objects.get(pk=quote.pk).sent_at
     assert "Draft" not in pdf_text(stored_bytes(sent_doc), tmp_path)
     # ...and from then on it is final.
-    assert documents.quote_document(quote=quote, language="en").sha256 == sent_doc.sha256
+    assert quote_pdf.quote_document(quote=quote, language="en").sha256 == sent_doc.sha256
 
 
 @pytest.mark.django_db(transaction=True)
@@ -359,7 +361,7 @@ def test_two_workers_rendering_at_once_keep_one_document(demo, monkeypatch, capl
     quote = make_quote(demo)
     rendered = threading.Barrier(2, timeout=30)
     inserting = threading.Barrier(2, timeout=30)
-    real_content_file = documents.ContentFile
+    real_content_file = pdf.ContentFile
 
     def fake_render(*, quote, language):
         name = threading.current_thread().name
@@ -370,13 +372,13 @@ def test_two_workers_rendering_at_once_keep_one_document(demo, monkeypatch, capl
         inserting.wait()  # both found no stored row before either inserts
         return real_content_file(data, *args, **kwargs)
 
-    monkeypatch.setattr(documents, "render_quote_pdf", fake_render)
-    monkeypatch.setattr(documents, "ContentFile", content_file)
+    monkeypatch.setattr(quote_pdf, "render_quote_pdf", fake_render)
+    monkeypatch.setattr(pdf, "ContentFile", content_file)
     results, errors = {}, []
 
     def worker():
         try:
-            results[threading.current_thread().name] = documents.quote_document(
+            results[threading.current_thread().name] = quote_pdf.quote_document(
                 quote=quote, language="zh-hans"
             )
         except BaseException as exc:  # reported below
@@ -397,7 +399,7 @@ def test_two_workers_rendering_at_once_keep_one_document(demo, monkeypatch, capl
     assert docs[0].sha256 == docs[1].sha256
     stored = QuoteDocument.objects.get(quote=quote, language="zh-hans")
     data = stored_bytes(stored)
-    assert stored.sha256 == documents.sha256_of(data)
+    assert stored.sha256 == pdf.sha256_of(data)
     assert data in {b"%PDF-1.7 rendered by worker-1", b"%PDF-1.7 rendered by worker-2"}
     # The loser's file was deleted: one PDF on disk for this quote.
     folder = Path(stored.file.path).parent
@@ -458,12 +460,12 @@ def test_render_quote_command_renders_a_draft_without_storing_it(demo, tmp_path)
     ],
 )
 def test_fetcher_refuses_anything_but_local_pdf_and_static_files(url):
-    with pytest.raises(documents.ResourceRefused):
-        documents.LocalFetcher().fetch(url)
+    with pytest.raises(pdf.ResourceRefused):
+        pdf.LocalFetcher().fetch(url)
 
 
 def test_fetcher_serves_pdf_templates_static_files_and_data_urls():
-    fetcher = documents.LocalFetcher()
+    fetcher = pdf.LocalFetcher()
     css = fetcher.fetch(f"file://{settings.BASE_DIR}/templates/pdf/quote.css")
     assert css.content_type == "text/css"
     assert b"@page" in css.read()
@@ -482,7 +484,7 @@ def test_http_image_stops_rendering_without_touching_the_network(monkeypatch):
     monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: calls.append(a))
     html = HTML(
         string='<p>x</p><img src="http://example.com/logo.png">',
-        url_fetcher=documents.LocalFetcher(),
+        url_fetcher=pdf.LocalFetcher(),
     )
     with pytest.raises(FatalURLFetchingError):
         html.write_pdf()
@@ -491,12 +493,12 @@ def test_http_image_stops_rendering_without_touching_the_network(monkeypatch):
 
 def test_render_pdf_only_renders_pdf_templates():
     with pytest.raises(ValueError):
-        documents.render_pdf("billing/quote_public.html", {}, language="en")
+        pdf.render_pdf("billing/quote_public.html", {}, language="en")
     with pytest.raises(ValueError):
-        documents.render_pdf("pdf/../billing/quote_public.html", {}, language="en")
+        pdf.render_pdf("pdf/../billing/quote_public.html", {}, language="en")
 
 
 def test_minimal_document_embeds_the_cjk_font(tmp_path):
-    data = documents.render_pdf("pdf/fonts_sample.html", {}, language="zh-hans")
+    data = pdf.render_pdf("pdf/fonts_sample.html", {}, language="zh-hans")
     assert "CJK" in pdf_fonts(data, tmp_path)
     assert "报价单" in pdf_text(data, tmp_path)

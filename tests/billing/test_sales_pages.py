@@ -13,11 +13,12 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.translation import override
 
+from accounts.models import Organisation
 from billing.models import Quote, QuoteItem, QuoteLine, QuoteStatus
+from billing.periods import site_today
 from billing.services import quotes as quote_services
 from billing.templatetags.billing_tags import money
 from inventory.models import GPUModel, NodeType, Reservation, ReservationStatus, Site
-from portal.models import Organisation
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()
@@ -40,7 +41,7 @@ def demo():
         "a100": NodeType.objects.get(code="a100-40g-4x"),
         "e5": NodeType.objects.get(code="e5-baremetal"),
         "rtx": GPUModel.objects.get(name="RTX 3090 24G"),
-        "start": quote_services.site_today(sz) + timedelta(days=7),
+        "start": site_today(sz) + timedelta(days=7),
     }
 
 
@@ -210,7 +211,7 @@ def test_preview_shows_an_engine_refusal_instead_of_failing(demo, sales):
 
 
 def test_bad_input_shows_errors_next_to_the_fields(demo, sales):
-    yesterday = quote_services.site_today(demo["sz"]) - timedelta(days=1)
+    yesterday = site_today(demo["sz"]) - timedelta(days=1)
     data = form_data(
         demo,
         [node_line(demo["h100"], "0"), {"kind": "custom", "quantity": "1", "unit_price": "-5"}],

@@ -98,14 +98,14 @@ def webhook_secret(settings):
 def provisioning_calls(monkeypatch):
     """Results of the provisioning tasks enqueued (run eagerly)."""
     results = []
-    original = provisioning_tasks.provisioning_start.delay
+    original = provisioning_tasks.provisioning_start.apply_async
 
-    def delay(order_id):
-        result = original(order_id)
-        results.append((order_id, result.get()))
+    def apply_async(args=None, kwargs=None, **options):
+        result = original(args, kwargs, **options)
+        results.append((args[0], result.get()))
         return result
 
-    monkeypatch.setattr(provisioning_tasks.provisioning_start, "delay", delay)
+    monkeypatch.setattr(provisioning_tasks.provisioning_start, "apply_async", apply_async)
     return results
 
 
@@ -197,7 +197,9 @@ def test_nothing_is_enqueued_before_commit(client, card_order, provisioning_call
         enqueued = []
         from billing import tasks
 
-        mp.setattr(tasks.stripe_event_process_task, "delay", enqueued.append)
+        mp.setattr(
+            tasks.stripe_event_process_task, "apply_async", lambda *a, **kw: enqueued.append(a)
+        )
         # Inside the test's transaction the commit never comes: nothing runs.
         assert post(client, event("payment_intent.succeeded", intent(payment))).status_code == 200
         assert enqueued == []
@@ -433,9 +435,9 @@ def test_refunds_are_recorded_idempotently_and_never_shrink(
     payment.refresh_from_db()
     assert payment.amount_refunded == Decimal("100.00")
     assert payment.status == PaymentStatus.SUCCEEDED
-    notes = OrderEvent.objects.filter(order=order, comment__startswith="Refund recorded")
+    notes = OrderEvent.objects.filter(order=order, reason__startswith="Refund recorded")
     assert notes.count() == 1
-    assert "not reversed automatically" in notes.get().comment
+    assert "not reversed automatically" in notes.get().reason
     with django_capture_on_commit_callbacks(execute=True):
         post(client, event("charge.refunded", charge(payment, full)))
         post(client, event("charge.refunded", charge(payment, 5_000)))  # late, out of order

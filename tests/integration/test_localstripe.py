@@ -105,8 +105,8 @@ def webhook(stripe_settings, live_server, localstripe):
 @pytest.fixture
 def demo(db):
     call_command("seed_demo", stdout=open(os.devnull, "w"))
+    from accounts.models import Organisation
     from inventory.models import NodeType, Site
-    from portal.models import Organisation
 
     users = get_user_model().objects
     return {
@@ -180,7 +180,7 @@ def test_card_payment_through_localstripe_pays_the_order_by_the_signed_webhook(
     # Provisioning is not reversed: the order stays paid, with notes for staff.
     order.refresh_from_db()
     assert order.status == OrderStatus.PAID
-    assert order.events.filter(comment__startswith="Refund recorded").count() == 2
+    assert order.events.filter(reason__startswith="Refund recorded").count() == 2
 
 
 def test_a_declined_card_leaves_the_order_awaiting_payment(demo, webhook, eager_celery):

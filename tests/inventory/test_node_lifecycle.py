@@ -4,9 +4,9 @@ import itertools
 
 import pytest
 
+from core.errors import DomainError, IllegalTransition
 from inventory import services
 from inventory.models import NODE_TRANSITIONS, Node, NodeEvent, NodeStatus
-from portal.errors import DomainError, IllegalTransition
 from tests import factories
 
 pytestmark = pytest.mark.django_db

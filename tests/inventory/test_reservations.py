@@ -6,9 +6,9 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from core.errors import DomainError, DoubleBooking, IllegalTransition
 from inventory import services
 from inventory.models import NodeStatus, Reservation, ReservationEvent, ReservationStatus
-from portal.errors import DomainError, DoubleBooking, IllegalTransition
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -15,9 +15,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import override
 
-from portal.accounts import selectors, services, throttle, tokens
-from portal.errors import DomainError
-from portal.models import CustomerProfile, Invitation, MemberRole, Membership, Organisation
+from accounts import selectors, services, throttle, tokens
+from accounts.models import CustomerProfile, Invitation, MemberRole, Membership, Organisation
+from core.errors import DomainError
 
 pytestmark = pytest.mark.django_db
 
@@ -82,7 +82,7 @@ def customer(email, *, org=None, role=MemberRole.OWNER, org_name="Acme AI", veri
 
 def logged_in(user):
     c = new_client()
-    c.force_login(user, backend="portal.accounts.backends.EmailBackend")
+    c.force_login(user, backend="accounts.backends.EmailBackend")
     return c
 
 

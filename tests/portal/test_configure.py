@@ -18,6 +18,8 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.translation import override
 
+from accounts import selectors as accounts_selectors
+from accounts.models import CustomerProfile, Membership, Organisation
 from billing.models import (
     AddonPrice,
     NodePrice,
@@ -27,7 +29,7 @@ from billing.models import (
     Quote,
     QuoteStatus,
 )
-from billing.services.numbers import site_today
+from billing.periods import site_today
 from billing.services.orders import PAYMENT_GRACE
 from billing.services.quotes import quote_price_preview
 from billing.services.selfservice import Configuration, configuration_items
@@ -43,8 +45,6 @@ from inventory.models import (
     Switch,
     SwitchRole,
 )
-from portal.accounts import selectors as accounts_selectors
-from portal.models import CustomerProfile, Membership, Organisation
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -10,11 +10,11 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone, translation
 
+from accounts.models import CustomerProfile, MemberRole, Membership, Organisation
 from billing.models import InvoiceStatus, Order, OrderStatus
 from billing.services import orders as order_services
 from billing.services import quotes as qs
 from inventory.models import NodeType, Reservation, Site
-from portal.models import CustomerProfile, MemberRole, Membership, Organisation
 
 pytestmark = pytest.mark.django_db
 

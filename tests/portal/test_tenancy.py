@@ -33,10 +33,10 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone, translation
 
+from accounts.models import Invitation, MemberRole, Membership, Organisation
 from billing.models import Invoice, Order, Quote
 from billing.services import quotes as qs
 from inventory.models import NodeType, Site
-from portal.models import Invitation, MemberRole, Membership, Organisation
 
 pytestmark = pytest.mark.django_db
 

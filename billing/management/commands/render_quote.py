@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from billing import documents
+from billing import quote_pdf
 from billing.models import Quote
 
 
@@ -52,13 +52,13 @@ class Command(BaseCommand):
         out: Path = options["out"]
         if not out.parent.is_dir():
             raise CommandError(f"No such folder: {out.parent}")
-        if quote.status in documents.FROZEN_STATUSES:
-            document = documents.quote_document(quote=quote, language=language)
+        if quote.status in quote_pdf.FROZEN_STATUSES:
+            document = quote_pdf.quote_document(quote=quote, language=language)
             with document.file.open("rb") as fh:
                 data = fh.read()
             how = f"stored document, sha256 {document.sha256}"
         else:
-            data = documents.render_quote_pdf(quote=quote, language=language)
+            data = quote_pdf.render_quote_pdf(quote=quote, language=language)
             how = f"fresh rendering of a {quote.get_status_display()} quote, not stored"
         out.write_bytes(data)
         self.stdout.write(

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from portal import queues
+from portal.management.commands.seed_demo import DEMO_USERS
 
 
 class Command(BaseCommand):
@@ -42,8 +43,6 @@ class Command(BaseCommand):
             self.style.SUCCESS(f"\nGPU portal: {url}   (back office: {url}zh-hans/admin/)\n")
         )
         self.stdout.write("Demo logins (user / password):")
-        from inventory.management.commands.seed_demo import DEMO_USERS
-
         for user in DEMO_USERS:
             self.stdout.write(f"  {user['username']:<9} {user['password']}")
         self.stdout.write(

@@ -23,15 +23,15 @@ from django.urls import reverse
 from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 
-from portal.accounts import selectors, throttle, tokens
-from portal.errors import DomainError
-from portal.models import (
+from accounts import selectors, throttle, tokens
+from accounts.models import (
     CustomerProfile,
     Invitation,
     MemberRole,
     Membership,
     Organisation,
 )
+from core.errors import DomainError
 
 logger = logging.getLogger(__name__)
 

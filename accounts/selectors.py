@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from portal.models import CustomerProfile, Invitation, Membership, Organisation
+from accounts.models import CustomerProfile, Invitation, Membership, Organisation
 
 SESSION_KEY = "active_organisation_id"
 _CACHE_ATTR = "_accounts_current_membership"

@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy
 
-from portal.models import CustomerProfile, Invitation, Membership, Organisation
+from accounts.models import CustomerProfile, Invitation, Membership, Organisation
 
 
 class MembershipInline(admin.TabularInline):

@@ -10,7 +10,7 @@ from django.contrib.auth.forms import PasswordResetForm
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
-from portal.models import (
+from accounts.models import (
     COUNTRY_CHOICES,
     Invitation,
     MemberRole,

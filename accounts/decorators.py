@@ -1,6 +1,6 @@
 """``customer_required``: the gate in front of every page about an organisation's things.
 
-    from portal.accounts.decorators import customer_required
+    from accounts.decorators import customer_required
 
     @customer_required
     def order_list(request):
@@ -28,8 +28,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
-from portal.accounts import selectors
-from portal.models import MemberRole
+from accounts import selectors
+from accounts.models import MemberRole
 
 View = Callable[..., HttpResponse]
 

@@ -11,7 +11,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 
-from portal.accounts import throttle
+from accounts import throttle
 
 UserModel = get_user_model()
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.core import signing
 
 EMAIL_VERIFICATION_MAX_AGE = timedelta(days=3)
-_VERIFY_SALT = "portal.accounts.email-verification"
+_VERIFY_SALT = "accounts.email-verification"
 
 
 class VerificationLinkInvalid(Exception):

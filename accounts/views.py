@@ -24,9 +24,9 @@ from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 
-from portal.accounts import selectors, services, throttle
-from portal.accounts.decorators import customer_required
-from portal.accounts.forms import (
+from accounts import selectors, services, throttle
+from accounts.decorators import customer_required
+from accounts.forms import (
     InviteForm,
     LoginForm,
     OrganisationForm,
@@ -35,10 +35,10 @@ from portal.accounts.forms import (
     SignupForm,
     SwitchForm,
 )
-from portal.errors import DomainError
-from portal.models import Invitation, MemberRole, Membership
+from accounts.models import Invitation, MemberRole, Membership
+from core.errors import DomainError
 
-BACKEND = "portal.accounts.backends.EmailBackend"
+BACKEND = "accounts.backends.EmailBackend"
 PENDING_KEY = "accounts_unverified_user_id"
 
 

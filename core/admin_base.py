@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
-from portal.errors import DomainError
+from core.errors import DomainError
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -23,9 +23,8 @@ from django.utils import timezone
 
 from billing import pricing
 from billing.models import DiscountRule, NodePrice, PriceBook, Promotion
+from billing.periods import rental_period, site_today
 from billing.selectors import engine_discount, engine_node_price, engine_promotion
-from billing.services.numbers import site_today
-from billing.services.quotes import rental_period
 from inventory.models import (
     ACTIVE_RESERVATION_STATUSES,
     NODE_UNBOOKABLE_STATUSES,

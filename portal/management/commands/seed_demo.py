@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
+from billing import demo as billing_demo
 from inventory import services
 from inventory.models import (
     Fabric,
@@ -267,8 +268,6 @@ class Command(BaseCommand):
             created += self._pod(pod, sites[pod.site], types[pod.node_type])
         self._demo_booking(sites["SZ"], types["h100-8x-nvlink"])
         self._users()
-        from billing import demo as billing_demo
-
         billing_demo.seed_price_books()
         billing_demo.seed_sales_and_customers()
         self.stdout.write(

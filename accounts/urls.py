@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from portal.accounts import views
+from accounts import views
 
 app_name = "accounts"
 

@@ -1,0 +1,1 @@
+"""Customer organisations, memberships, invitations, sign-up and login."""

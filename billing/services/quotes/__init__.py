@@ -1,0 +1,55 @@
+"""Quote services, split by concern; this package's names are the public API.
+
+- ``common``: locking, the one ``move`` through the lifecycle, discount limits;
+- ``pricing``: the adapter to the pure pricing engine (previews, stored lines);
+- ``holds``: topology-aware placement and holds;
+- ``approvals``: discounts above a salesperson's limit;
+- ``lifecycle``: create, edit, revise, send, expire;
+- ``decisions``: the customer's accept, reject, and a fresh revision after ``NodesGone``.
+"""
+
+from billing.services.quotes.approvals import (
+    quote_approve,
+    quote_decline_approval,
+    quote_request_approval,
+)
+from billing.services.quotes.common import (
+    DEFAULT_VALIDITY_DAYS,
+    ItemSpec,
+    NodesGone,
+    discount_limit,
+)
+from billing.services.quotes.decisions import quote_accept, quote_refresh, quote_reject
+from billing.services.quotes.lifecycle import (
+    quote_create,
+    quote_expire_due,
+    quote_revise,
+    quote_send,
+    quote_update,
+)
+from billing.services.quotes.pricing import (
+    priced_lines_as_rows,
+    quote_items,
+    quote_price_preview,
+)
+
+__all__ = [
+    "DEFAULT_VALIDITY_DAYS",
+    "ItemSpec",
+    "NodesGone",
+    "discount_limit",
+    "priced_lines_as_rows",
+    "quote_accept",
+    "quote_approve",
+    "quote_create",
+    "quote_decline_approval",
+    "quote_expire_due",
+    "quote_items",
+    "quote_price_preview",
+    "quote_refresh",
+    "quote_reject",
+    "quote_request_approval",
+    "quote_revise",
+    "quote_send",
+    "quote_update",
+]

@@ -1,0 +1,249 @@
+"""The one lifecycle mechanism: every status in the product moves through here.
+
+A model declares its lifecycle next to its fields::
+
+    class Node(models.Model):
+        status = models.CharField(choices=NodeStatus.choices, ...)
+        lifecycle = Lifecycle(
+            choices=NodeStatus,
+            transitions=NODE_TRANSITIONS,
+            event_model="inventory.NodeEvent",
+            subject_field="node",
+            describe=lambda node: _("Node %(hostname)s") % {"hostname": node.hostname},
+        )
+
+and services move it with :func:`transition` (one object) or :func:`transition_many`
+(a group moved together, one query for the events and one for the rows). Both lock the
+rows (``select_for_update``), check every move against the table, write one event row per
+object (who, when, from, to, why) and return the locked objects. An illegal move raises
+:class:`~core.errors.IllegalTransition` with a readable, translated message and changes
+nothing. Nothing else in the project writes a status field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.apps import apps
+from django.db import models, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from core.errors import IllegalTransition
+from core.types import Actor, actor_or_none
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """A status field, its allowed moves and where its events are written."""
+
+    choices: type[models.TextChoices]
+    transitions: Mapping[str, frozenset[str]]
+    event_model: str  # "app_label.ModelName", resolved lazily
+    subject_field: str  # the event model's foreign key to the subject
+    describe: Callable[[Any], str]  # "Node h100-01": names the object in messages
+    status_field: str = "status"
+    changed_at_field: str | None = None  # set to the move's time when given
+    lock_related: tuple[str, ...] = field(default=())  # select_related when locking
+
+    def events(self) -> type[models.Model]:
+        return apps.get_model(self.event_model)
+
+    def label(self, status: str) -> str:
+        return str(dict(self.choices.choices).get(status, status))
+
+    def check(self, obj: Any, target: str, *, source: str | None = None) -> None:
+        """Raise ``IllegalTransition`` unless ``obj`` may move to ``target`` (from its
+        current status, or from ``source`` when the caller holds the stored one)."""
+        if source is None:
+            source = getattr(obj, self.status_field)
+        allowed = self.transitions.get(source, frozenset())
+        if target in allowed:
+            return
+        names = sorted(self.label(s) for s in allowed)
+        raise IllegalTransition(
+            _(
+                "%(what)s cannot go from “%(source)s” to “%(target)s”. "
+                "Allowed from here: %(allowed)s."
+            )
+            % {
+                "what": self.describe(obj),
+                "source": self.label(source),
+                "target": self.label(target),
+                "allowed": ", ".join(names) if names else _("none (final state)"),
+            }
+        )
+
+    def can(self, obj: Any, target: str) -> bool:
+        return target in self.transitions.get(getattr(obj, self.status_field), frozenset())
+
+
+def _lifecycle_of(model: type[models.Model]) -> Lifecycle:
+    lifecycle = getattr(model, "lifecycle", None)
+    if not isinstance(lifecycle, Lifecycle):
+        raise TypeError(f"{model.__name__} declares no Lifecycle")
+    return lifecycle
+
+
+# Why a move happens: one text for all, or a function of each object (e.g. its deadline).
+Reason = str | Callable[[Any], str]
+
+
+def _event(
+    lifecycle: Lifecycle, obj: Any, source: str, target: str, actor: Actor, reason: Reason
+) -> Any:
+    return lifecycle.events()(
+        **{lifecycle.subject_field: obj},
+        from_status=source,
+        to_status=target,
+        actor=actor_or_none(actor),
+        reason=str(reason(obj) if callable(reason) else reason),
+    )
+
+
+def _lock(model: type[models.Model], lifecycle: Lifecycle, pks: Iterable[Any]) -> list[Any]:
+    qs = model._default_manager.select_for_update()
+    if lifecycle.lock_related:  # lock the subject's row only, not the related ones
+        qs = model._default_manager.select_for_update(of=("self",)).select_related(
+            *lifecycle.lock_related
+        )
+    return list(qs.filter(pk__in=list(pks)).order_by("pk"))
+
+
+@transaction.atomic
+def transition(
+    obj: models.Model,
+    *,
+    to: str,
+    actor: Actor = None,
+    reason: Reason,
+    updates: Mapping[str, Any] | None = None,
+    locked: bool = False,
+) -> Any:
+    """Move ``obj`` to status ``to``: lock, check, record the event, save, return it.
+
+    ``updates`` are other fields written in the same save (e.g. ``paid_at``). The caller's
+    instance gets the new status and updates too. ``locked=True`` says the caller already
+    holds this row's lock in the current transaction and ``obj`` was read under it, so the
+    row is not read again.
+    """
+    model = type(obj)
+    lifecycle = _lifecycle_of(model)
+    if locked:
+        rows = [obj]
+    else:
+        rows = _lock(model, lifecycle, [obj.pk])
+        if not rows:
+            raise model.DoesNotExist(f"{model.__name__} {obj.pk} is gone")
+    fresh = _apply(model, lifecycle, rows, to=to, actor=actor, reason=reason, updates=updates)[0]
+    if fresh is not obj:
+        _copy_state(lifecycle, fresh, obj, updates)
+    return fresh
+
+
+@transaction.atomic
+def transition_many(
+    objs: Sequence[models.Model],
+    *,
+    to: str,
+    actor: Actor = None,
+    reason: Reason,
+    updates: Mapping[str, Any] | None = None,
+    locked: bool = False,
+) -> list[Any]:
+    """Move a group together, all or none: one lock query, one event insert, one update,
+    whatever the number of objects. Returns the locked objects in primary-key order.
+    ``locked=True``: the caller read ``objs`` under their row locks in this transaction."""
+    if not objs:
+        return []
+    model = type(objs[0])
+    lifecycle = _lifecycle_of(model)
+    if locked:
+        moved = _apply(
+            model, lifecycle, list(objs), to=to, actor=actor, reason=reason, updates=updates
+        )
+        return sorted(moved, key=lambda o: o.pk)
+    locked_rows = _lock(model, lifecycle, [o.pk for o in objs])
+    moved = _apply(
+        model, lifecycle, locked_rows, to=to, actor=actor, reason=reason, updates=updates
+    )
+    by_pk = {o.pk: o for o in moved}
+    for original in objs:
+        fresh = by_pk.get(original.pk)
+        if fresh is not None and fresh is not original:
+            _copy_state(lifecycle, fresh, original, updates)
+    return moved
+
+
+def _copy_state(
+    lifecycle: Lifecycle, source: Any, target: Any, updates: Mapping[str, Any] | None
+) -> None:
+    names = [lifecycle.status_field, *(updates or {})]
+    if lifecycle.changed_at_field:
+        names.append(lifecycle.changed_at_field)
+    for name in names:
+        setattr(target, name, getattr(source, name))
+
+
+def _apply(
+    model: type[models.Model],
+    lifecycle: Lifecycle,
+    locked: list[Any],
+    *,
+    to: str,
+    actor: Actor,
+    reason: Reason,
+    updates: Mapping[str, Any] | None,
+) -> list[Any]:
+    for obj in locked:
+        lifecycle.check(obj, to)
+    lifecycle.events().objects.bulk_create(
+        [
+            _event(lifecycle, obj, getattr(obj, lifecycle.status_field), to, actor, reason)
+            for obj in locked
+        ]
+    )
+    changes: dict[str, Any] = {lifecycle.status_field: to, **(updates or {})}
+    if lifecycle.changed_at_field:
+        changes[lifecycle.changed_at_field] = timezone.now()
+    model._default_manager.filter(pk__in=[o.pk for o in locked]).update(**changes)
+    for obj in locked:
+        for name, value in changes.items():
+            setattr(obj, name, value)
+    return locked
+
+
+def record_creation(objs: Sequence[models.Model], *, actor: Actor = None, reason: Reason) -> None:
+    """The first event of each new object: from nothing to its initial status."""
+    if not objs:
+        return
+    lifecycle = _lifecycle_of(type(objs[0]))
+    lifecycle.events().objects.bulk_create(
+        [
+            _event(lifecycle, obj, "", getattr(obj, lifecycle.status_field), actor, reason)
+            for obj in objs
+        ]
+    )
+
+
+def record_note(objs: Sequence[models.Model], *, actor: Actor = None, reason: Reason) -> None:
+    """An event that changes no status (e.g. a hold handed to a new owner), for each object
+    of a group; the caller holds the rows' locks."""
+    if not objs:
+        return
+    lifecycle = _lifecycle_of(type(objs[0]))
+    lifecycle.events().objects.bulk_create(
+        [
+            _event(
+                lifecycle,
+                obj,
+                getattr(obj, lifecycle.status_field),
+                getattr(obj, lifecycle.status_field),
+                actor,
+                reason,
+            )
+            for obj in objs
+        ]
+    )

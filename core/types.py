@@ -1,0 +1,15 @@
+"""Small types shared by every layer."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+# Who did something: a signed-in user, or ``None`` for the system (beat, a worker, a webhook).
+Actor = AbstractBaseUser | AnonymousUser | None
+
+
+def actor_or_none(actor: Actor) -> AbstractBaseUser | None:
+    """The user to record on an event row: anonymous visitors are recorded as nobody."""
+    if actor is None or not getattr(actor, "is_authenticated", False):
+        return None
+    return actor  # type: ignore[return-value]
