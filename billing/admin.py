@@ -18,11 +18,13 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.forms import ModelChoiceField
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -35,9 +37,12 @@ from billing.models import (
     CardOptionPrice,
     DiscountRule,
     FreeService,
+    Invoice,
+    InvoiceEvent,
     NodePrice,
     Order,
     OrderEvent,
+    Payment,
     PriceBook,
     PriceChange,
     Promotion,
@@ -45,7 +50,9 @@ from billing.models import (
     QuoteEvent,
     QuoteLine,
     SalesProfile,
+    StripeEvent,
 )
+from billing.services import orders as order_services
 from billing.services import pricebooks
 from core.admin_base import DomainErrorMessagesMixin, ReadOnlyAdmin, ReadOnlyInline
 from core.errors import DomainError
@@ -560,12 +567,6 @@ class OrderAdmin(ReadOnlyAdmin):
 
 # --- Invoices, payments and Stripe events -----------------------------------------------
 
-from django.contrib.admin import helpers  # noqa: E402
-from django.template.response import TemplateResponse  # noqa: E402
-
-from billing.models import Invoice, Payment, StripeEvent  # noqa: E402
-from billing.services import orders as order_services  # noqa: E402
-
 
 class BankTransferForm(forms.Form):
     """What staff read off the bank statement when marking an invoice paid."""
@@ -581,6 +582,17 @@ class BankTransferForm(forms.Form):
         decimal_places=2,
         help_text=gettext_lazy("Must equal the invoice total."),
     )
+
+
+class InvoiceEventInline(ReadOnlyInline):
+    model = InvoiceEvent
+    fields = ("created_at", "from_status", "to_status", "actor", "reason")
+    readonly_fields = fields
+    show_change_link = False
+    verbose_name_plural = gettext_lazy("status history")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[InvoiceEvent]:
+        return super().get_queryset(request).select_related("actor")
 
 
 class PaymentInline(ReadOnlyInline):
@@ -619,7 +631,7 @@ class InvoiceAdmin(ReadOnlyAdmin):
     list_select_related = ("order", "organisation")
     list_filter = ("status", "currency")
     search_fields = ("number", "bank_reference", "order__number", "organisation__name")
-    inlines = (PaymentInline,)
+    inlines = (PaymentInline, InvoiceEventInline)
     actions = ("mark_paid_by_transfer",)
 
     def has_mark_paid_permission(self, request: HttpRequest) -> bool:

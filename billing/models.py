@@ -22,16 +22,8 @@ from django.utils.translation import gettext_lazy as _
 from accounts.models import Organisation
 from core.lifecycle import Lifecycle
 from core.models import LifecycleEvent
+from core.money import money_field
 from inventory.models import Currency, GPUModel, NodeType, Site
-
-
-def money_field(verbose_name: Any, **kwargs: Any) -> models.DecimalField:
-    return models.DecimalField(
-        verbose_name,
-        max_digits=settings.MONEY_MAX_DIGITS,
-        decimal_places=settings.MONEY_DECIMAL_PLACES,
-        **kwargs,
-    )
 
 
 def fraction_field(verbose_name: Any, **kwargs: Any) -> models.DecimalField:

@@ -14,7 +14,6 @@ ALL = (DEFAULT, PROVISIONING, VALIDATION, DOCUMENTS, BILLING)
 
 # Task name pattern -> queue. Order matters: the first match wins.
 TASK_ROUTES = {
-    "provisioning.tasks.validation_*": {"queue": VALIDATION},
     "provisioning.tasks.*": {"queue": PROVISIONING},
     "billing.tasks.document_*": {"queue": DOCUMENTS},
     "billing.tasks.*": {"queue": BILLING},

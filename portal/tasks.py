@@ -6,7 +6,7 @@ from celery import shared_task
 from django.db import connection
 
 
-@shared_task
+@shared_task(soft_time_limit=20, time_limit=30)
 def health_check() -> dict[str, str]:
     """Proves a worker is up and reaches the database: used by ops and the integration test."""
     with connection.cursor() as cursor:

@@ -1,6 +1,25 @@
+import io
+
 import pytest
+from django.core.management import call_command
 
 from tests import factories
+
+
+@pytest.fixture
+def media(settings, tmp_path):
+    """Stored documents go to a folder of this test's own."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def demo(db, media):
+    """The demo data of ``make run`` (``seed_demo``), by short name: sites ``sz``/``hk``,
+    node types ``h100``/``a100``/``e5``, users ``sales``/``manager``/``admin``/``customer``,
+    the customer organisation ``org``, a start date a week ahead and more."""
+    call_command("seed_demo", stdout=io.StringIO())
+    return factories.demo_objects()
 
 
 @pytest.fixture

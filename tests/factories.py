@@ -85,3 +85,35 @@ def node(s: Site, nt: NodeType, *, leaf_name: str = "leaf-1", rack_name: str = "
     return Node.objects.create(
         site=s, node_type=nt, rack=rack(s, rack_name), leaf_switch=leaf(s, leaf_name), **defaults
     )
+
+
+def demo_objects() -> dict:
+    """The objects of ``seed_demo`` that tests use, by short name (see conftest ``demo``)."""
+    from datetime import timedelta
+
+    from django.contrib.auth import get_user_model
+
+    from accounts.models import Organisation
+    from billing import selectors
+    from billing.periods import site_today
+
+    users = get_user_model().objects
+    sz = Site.objects.get(code="SZ")
+    return {
+        "sz": sz,
+        "site": sz,
+        "hk": Site.objects.get(code="HK"),
+        "h100": NodeType.objects.get(code="h100-8x-nvlink"),
+        "a100": NodeType.objects.get(code="a100-40g-4x"),
+        "e5": NodeType.objects.get(code="e5-baremetal"),
+        "rtx": GPUModel.objects.get(name="RTX 3090 24G"),
+        "types": {nt.code: nt for nt in NodeType.objects.all()},
+        "gpus": {g.name: g for g in GPUModel.objects.all()},
+        "org": Organisation.objects.get(name="Pearl River AI Lab"),
+        "sales": users.get(username="sales"),
+        "manager": users.get(username="manager"),
+        "admin": users.get(username="admin"),
+        "customer": users.get(username="customer"),
+        "start": site_today(sz) + timedelta(days=7),
+        "sz_book": selectors.price_book_in_force(site=sz),
+    }

@@ -11,18 +11,14 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.utils import timezone
 
-from accounts.models import Organisation
 from billing import invoices
 from billing.models import Invoice, InvoiceDocument, InvoiceStatus
 from billing.numerals import rmb_upper
 from billing.services import orders
 from billing.services import quotes as qs
 from core.pdf import sha256_of
-from inventory.models import NodeType, Site
 
 pytestmark = pytest.mark.django_db
 assert shutil.which("pdftotext"), "poppler-utils is missing: run `make test` to install it"
@@ -46,25 +42,6 @@ def compact(text: str) -> str:
 def stored_bytes(document: InvoiceDocument) -> bytes:
     with document.file.open("rb") as fh:
         return fh.read()
-
-
-@pytest.fixture
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
-@pytest.fixture
-def demo(db, media):
-    call_command("seed_demo", verbosity=0)
-    users = get_user_model().objects
-    return {
-        "sz": Site.objects.get(code="SZ"),
-        "h100": NodeType.objects.get(code="h100-8x-nvlink"),
-        "org": Organisation.objects.get(name="Pearl River AI Lab"),
-        "sales": users.get(username="sales"),
-        "customer": users.get(username="customer"),
-    }
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from decimal import Decimal
 import pytest
 import stripe
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.shortcuts import resolve_url
 from django.urls import reverse
 from django.utils import timezone, translation
@@ -25,7 +24,7 @@ from billing.models import (
 from billing.services import payments
 from billing.services import quotes as qs
 from core.errors import DomainError
-from inventory.models import NodeType, Reservation, ReservationStatus, Site
+from inventory.models import Reservation, ReservationStatus, Site
 from portal.celery import app
 
 pytestmark = pytest.mark.django_db
@@ -43,20 +42,6 @@ def eager_celery():
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = before
-
-
-@pytest.fixture
-def demo(db):
-    call_command("seed_demo", stdout=open("/dev/null", "w"))
-    users = get_user_model().objects
-    return {
-        "sz": Site.objects.get(code="SZ"),
-        "h100": NodeType.objects.get(code="h100-8x-nvlink"),
-        "org": Organisation.objects.get(name="Pearl River AI Lab"),
-        "sales": users.get(username="sales"),
-        "admin": users.get(username="admin"),
-        "customer": users.get(username="customer"),
-    }
 
 
 def make_order(demo, *, nodes=2) -> Order:

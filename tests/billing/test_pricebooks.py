@@ -6,11 +6,8 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.utils import timezone, translation
 
-from accounts.models import Organisation
 from billing import selectors
 from billing.models import (
     AddonPrice,
@@ -27,7 +24,6 @@ from billing.models import (
 from billing.services import pricebooks
 from billing.services import quotes as qs
 from core.errors import DomainError
-from inventory.models import NodeType, Site
 
 pytestmark = pytest.mark.django_db
 
@@ -39,22 +35,6 @@ def english():
     """The refusals are matched in English (the source language of the messages)."""
     with translation.override("en"):
         yield
-
-
-@pytest.fixture
-def demo(db):
-    call_command("seed_demo", stdout=open("/dev/null", "w"))
-    users = get_user_model().objects
-    sz = Site.objects.get(code="SZ")
-    return {
-        "sz": sz,
-        "hk": Site.objects.get(code="HK"),
-        "h100": NodeType.objects.get(code="h100-8x-nvlink"),
-        "org": Organisation.objects.get(name="Pearl River AI Lab"),
-        "sales": users.get(username="sales"),
-        "admin": users.get(username="admin"),
-        "sz_book": selectors.price_book_in_force(site=sz),
-    }
 
 
 def make_quote(demo, nodes=1):

@@ -10,17 +10,15 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import mail
-from django.core.management import call_command
 from django.urls import reverse
 from django.utils import translation
 
-from accounts.models import Organisation
 from billing import quote_pdf, tasks
 from billing.models import Quote, QuoteDocument
 from billing.periods import site_today
 from billing.services.quotes import ItemSpec, quote_create, quote_send
 from core import pdf
-from inventory.models import NodeType, Site
+from inventory.models import NodeType
 from portal.celery import app
 
 
@@ -33,18 +31,11 @@ def eager_celery():
 
 
 @pytest.fixture
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
-@pytest.fixture
-def draft(db, media):
-    call_command("seed_demo", verbosity=0)
-    site = Site.objects.get(code="SZ")
+def draft(demo):
+    site = demo["sz"]
     return quote_create(
         site=site,
-        organisation=Organisation.objects.get(name="Pearl River AI Lab"),
+        organisation=demo["org"],
         contact_name="王磊",
         contact_email="wang.lei@pearlriver.example",
         term="month",

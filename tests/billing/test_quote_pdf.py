@@ -15,20 +15,18 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import connection
 from weasyprint import HTML
 from weasyprint.urls import FatalURLFetchingError
 
-from accounts.models import Organisation
 from billing import quote_pdf
 from billing.models import AddonPrice, FreeService, NodePrice, Quote, QuoteDocument
 from billing.numerals import rmb_upper
 from billing.periods import site_today
 from billing.services.quotes import ItemSpec, quote_create, quote_send
 from core import pdf
-from inventory.models import GPUModel, NodeType, Site
+from inventory.models import Site
 
 # poppler-utils (pdftotext, pdffonts, pdfinfo) is installed by `make test`; without it
 # these tests fail rather than skip.
@@ -81,25 +79,6 @@ def stored_bytes(document: QuoteDocument) -> bytes:
 def amount(value: Decimal) -> str:
     """How the engine's amount is printed: thousands separators, two places."""
     return f"{value:,.2f}"
-
-
-@pytest.fixture
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
-@pytest.fixture
-def demo(db, media):
-    call_command("seed_demo", verbosity=0)
-    site = Site.objects.get(code="SZ")
-    return {
-        "site": site,
-        "org": Organisation.objects.get(name="Pearl River AI Lab"),
-        "sales": get_user_model().objects.get(username="sales"),
-        "types": {nt.code: nt for nt in NodeType.objects.all()},
-        "gpus": {g.name: g for g in GPUModel.objects.all()},
-    }
 
 
 def make_quote(demo, *, language="zh-hans", send=True, notes="", **kw):

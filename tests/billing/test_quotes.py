@@ -5,37 +5,21 @@ from decimal import Decimal
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import override
 
 from accounts.models import Membership, Organisation
 from billing.models import Order, OrderStatus, Quote, QuoteStatus
-from billing.periods import end_of_day
+from billing.periods import end_of_day, site_today
 from billing.services import orders
 from billing.services import quotes as qs
+from billing.services.quotes import lifecycle as quote_lifecycle
 from core.errors import DomainError, NotEnoughCapacity
 from inventory import services as inventory_services
-from inventory.models import NodeType, Reservation, ReservationStatus, Site
+from inventory.models import Reservation, ReservationStatus
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def demo(db):
-    call_command("seed_demo", stdout=open("/dev/null", "w"))
-    users = get_user_model().objects
-    return {
-        "sz": Site.objects.get(code="SZ"),
-        "hk": Site.objects.get(code="HK"),
-        "h100": NodeType.objects.get(code="h100-8x-nvlink"),
-        "e5": NodeType.objects.get(code="e5-baremetal"),
-        "org": Organisation.objects.get(name="Pearl River AI Lab"),
-        "sales": users.get(username="sales"),
-        "manager": users.get(username="manager"),
-        "customer": users.get(username="customer"),
-    }
 
 
 def make_quote(demo, *, nodes=2, discount="0", term="month", duration=1, site="sz", **kw):
@@ -62,16 +46,27 @@ def holds_of(quote):
     return Reservation.objects.filter(group=quote.reservation_group)
 
 
-def test_numbers_are_gapless_per_site_and_year(demo):
-    year = timezone.now().year
+def test_numbers_are_gapless_per_site_and_year(demo, monkeypatch):
+    # Numbers follow the site's own calendar year (Shenzhen and Hong Kong: UTC+8).
+    year = site_today(demo["sz"]).year
     a, b = make_quote(demo), make_quote(demo)
     c = make_quote(demo, site="hk")
     assert a.number == f"Q-SZ-{year}-000001"
     assert b.number == f"Q-SZ-{year}-000002"
     assert c.number == f"Q-HK-{year}-000001"
-    # A failed creation gives its number back: the next one is still 000003.
-    with pytest.raises(DomainError):
-        make_quote(demo, items=[])
+    # A creation that fails after it took its number (an add-on the price book does not
+    # have is found only when pricing) gives the number back: the next one is 000003.
+    taken = []
+    real_next_number = quote_lifecycle.next_number
+    monkeypatch.setattr(
+        quote_lifecycle,
+        "next_number",
+        lambda **kw: taken.append(real_next_number(**kw)) or taken[-1],
+    )
+    unknown_addon = qs.ItemSpec(kind="addon", quantity=Decimal(1), addon_code="no-such-addon")
+    with pytest.raises(DomainError, match="cannot be priced"):
+        make_quote(demo, items=[unknown_addon])
+    assert taken == [f"Q-SZ-{year}-000003"]  # it failed after numbering
     assert make_quote(demo).number == f"Q-SZ-{year}-000003"
 
 

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import io
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 from django.utils.translation import override
 
-from accounts.models import Organisation
 from billing.models import Quote, QuoteItem, QuoteLine, QuoteStatus
 from billing.periods import site_today
 from billing.services import quotes as quote_services
 from billing.templatetags.billing_tags import money
-from inventory.models import GPUModel, NodeType, Reservation, ReservationStatus, Site
+from inventory.models import Reservation, ReservationStatus
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()
@@ -27,22 +24,6 @@ User = get_user_model()
 def url(name: str, *args) -> str:
     with override("en"):
         return reverse(f"sales:{name}", args=args)
-
-
-@pytest.fixture
-def demo():
-    call_command("seed_demo", stdout=io.StringIO())
-    sz = Site.objects.get(code="SZ")
-    return {
-        "sz": sz,
-        "hk": Site.objects.get(code="HK"),
-        "org": Organisation.objects.get(name="Pearl River AI Lab"),
-        "h100": NodeType.objects.get(code="h100-8x-nvlink"),
-        "a100": NodeType.objects.get(code="a100-40g-4x"),
-        "e5": NodeType.objects.get(code="e5-baremetal"),
-        "rtx": GPUModel.objects.get(name="RTX 3090 24G"),
-        "start": site_today(sz) + timedelta(days=7),
-    }
 
 
 def login(username: str) -> Client:

@@ -31,7 +31,6 @@ from tests.billing import test_payments as shared
 from tests.billing.test_payments import make_order, reservations
 
 # Fixtures shared with the payment tests.
-demo = shared.demo
 eager_celery = shared.eager_celery
 english = shared.english
 fake_stripe = shared.fake_stripe

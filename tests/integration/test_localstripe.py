@@ -15,8 +15,6 @@ from pathlib import Path
 
 import localstripe as _localstripe_package  # noqa: F401  (the dev extra: missing, this errors, never skips)
 import pytest
-from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.utils import timezone, translation
 
 from billing import stripe_api
@@ -100,23 +98,6 @@ def webhook(stripe_settings, live_server, localstripe):
     with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
         assert response.status == 200
     return url
-
-
-@pytest.fixture
-def demo(db):
-    call_command("seed_demo", stdout=open(os.devnull, "w"))
-    from accounts.models import Organisation
-    from inventory.models import NodeType, Site
-
-    users = get_user_model().objects
-    return {
-        "sz": Site.objects.get(code="SZ"),
-        "h100": NodeType.objects.get(code="h100-8x-nvlink"),
-        "org": Organisation.objects.get(name="Pearl River AI Lab"),
-        "sales": users.get(username="sales"),
-        "admin": users.get(username="admin"),
-        "customer": users.get(username="customer"),
-    }
 
 
 def wait_for(predicate, timeout=WAIT_S):

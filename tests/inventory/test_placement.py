@@ -1,5 +1,6 @@
 """Placement is pure code: these tests need no database."""
 
+import zlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,7 +11,7 @@ from inventory.placement import Candidate, earliest_full_start, leaf_summary, pl
 def nodes(leaf: str, count: int, *, rack_size: int = 4, start: int = 0) -> list[Candidate]:
     return [
         Candidate(
-            node_id=hash((leaf, i)) & 0xFFFFFF,
+            node_id=zlib.crc32(f"{leaf}-n{i:03d}".encode()),  # stable across runs
             hostname=f"{leaf}-n{i:03d}",
             leaf=leaf,
             rack=f"{leaf}-r{i // rack_size}",

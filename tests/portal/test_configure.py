@@ -1,7 +1,6 @@
 """Configure → instant quote → accept: the full bill, GPU rounding, clear field errors,
 placement or alternatives, a fixed query count, and an order holding the nodes."""
 
-import io
 import re
 import uuid
 from datetime import datetime, time, timedelta
@@ -10,7 +9,6 @@ from decimal import Decimal
 import pytest
 from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.db import connection
 from django.shortcuts import resolve_url
 from django.test.utils import CaptureQueriesContext
@@ -63,9 +61,9 @@ def private_cache(settings):
 
 
 @pytest.fixture
-def demo(db):
-    call_command("seed_demo", stdout=io.StringIO())
-    return Site.objects.get(code="SZ")
+def demo(demo):
+    """The demo data's Shenzhen site (these tests configure there)."""
+    return demo["sz"]
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from decimal import Decimal
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone, translation
 
@@ -14,7 +13,7 @@ from accounts.models import CustomerProfile, MemberRole, Membership, Organisatio
 from billing.models import InvoiceStatus, Order, OrderStatus
 from billing.services import orders as order_services
 from billing.services import quotes as qs
-from inventory.models import NodeType, Reservation, Site
+from inventory.models import Reservation
 
 pytestmark = pytest.mark.django_db
 
@@ -22,28 +21,14 @@ User = get_user_model()
 
 
 @pytest.fixture
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
-@pytest.fixture
-def demo(db, media):
-    call_command("seed_demo", verbosity=0)
-    users = User.objects
-    staff = users.create_user(
+def demo(demo):
+    """The shared demo data plus a finance staff member with a full name."""
+    staff = User.objects.create_user(
         "zhang.finance", "zhang@gpucloud.example", "pw-staff-12345", is_staff=True
     )
     staff.first_name, staff.last_name = "Zhangwei", "Financeperson"
     staff.save()
-    return {
-        "sz": Site.objects.get(code="SZ"),
-        "h100": NodeType.objects.get(code="h100-8x-nvlink"),
-        "org": Organisation.objects.get(name="Pearl River AI Lab"),
-        "sales": users.get(username="sales"),
-        "customer": users.get(username="customer"),
-        "staff": staff,
-    }
+    return {**demo, "staff": staff}
 
 
 def sent_quote(demo, *, nodes=1, org=None):

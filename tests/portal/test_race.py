@@ -183,9 +183,7 @@ def test_a_rival_taking_some_chosen_nodes_is_retried_on_others(no_quote_emails, 
             assert done.wait(30)
         return found
 
-    monkeypatch.setattr(
-        inventory_selectors, "availability_search", search_then_rival
-    )
+    monkeypatch.setattr(inventory_selectors, "availability_search", search_then_rival)
     order = _order(user, org, site=sz, node_type=a100, count=4, start=start)
     held = set(
         Reservation.objects.filter(group=order.reservation_group).values_list("node_id", flat=True)

@@ -1,0 +1,23 @@
+"""Money in the database: one setting for digits and places of every stored amount.
+
+Amounts are ``Decimal``, never float, with a currency column beside them; the pricing
+engine (``billing.pricing``) rounds half-up to the cent once per line (its ``ROUNDING``),
+and amounts become minor units only at the Stripe boundary (``billing.stripe_api``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+
+
+def money_field(verbose_name: Any, **kwargs: Any) -> models.DecimalField:
+    """A stored amount with the project's digits and places (``MONEY_*`` settings)."""
+    return models.DecimalField(
+        verbose_name,
+        max_digits=settings.MONEY_MAX_DIGITS,
+        decimal_places=settings.MONEY_DECIMAL_PLACES,
+        **kwargs,
+    )

@@ -1,0 +1,117 @@
+"""Settings and the Celery wiring hold together: every name resolves, every task is
+bounded, production settings pass Django's deployment checks, the catalogue is complete."""
+
+from __future__ import annotations
+
+import gettext
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from portal import queues
+from portal.celery import app
+
+ROOT = Path(__file__).resolve().parents[2]
+PO = ROOT / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
+
+
+def project_tasks() -> dict:
+    return {
+        name: task
+        for name, task in app.tasks.items()
+        if name.split(".")[0]
+        in ("core", "accounts", "inventory", "billing", "provisioning", "portal")
+    }
+
+
+def test_every_beat_entry_names_a_registered_task():
+    tasks = project_tasks()
+    assert settings.CELERY_BEAT_SCHEDULE
+    for entry, spec in settings.CELERY_BEAT_SCHEDULE.items():
+        assert spec["task"] in tasks, f"beat entry {entry!r} names no task: {spec['task']}"
+
+
+def test_every_route_matches_a_registered_task_and_every_task_has_a_queue():
+    tasks = project_tasks()
+    for pattern in queues.TASK_ROUTES:
+        prefix = pattern.rstrip("*")
+        assert any(name.startswith(prefix) for name in tasks), f"route {pattern!r} routes nothing"
+    for name in tasks:
+        queue = app.amqp.router.route({}, name)["queue"].name
+        assert queue in queues.ALL, (name, queue)
+
+
+def test_every_task_has_its_own_time_limit_within_the_broker_visibility_timeout():
+    longest = settings.CELERY_LONGEST_TASK_S
+    assert settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] > longest
+    for name, task in project_tasks().items():
+        assert task.time_limit, f"{name} has no hard time limit"
+        assert task.soft_time_limit and task.soft_time_limit < task.time_limit, name
+        assert task.time_limit <= longest, name
+
+
+def test_production_settings_pass_the_deployment_checks():
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "portal.settings",
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": "k" * 20 + "-production-like-secret-" + "x9Q2#vL7" * 4,
+        "DJANGO_ALLOWED_HOSTS": "portal.example.com",
+    }
+    env.pop("DJANGO_SECURE_SSL_REDIRECT", None)  # the test settings turn it off
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_production_refuses_to_start_without_a_secret_key():
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings", "DJANGO_DEBUG": "0"}
+    env.pop("DJANGO_SECRET_KEY", None)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY must be set" in result.stderr
+
+
+def test_the_chinese_catalogue_is_complete():
+    result = subprocess.run(
+        ["msgfmt", "--check", "--statistics", "-o", os.devnull, str(PO)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "untranslated" not in result.stderr and "fuzzy" not in result.stderr, result.stderr
+
+
+def test_the_chinese_catalogue_is_compiled(tmp_path):
+    fresh = tmp_path / "django.mo"
+    subprocess.run(["msgfmt", "-o", str(fresh), str(PO)], check=True)
+    with fresh.open("rb") as f:
+        expected = gettext.GNUTranslations(f)._catalog
+    with PO.with_suffix(".mo").open("rb") as f:
+        shipped = gettext.GNUTranslations(f)._catalog
+    missing = sorted(k for k in expected if shipped.get(k) != expected[k])
+    assert missing == [], f"run `make messages`: {len(missing)} entries differ, e.g. {missing[:3]}"
+
+
+@pytest.mark.parametrize("name", ["MONEY_MAX_DIGITS", "PORTAL_BASE_URL", "CELERY_LONGEST_TASK_S"])
+def test_project_settings_are_set(name):
+    assert getattr(settings, name)
