@@ -1,4 +1,4 @@
-"""Benchmark of the quote PDF: ``billing.pdf.render_pdf`` of a two-page zh-Hans quote.
+"""Benchmark of the quote PDF: ``core.pdf.render_pdf`` of a two-page zh-Hans quote.
 
 Sets Django up on a fresh SQLite database in a temporary folder (the embedded default
 settings: ``portal.settings`` with ``DJANGO_DEBUG=1``), migrates, loads the demo data,
