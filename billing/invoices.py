@@ -1,4 +1,4 @@
-"""Invoice PDFs: ``templates/pdf/invoice.html`` through ``billing.pdf.render_pdf``.
+"""Invoice PDFs: ``templates/pdf/invoice.html`` through ``core.pdf.render_pdf``.
 
 ``invoice_document(invoice=..., language=...)`` returns the stored ``InvoiceDocument`` of
 an invoice in a language, with the SHA-256 of its exact bytes.
