@@ -336,7 +336,7 @@ def test_draft_render_is_replaced_once_the_quote_is_sent(demo, tmp_path):
 def test_two_workers_rendering_at_once_keep_one_document(demo, monkeypatch, caplog):
     """Both render, both find no row, both insert: the unique constraint keeps the first,
     the second catches the IntegrityError, drops its file and returns the stored row."""
-    caplog.set_level(logging.INFO, logger="billing.documents")
+    caplog.set_level(logging.INFO, logger="core.pdf")
     quote = make_quote(demo)
     rendered = threading.Barrier(2, timeout=30)
     inserting = threading.Barrier(2, timeout=30)
