@@ -15,7 +15,7 @@ from django.db import InterfaceError, OperationalError
 
 from billing import invoices, quote_pdf
 from billing.models import Invoice, Quote
-from billing.services import orders, payments
+from billing.services import orders, payments, sweeps
 from billing.services import quotes as quote_services
 from billing.services.quotes.emails import quote_email_send
 
@@ -114,3 +114,14 @@ def stripe_events_retry_task(older_than_minutes: int = 5) -> int:
 def payment_intents_cancel(intents: list[str], order_number: str) -> int:
     """Cancel the open PaymentIntents of an order that expired (its nodes were freed)."""
     return payments.payment_intents_cancel(intents=intents, order_number=order_number)
+
+
+@shared_task(**SWEEP_LIMITS)
+def documents_sweep_task(older_than_minutes: int = 5) -> dict[str, int]:
+    """Enqueue again the PDFs and quote emails that should exist by now (Celery beat)."""
+    result = sweeps.documents_sweep(older_than=timedelta(minutes=older_than_minutes))
+    return {
+        "quote_documents": result.quote_documents,
+        "quote_emails": result.quote_emails,
+        "invoice_documents": result.invoice_documents,
+    }

@@ -1,9 +1,10 @@
-"""Abstract bases shared by the apps' models."""
+"""Abstract bases shared by the apps' models, and the outbox of work that follows a commit."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 
@@ -34,3 +35,46 @@ class LifecycleEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.from_status or '∅'} → {self.to_status}"
+
+
+class OutboxStatus(models.TextChoices):
+    PENDING = "pending", _("waiting to be published")
+    PUBLISHED = "published", _("published")
+
+
+class OutboxMessage(models.Model):
+    """Work that must follow a commit, written in the same transaction (the outbox).
+
+    ``steps`` is a chain of ``[task name, [args…]]``; the relay publishes it to the broker
+    and marks it published. A broker that is down delays the work and never loses it: the
+    message stays pending and is retried with backoff (``core.outbox``).
+    """
+
+    steps = models.JSONField(_("tasks"))
+    status = models.CharField(
+        _("status"), max_length=12, choices=OutboxStatus.choices, default=OutboxStatus.PENDING
+    )
+    attempts = models.PositiveIntegerField(_("publish attempts"), default=0)
+    next_attempt_at = models.DateTimeField(_("next attempt"), default=timezone.now)
+    last_error = models.TextField(_("last error"), blank=True)
+    created_at = models.DateTimeField(_("written"), auto_now_add=True)
+    published_at = models.DateTimeField(_("published"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        verbose_name = _("outbox message")
+        verbose_name_plural = _("outbox messages")
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                name="outbox_pending_due_idx",
+                condition=models.Q(status="pending"),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return " → ".join(step[0] for step in self.steps)
+
+    @property
+    def task_names(self) -> list[str]:
+        return [step[0] for step in self.steps]

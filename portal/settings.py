@@ -86,8 +86,17 @@ DATABASES = {
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Concurrent web + worker + beat processes on one file: wait instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # The embedded default runs web, worker and beat on one file. WAL lets readers go on
+    # while one process writes; IMMEDIATE transactions take the write lock when they
+    # begin (so two writers queue instead of failing halfway with "database is locked");
+    # the busy timeout is how long a writer waits for its turn.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Auth -----------------------------------------------------------------------------
@@ -193,7 +202,16 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_EXPIRES = 3600 * 24
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The outbox (core/outbox.py): how long one publish may wait for the broker (s), and how
+# often each worker's relay loop looks for messages still pending (s).
+PORTAL_BROKER_PUBLISH_TIMEOUT = env.float("PORTAL_BROKER_PUBLISH_TIMEOUT", default=3.0)
+PORTAL_OUTBOX_RELAY_EVERY = env.float("PORTAL_OUTBOX_RELAY_EVERY", default=5.0)
 CELERY_BEAT_SCHEDULE = {
+    "outbox-relay": {"task": "core.tasks.outbox_relay_task", "schedule": 60.0},
+    "sweep-documents-and-emails": {
+        "task": "billing.tasks.documents_sweep_task",
+        "schedule": 300.0,
+    },
     "expire-stale-holds": {
         "task": "inventory.tasks.reservation_expire_holds_task",
         "schedule": 60.0,

@@ -442,10 +442,12 @@ def test_accepting_and_paying_take_the_same_queries_whatever_the_node_count(
 ):
     quote = qs.quote_send(quote=make_quote(demo, nodes=nodes), actor=demo["sales"])
     # Every status move writes its event row (quote, order, invoice, each reservation in
-    # one insert), so the count is fixed whatever the number of nodes.
-    with django_assert_max_num_queries(32):
+    # one insert) and the invoice PDF is written to the outbox, so the count is fixed
+    # whatever the number of nodes.
+    with django_assert_max_num_queries(33):
         order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip=None)
     invoice = order.invoices.get()
-    with django_assert_max_num_queries(28):
+    # ...and paying writes the paid invoice's PDF and provisioning to the outbox.
+    with django_assert_max_num_queries(30):
         orders.invoice_mark_paid_by_transfer(invoice=invoice, reference="T-1", actor=demo["sales"])
     assert {h.status for h in holds_of(quote)} == {ReservationStatus.FIRM}
