@@ -180,7 +180,13 @@ CELERY_RESULT_BACKEND = env.str(
 # was not acknowledged within the visibility timeout; tasks acknowledge late, so the
 # timeout must outlast the longest task or a running task would be started twice.
 CELERY_LONGEST_TASK_S = 2 * 3600
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_LONGEST_TASK_S + 3600}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int(
+        "PORTAL_BROKER_VISIBILITY_TIMEOUT", default=CELERY_LONGEST_TASK_S + 3600
+    ),
+    # A request that publishes never waits long for a broker that does not answer.
+    "socket_connect_timeout": 5,
+}
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_CELERY_DIR / "queue"),

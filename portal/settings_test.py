@@ -14,10 +14,25 @@ os.environ.setdefault("PORTAL_VAR_DIR", "/tmp/gpu-portal-test-var")  # noqa: S10
 
 from portal.settings import *  # noqa: F403
 
-EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+# In-process tests read ``mail.outbox``; a worker process started by a test writes its
+# emails as files where the test can count them (TEST_EMAIL_FILE_PATH).
+if os.environ.get("TEST_EMAIL_FILE_PATH"):
+    EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    EMAIL_FILE_PATH = os.environ["TEST_EMAIL_FILE_PATH"]
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 CELERY_TASK_ALWAYS_EAGER = False
 # Argon2 still, at minimal cost: the suite creates many users.
 PASSWORD_HASHERS = [
     "portal.hashers.CheapArgon2PasswordHasher",
     "django.contrib.auth.hashers.Argon2PasswordHasher",
 ]
+
+# A worker started by a test with a short visibility timeout also looks for abandoned
+# messages every second (kombu's default is about every 100 s).
+if os.environ.get("PORTAL_BROKER_VISIBILITY_TIMEOUT"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        **CELERY_BROKER_TRANSPORT_OPTIONS,  # noqa: F405
+        "unacked_restore_interval": 1,
+        "unacked_restore_throttle": 1,
+    }

@@ -1,0 +1,81 @@
+"""Real Celery worker processes for integration tests, on a Redis database of their own."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import redis
+from django.db import connection
+
+from portal import queues
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def scratch_broker_url() -> str:
+    """A Redis database (8) that only the test at hand uses, emptied first."""
+    url = "redis://127.0.0.1:6379/8"
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+def database_url() -> str:
+    s = connection.settings_dict
+    return f"postgres://{s['USER']}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
+
+
+class Worker:
+    """``celery worker`` on every project queue of ``broker_url``, solo pool (a SIGKILL
+    kills the task it runs), pointed at the test database."""
+
+    def __init__(self, broker_url: str, *, env: dict[str, str] | None = None) -> None:
+        self.name = f"test-{uuid.uuid4().hex[:8]}"
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "portal.settings_test",
+            "DATABASE_URL": database_url(),
+            "REDIS_URL": broker_url,
+            "CELERY_BROKER_URL": broker_url,
+            "PORTAL_OUTBOX_RELAY_EVERY": "1",
+            **(env or {}),
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", ",".join(queues.ALL),
+             "-P", "solo", "-n", f"{self.name}@%h", "--loglevel=INFO",
+             "--without-mingle", "--without-gossip", "--without-heartbeat"],
+            cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+
+    def kill(self) -> str:
+        """SIGKILL: no clean shutdown, no acknowledgement of the running task."""
+        self.proc.send_signal(signal.SIGKILL)
+        out, _ = self.proc.communicate(timeout=20)
+        return out
+
+    def stop(self) -> str:
+        if self.proc.poll() is not None:
+            return self.proc.stdout.read() if self.proc.stdout else ""
+        self.proc.terminate()
+        try:
+            out, _ = self.proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, _ = self.proc.communicate()
+        return out
+
+
+def wait_for(check: Callable[[], object], *, timeout: float, what: str) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
