@@ -294,3 +294,16 @@ PORTAL_BANK_NAME = env.str(
     "PORTAL_BANK_NAME", default="China Merchants Bank, Shenzhen Branch (demo)"
 )
 PORTAL_BANK_SWIFT = env.str("PORTAL_BANK_SWIFT", default="CMBCCNBS")
+
+# --- CSV import/export
+# Every exported cell that a spreadsheet would run as a formula (it starts with = + - @,
+# a tab or a carriage return) gets a ' in front (inventory.resources.EscapedCSV).
+IMPORT_EXPORT_ESCAPE_FORMULAE_ON_EXPORT = True
+# The admin page imports at most this many rows at once (preview, then confirm); a larger
+# file goes to the background import (inventory.csv_jobs), which a worker runs.
+INVENTORY_CSV_IMPORT_MAX_SYNC_ROWS = env.int("INVENTORY_CSV_IMPORT_MAX_SYNC_ROWS", default=5000)
+# Background imports that a lost message or a dead worker left are handed out again.
+CELERY_BEAT_SCHEDULE["inventory-import-job-sweep"] = {
+    "task": "inventory.tasks.import_job_sweep_task",
+    "schedule": 300.0,
+}
