@@ -22,9 +22,11 @@ class EmailBackend(ModelBackend):
     the email of exactly one account (users created by staff before sign-up existed).
 
     With a request (a login form), the throttle counts each failure against the
-    identifier and the client IP, and while either is locked out nothing is checked:
-    ``PermissionDenied`` makes ``authenticate()`` answer ``None``. The portal's login page
-    reads ``throttle.lockout`` to say how long is left; the admin's says "incorrect".
+    (identifier, client IP) pair and, once per identifier, against the client; while the
+    pair is locked (or the client is, for an identifier that never logged in from it)
+    nothing is checked: ``PermissionDenied`` makes ``authenticate()`` answer ``None``. The
+    portal's login page reads ``throttle.lockout`` to say how long is left; the admin's
+    says "incorrect".
     """
 
     def authenticate(
@@ -40,14 +42,14 @@ class EmailBackend(ModelBackend):
             return None
         identifier = username.strip()
         ip = throttle.client_ip(request) if request is not None else None
-        if ip is not None and throttle.lockout(email=identifier, ip=ip) is not None:
+        if ip is not None and throttle.lockout(account=identifier, ip=ip) is not None:
             raise PermissionDenied
         user = self._check(identifier, password)
         if ip is not None:
             if user is None:
-                throttle.failure_record(email=identifier, ip=ip)
+                throttle.failure_record(account=identifier, ip=ip)
             else:
-                throttle.success_record(email=identifier)
+                throttle.success_record(account=identifier, ip=ip)
         return user
 
     def _check(self, identifier: str, password: str) -> AbstractBaseUser | None:

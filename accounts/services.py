@@ -1,7 +1,11 @@
 """Accounts: sign-up, email verification, invitations, memberships, organisation details.
 
 Every write is here, keyword-only, in its own transaction, and refuses with a translated
-``DomainError``. Emails go out after the transaction commits.
+``DomainError``. Emails go out after the response: the request enqueues a task by name
+(``core.jobs``, after the commit) with ids and plain strings; the task calls one of the
+``*_deliver`` services below, which re-fetches, renders in the request's language and
+sends. So a request's time never depends on a mail server, nor on whether an address
+has an account.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model, password_validation
+from django.contrib.auth.forms import PasswordResetForm
 from django.contrib.auth.models import AbstractBaseUser, AbstractUser
+from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.core.validators import validate_email
@@ -20,7 +26,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import formats, timezone
+from django.utils import formats, timezone, translation
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext as _
 
 from accounts import selectors, throttle, tokens
@@ -31,6 +39,7 @@ from accounts.models import (
     Membership,
     Organisation,
 )
+from core import jobs
 from core.errors import DomainError
 
 logger = logging.getLogger(__name__)
@@ -95,30 +104,38 @@ def _when(moment: datetime) -> str:
     return formats.date_format(timezone.localtime(moment), "Y-m-d H:i T")
 
 
-def _send_after_commit(*, template: str, to: str, context: dict) -> None:
-    """Render ``email/accounts_<template>[_subject].txt`` now (in the active language) and
-    send once the transaction commits. A mail server failure is logged, not raised: the
-    data is saved and the user can ask for the email again."""
+def _language() -> str:
+    """The request's language, for the email a task renders later."""
+    return translation.get_language() or settings.LANGUAGE_CODE
+
+
+def _mail_send(*, template: str, to: str, context: dict) -> None:
+    """Render ``email/accounts_<template>[_subject].txt`` in the active language and send.
+    A mail server failure raises, so the task retries it."""
     subject = render_to_string(f"email/accounts_{template}_subject.txt", context).strip()
     body = render_to_string(f"email/accounts_{template}.txt", context)
-
-    def send() -> None:
-        try:
-            send_mail(subject, body, None, [to])
-        except Exception:  # pragma: no cover - depends on the mail server
-            logger.exception("Could not send the %s email to %s", template, to)
-
-    transaction.on_commit(send)
+    send_mail(subject, body, None, [to])
 
 
-def signup_taken_notify(*, email: str, login_url: str, reset_url: str) -> None:
+def signup_taken_notify(*, email: str) -> None:
     """Sign-up with an address that has an account: tell its owner by email instead of
-    telling whoever typed it (the page answers as for a new account: no enumeration)."""
-    _send_after_commit(
-        template="signup_taken",
-        to=email,
-        context={"email": email, "login_url": login_url, "reset_url": reset_url},
-    )
+    telling whoever typed it (the page answers as for a new account: no enumeration).
+    Sent after the response, like the new account's verification email."""
+    jobs.enqueue("accounts.tasks.signup_taken_email", email_normalise(email), _language())
+
+
+def signup_taken_deliver(*, email: str, language: str) -> str:
+    """The "someone tried to sign up with your address" email (from the task)."""
+    with translation.override(language):
+        if not _email_taken(email):
+            return "no account"
+        context = {
+            "email": email,
+            "login_url": _absolute(reverse("accounts:login")),
+            "reset_url": _absolute(reverse("accounts:password_reset")),
+        }
+        _mail_send(template="signup_taken", to=email, context=context)
+    return "sent"
 
 
 def _role_check(
@@ -176,12 +193,14 @@ def signup_create(
         company_name = " ".join(company_name.split())
         if not company_name:
             raise DomainError(_("Enter your company's name."))
+    user = UserModel(username=email, email=email, first_name=full_name[:150])
+    _password_check(password, user)
+    # Hash before asking whether the address is taken: both answers cost the same Argon2
+    # work, so the response time does not tell which addresses have accounts.
+    user.set_password(password)
     taken = _("An account with this email exists. Log in, or reset your password.")
     if _email_taken(email):
         raise EmailTaken(taken)
-    user = UserModel(username=email, email=email, first_name=full_name[:150])
-    _password_check(password, user)
-    user.set_password(password)
     try:
         with transaction.atomic():
             user.save()
@@ -200,16 +219,30 @@ def signup_create(
 
 
 def email_verification_send(*, user: AbstractBaseUser) -> None:
-    """Email the user a signed link, valid for three days, that verifies the address."""
+    """Email the user a signed link, valid for three days, that verifies the address
+    (after the commit, from a task)."""
+    jobs.enqueue("accounts.tasks.email_verification_email", user.pk, _language())
+
+
+def email_verification_deliver(*, user_id: int, language: str) -> str:
+    """The verification email (from the task): the link is signed now, for the address the
+    account has now; nothing is sent to a verified or deactivated account."""
+    user = UserModel._default_manager.filter(pk=user_id, is_active=True).first()
+    if user is None:
+        return "no account"
+    if selectors.email_verified(user):
+        return "already verified"
     address = selectors.user_email(user)
     token = tokens.email_verification_token(user_id=user.pk, email=address)
-    context = {
-        "user": user,
-        "name": selectors.display_name(user),
-        "link": _absolute(reverse("accounts:verify", args=[token])),
-        "days": tokens.EMAIL_VERIFICATION_MAX_AGE.days,
-    }
-    _send_after_commit(template="verify", to=address, context=context)
+    with translation.override(language):
+        context = {
+            "user": user,
+            "name": selectors.display_name(user),
+            "link": _absolute(reverse("accounts:verify", args=[token])),
+            "days": tokens.EMAIL_VERIFICATION_MAX_AGE.days,
+        }
+        _mail_send(template="verify", to=address, context=context)
+    return "sent"
 
 
 def email_verification_resend(*, user: AbstractBaseUser) -> bool:
@@ -251,6 +284,31 @@ def email_verify(*, token: str) -> AbstractUser:
         profile.email_verified_at = timezone.now()
         profile.save(update_fields=["email_verified_at"])
     return user
+
+
+def password_reset_request(*, email: str) -> None:
+    """Someone asked for a password reset link for ``email``. The request does the same
+    work whether or not the address has an account: it enqueues the task, and the task
+    looks the address up and emails a link to each matching account (none: nothing)."""
+    jobs.enqueue("accounts.tasks.password_reset_email", email.strip().lower(), _language())
+
+
+def password_reset_deliver(*, email: str, language: str) -> int:
+    """Email a reset link to every active account of ``email`` with a usable password
+    (Django's rules); how many were sent. The token is made here, from the account."""
+    sent = 0
+    with translation.override(language):
+        for user in PasswordResetForm().get_users(email):
+            context = {
+                "email": email,
+                "user": user,
+                "uid": urlsafe_base64_encode(force_bytes(user.pk)),
+                "token": default_token_generator.make_token(user),
+                "base_url": settings.PORTAL_BASE_URL,
+            }
+            _mail_send(template="password_reset", to=selectors.user_email(user), context=context)
+            sent += 1
+    return sent
 
 
 def email_mark_verified(*, user: AbstractBaseUser) -> None:
@@ -409,19 +467,36 @@ def invitation_create(
         invited_by=actor,
         expires_at=now + INVITATION_VALIDITY,
     )
-    _send_after_commit(
-        template="invitation",
-        to=email,
-        context={
+    jobs.enqueue("accounts.tasks.invitation_email", invitation.pk, _language())
+    return invitation
+
+
+def invitation_email_deliver(*, invitation_id: int, language: str) -> str:
+    """The invitation email (from the task); nothing for one used, withdrawn or expired."""
+    invitation = (
+        Invitation.objects.select_related("organisation", "invited_by")
+        .filter(pk=invitation_id)
+        .first()
+    )
+    if invitation is None:
+        return "no invitation"
+    try:
+        invitation_check(invitation)
+    except InvitationClosed:
+        return "closed"
+    with translation.override(language):
+        context = {
             "invitation": invitation,
-            "organisation": organisation,
-            "inviter": selectors.display_name(actor),
+            "organisation": invitation.organisation,
+            "inviter": selectors.display_name(invitation.invited_by)
+            if invitation.invited_by
+            else invitation.organisation.name,
             "role": invitation.get_role_display(),
             "link": _absolute(reverse("accounts:invitation", args=[invitation.token])),
             "expires": _when(invitation.expires_at),
-        },
-    )
-    return invitation
+        }
+        _mail_send(template="invitation", to=invitation.email, context=context)
+    return "sent"
 
 
 @transaction.atomic

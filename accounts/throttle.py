@@ -1,19 +1,33 @@
-"""Login throttling in the cache: failed attempts counted per email and per client IP.
+"""Login throttling in the cache, built so that an attacker cannot lock users out.
 
-After ``LOGIN_THROTTLE_MAX_FAILURES`` failures for the same email or the same IP within
-``LOGIN_THROTTLE_WINDOW`` seconds, that email (or IP) is locked for
-``LOGIN_THROTTLE_LOCKOUT`` seconds: every attempt is refused, the right password too.
-A successful login clears the email's counter (not the IP's: one good account must not
-reset the count for an address guessing at others).
+Two limits, neither of which one attacker can turn against someone else's account:
 
-Counters use ``cache.add`` + ``cache.incr`` (atomic on Redis). Each lock stores the time it
-ends, so the message can say how long is left and a test can move the clock.
+- **The (account, client) pair.** ``LOGIN_THROTTLE_MAX_FAILURES`` failures for one account
+  from one client IP within ``LOGIN_THROTTLE_WINDOW`` seconds lock that pair for
+  ``LOGIN_THROTTLE_LOCKOUT`` seconds: from that client every attempt for that account is
+  refused, the right password too. The same account from any other client is not
+  affected, so guessing at someone's password from one address never locks its owner out
+  of their own address.
+- **A client guessing across many accounts** (credential stuffing). When one IP fails
+  against more than ``LOGIN_THROTTLE_IP_MAX_ACCOUNTS`` *distinct* accounts within the
+  window, that IP is locked for ``LOGIN_THROTTLE_LOCKOUT`` seconds for every account that
+  has not logged in successfully from it within ``LOGIN_THROTTLE_KNOWN_CLIENT`` seconds.
+  Any number of failures against one account counts as one account here: attacking one
+  user never locks a whole address (an office or a carrier NAT) out.
+
+A successful login clears the pair's count and remembers the pair as known. The client is
+:func:`client_ip` (proxy-aware through ``PORTAL_TRUSTED_PROXIES``).
+
+Counters use ``cache.add`` + ``cache.incr`` (atomic on Redis); windows are fixed, starting
+at the first failure. Each lock stores the time it ends, so the message can say how long
+is left and a test can move the clock. Keys hold digests, never addresses.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import secrets
 import time
 from dataclasses import dataclass
 
@@ -41,6 +55,14 @@ def _lockout() -> int:
     return int(getattr(settings, "LOGIN_THROTTLE_LOCKOUT", 15 * 60))
 
 
+def _ip_max_accounts() -> int:
+    return int(getattr(settings, "LOGIN_THROTTLE_IP_MAX_ACCOUNTS", 20))
+
+
+def _known_client() -> int:
+    return int(getattr(settings, "LOGIN_THROTTLE_KNOWN_CLIENT", 30 * 24 * 3600))
+
+
 def client_ip(request: HttpRequest) -> str:
     """The client's address: ``REMOTE_ADDR``, or behind ``PORTAL_TRUSTED_PROXIES`` reverse
     proxies the address the outermost trusted proxy saw (from ``X-Forwarded-For``)."""
@@ -56,9 +78,23 @@ def client_ip(request: HttpRequest) -> str:
     return request.META.get("REMOTE_ADDR", "") or "unknown"
 
 
-def _subjects(email: str, ip: str) -> list[str]:
-    digest = hashlib.sha256(email.strip().lower().encode()).hexdigest()[:32]
-    return [f"email:{digest}", f"ip:{ip}"]
+# --- Keys -------------------------------------------------------------------------------
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _account_digest(account: str) -> str:
+    return _digest(account.strip().lower())
+
+
+def _pair(account: str, ip: str) -> str:
+    return f"pair:{_digest(account.strip().lower() + chr(0) + ip)}"
+
+
+def _client(ip: str) -> str:
+    return f"ip:{_digest(ip)}"
 
 
 def _count_key(subject: str) -> str:
@@ -69,49 +105,95 @@ def _lock_key(subject: str) -> str:
     return f"{KEY_PREFIX}lock:{subject}"
 
 
+def _known_key(pair: str) -> str:
+    return f"{KEY_PREFIX}known:{pair}"
+
+
+def _generation_key(client: str) -> str:
+    return f"{KEY_PREFIX}generation:{client}"
+
+
+def _incr(key: str, *, timeout: int) -> int:
+    cache.add(key, 0, timeout=timeout)
+    try:
+        return int(cache.incr(key))
+    except ValueError:  # expired between add and incr
+        cache.set(key, 1, timeout=timeout)
+        return 1
+
+
+def _lock(subject: str) -> None:
+    cache.set(_lock_key(subject), now() + _lockout(), timeout=_lockout())
+
+
+def _seconds_left(subject: str) -> float:
+    until = cache.get(_lock_key(subject))
+    return max(0.0, float(until) - now()) if until is not None else 0.0
+
+
+# --- The throttle -----------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class Lockout:
     seconds_left: float
+    # True: the client is locked for guessing across many accounts (not this pair).
+    network: bool = False
 
     @property
     def minutes_left(self) -> int:
         return max(1, math.ceil(self.seconds_left / 60))
 
 
-def lockout(*, email: str, ip: str) -> Lockout | None:
-    """The lock in force for this email or this IP (the longer one), or ``None``."""
-    moment = now()
-    left = 0.0
-    for subject in _subjects(email, ip):
-        until = cache.get(_lock_key(subject))
-        if until is not None and float(until) > moment:
-            left = max(left, float(until) - moment)
-    return Lockout(seconds_left=left) if left > 0 else None
+def lockout(*, account: str, ip: str) -> Lockout | None:
+    """The lock in force for this account from this client, or ``None``: the pair's own
+    lock, or the client's lock unless the account has logged in from it before."""
+    pair = _pair(account, ip)
+    pair_left = _seconds_left(pair)
+    if pair_left > 0:
+        return Lockout(seconds_left=pair_left)
+    client_left = _seconds_left(_client(ip))
+    if client_left > 0 and cache.get(_known_key(pair)) is None:
+        return Lockout(seconds_left=client_left, network=True)
+    return None
 
 
-def failure_record(*, email: str, ip: str) -> Lockout | None:
-    """Count a failed attempt; lock the email and/or the IP that reached the limit."""
-    for subject in _subjects(email, ip):
-        key = _count_key(subject)
-        cache.add(key, 0, timeout=_window())
-        try:
-            count = cache.incr(key)
-        except ValueError:  # expired between add and incr
-            cache.set(key, 1, timeout=_window())
-            count = 1
-        if count >= _max_failures():
-            cache.set(_lock_key(subject), now() + _lockout(), timeout=_lockout())
-            cache.delete(key)
-    return lockout(email=email, ip=ip)
+def _distinct_accounts_record(*, account: str, ip: str) -> int:
+    """Count ``account`` once among the accounts this client failed against in the current
+    window; the number of distinct accounts so far."""
+    client = _client(ip)
+    generation_key = _generation_key(client)
+    cache.add(generation_key, secrets.token_hex(8), timeout=_window())
+    generation = cache.get(generation_key) or "expired"
+    seen = f"{KEY_PREFIX}seen:{client}:{generation}:{_account_digest(account)}"
+    counter = f"{KEY_PREFIX}accounts:{client}:{generation}"
+    if cache.add(seen, 1, timeout=_window()):
+        return _incr(counter, timeout=_window())
+    return int(cache.get(counter) or 0)
 
 
-def success_record(*, email: str) -> None:
-    """A successful login forgets the failures counted against this email."""
-    subject = _subjects(email, "-")[0]
-    cache.delete_many([_count_key(subject), _lock_key(subject)])
+def failure_record(*, account: str, ip: str) -> Lockout | None:
+    """Count a failed attempt for the pair and, once per account, for the client; lock the
+    pair, or the client, that went over its limit."""
+    pair = _pair(account, ip)
+    if _incr(_count_key(pair), timeout=_window()) >= _max_failures():
+        _lock(pair)
+        cache.delete(_count_key(pair))
+    if _distinct_accounts_record(account=account, ip=ip) > _ip_max_accounts():
+        _lock(_client(ip))
+    return lockout(account=account, ip=ip)
+
+
+def success_record(*, account: str, ip: str) -> None:
+    """A successful login (or a completed password reset) from this client: forget the
+    pair's failures and lock, and remember the pair as known, so a lock on the client for
+    guessing at other accounts does not keep this account's owner out."""
+    pair = _pair(account, ip)
+    cache.delete_many([_count_key(pair), _lock_key(pair)])
+    cache.set(_known_key(pair), 1, timeout=_known_client())
 
 
 def send_allowed(*, kind: str, subject: str, every: int = 60) -> bool:
     """At most one email of ``kind`` per ``subject`` every ``every`` seconds."""
-    digest = hashlib.sha256(subject.encode()).hexdigest()[:32]
+    digest = _digest(subject)
     return bool(cache.add(f"{KEY_PREFIX}send:{kind}:{digest}", 1, timeout=every))

@@ -64,6 +64,12 @@ def _log_in(request: HttpRequest, user: AbstractBaseUser) -> None:
 
 
 def _too_many(lock: throttle.Lockout) -> str:
+    if lock.network:
+        return ngettext(
+            "Too many failed logins from your network; try again in %(n)s minute.",
+            "Too many failed logins from your network; try again in %(n)s minutes.",
+            lock.minutes_left,
+        ) % {"n": lock.minutes_left}
     return ngettext(
         "Too many failed attempts; try again in %(n)s minute.",
         "Too many failed attempts; try again in %(n)s minutes.",
@@ -118,13 +124,9 @@ def signup(request: HttpRequest) -> HttpResponse:
                 form.add_error("email", exc.message)
             else:
                 # Answer as for a new account, and tell the address's owner by email:
-                # the page never reveals which addresses have accounts.
-                base = settings.PORTAL_BASE_URL
-                services.signup_taken_notify(
-                    email=data["email"].strip().lower(),
-                    login_url=base + reverse("accounts:login"),
-                    reset_url=base + reverse("accounts:password_reset"),
-                )
+                # the page never reveals which addresses have accounts (nor does its
+                # time: the service hashed the password on this path too).
+                services.signup_taken_notify(email=data["email"])
                 messages.success(
                     request,
                     _("Your account is created. We sent a link to %(email)s to verify it.")
@@ -230,7 +232,7 @@ def login(request: HttpRequest) -> HttpResponse:
         user = authenticate(request, username=email, password=form.cleaned_data["password"])
         lock = None
         if user is None:
-            lock = throttle.lockout(email=email, ip=throttle.client_ip(request))
+            lock = throttle.lockout(account=email, ip=throttle.client_ip(request))
             if lock is None:
                 form.add_error(None, _("The email address or the password is not right."))
         if lock is not None:
@@ -263,18 +265,16 @@ def login(request: HttpRequest) -> HttpResponse:
 class PasswordResetView(auth_views.PasswordResetView):
     form_class = PortalPasswordResetForm
     template_name = "accounts/password_reset.html"
-    email_template_name = "email/accounts_password_reset.txt"
-    subject_template_name = "email/accounts_password_reset_subject.txt"
     success_url = reverse_lazy("accounts:password_reset_done")
 
     def form_valid(self, form: PortalPasswordResetForm) -> HttpResponse:
-        # The same answer whether or not the address is known; at most one email a
-        # minute per address, so the form cannot flood someone's inbox.
+        # The same answer, and the same work, whether or not the address is known: a
+        # task looks the address up and sends the email after the response. At most one
+        # a minute per address, so the form cannot flood someone's inbox.
         email = form.cleaned_data["email"].strip().lower()
-        if not throttle.send_allowed(kind="reset", subject=email):
-            return HttpResponseRedirect(self.get_success_url())
-        self.extra_email_context = {"base_url": settings.PORTAL_BASE_URL}
-        return super().form_valid(form)
+        if throttle.send_allowed(kind="reset", subject=email):
+            services.password_reset_request(email=email)
+        return HttpResponseRedirect(self.get_success_url())
 
 
 class PasswordResetDoneView(auth_views.PasswordResetDoneView):
@@ -288,9 +288,11 @@ class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
     def form_valid(self, form: Any) -> HttpResponse:
         response = super().form_valid(form)
         # The link reached the mailbox: the address is proved, and the owner of it may
-        # try again at once.
+        # try again at once from this client.
         services.email_mark_verified(user=form.user)
-        throttle.success_record(email=selectors.user_email(form.user))
+        ip = throttle.client_ip(self.request)
+        for account in dict.fromkeys([selectors.user_email(form.user), form.user.get_username()]):
+            throttle.success_record(account=account, ip=ip)
         return response
 
 

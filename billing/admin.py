@@ -43,6 +43,7 @@ from billing.models import (
     Order,
     OrderEvent,
     Payment,
+    PaymentStatus,
     PriceBook,
     PriceChange,
     Promotion,
@@ -53,6 +54,7 @@ from billing.models import (
     StripeEvent,
 )
 from billing.services import orders as order_services
+from billing.services import payments as payment_services
 from billing.services import pricebooks
 from core.admin_base import DomainErrorMessagesMixin, ReadOnlyAdmin, ReadOnlyInline
 from core.errors import DomainError
@@ -606,10 +608,34 @@ class PaymentInline(ReadOnlyInline):
         "currency",
         "reference",
         "stripe_payment_intent",
+        "provider_succeeded_at",
+        "duplicate",
         "failure_message",
     )
     readonly_fields = fields
     verbose_name_plural = gettext_lazy("payments")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Payment]:
+        return super().get_queryset(request).select_related("duplicate_of")
+
+    @admin.display(description=gettext_lazy("duplicate"))
+    def duplicate(self, obj: Payment) -> str:
+        return duplicate_label(obj)
+
+
+def duplicate_label(obj: Payment) -> str:
+    """The label of a payment flagged as a duplicate ("duplicate of pi_…, refund"); empty
+    for a payer."""
+    payer = obj.duplicate_of
+    if payer is None:
+        return ""
+    name = payer.stripe_payment_intent or payer.reference or str(payer.pk)
+    if obj.duplicate_refund or obj.status == PaymentStatus.REFUNDED:
+        return _("duplicate of %(payer)s, refunded %(refund)s") % {
+            "payer": name,
+            "refund": obj.duplicate_refund or "",
+        }
+    return _("duplicate of %(payer)s, refund") % {"payer": name}
 
 
 @admin.register(Invoice)
@@ -683,9 +709,35 @@ class InvoiceAdmin(ReadOnlyAdmin):
         return TemplateResponse(request, "billing/pay/admin_mark_paid.html", context)
 
 
+class DuplicateFilter(admin.SimpleListFilter):
+    """Payments flagged "duplicate, refund" (another payment paid the invoice first)."""
+
+    title = gettext_lazy("duplicate")
+    parameter_name = "duplicate"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [
+            ("refund", gettext_lazy("duplicate, refund")),
+            ("refunded", gettext_lazy("duplicate, refunded")),
+            ("payer", gettext_lazy("not a duplicate")),
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Payment]) -> QuerySet[Payment]:
+        duplicates = queryset.filter(duplicate_of__isnull=False)
+        refunded = models.Q(status=PaymentStatus.REFUNDED) | ~models.Q(duplicate_refund="")
+        if self.value() == "refund":
+            return duplicates.exclude(refunded)
+        if self.value() == "refunded":
+            return duplicates.filter(refunded)
+        if self.value() == "payer":
+            return queryset.filter(duplicate_of__isnull=True)
+        return queryset
+
+
 @admin.register(Payment)
 class PaymentAdmin(ReadOnlyAdmin):
-    """Every attempt to pay an invoice (written by the payment services and webhooks)."""
+    """Every attempt to pay an invoice (written by the payment services and webhooks).
+    Staff refund a payment flagged as a duplicate here (an action, after confirming)."""
 
     list_display = (
         "created_at",
@@ -697,10 +749,84 @@ class PaymentAdmin(ReadOnlyAdmin):
         "currency",
         "reference",
         "stripe_payment_intent",
+        "provider_succeeded_at",
+        "duplicate",
     )
-    list_select_related = ("invoice",)
-    list_filter = ("status", "method", "currency")
+    list_select_related = ("invoice", "duplicate_of")
+    list_filter = (DuplicateFilter, "status", "method", "currency")
     search_fields = ("invoice__number", "reference", "stripe_payment_intent")
+    actions = ("refund_duplicates",)
+
+    @admin.display(description=gettext_lazy("duplicate"))
+    def duplicate(self, obj: Payment) -> str:
+        return duplicate_label(obj)
+
+    def has_refund_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("billing.change_payment")
+
+    @admin.action(
+        description=gettext_lazy("Refund selected duplicate payments…"), permissions=["refund"]
+    )
+    def refund_duplicates(
+        self, request: HttpRequest, queryset: QuerySet[Payment]
+    ) -> HttpResponse | None:
+        """Show the flagged duplicates among the selection and what each refund returns;
+        on confirmation refund each in full through Stripe, once."""
+        selected = list(queryset.select_related("invoice", "duplicate_of").order_by("pk"))
+        due = [
+            p
+            for p in selected
+            if p.duplicate_of_id is not None
+            and p.stripe_payment_intent
+            and not p.duplicate_refund
+            and p.status == PaymentStatus.SUCCEEDED
+        ]
+        if not due:
+            messages.warning(
+                request,
+                _("None of the selected payments is a duplicate waiting for a refund."),
+            )
+            return None
+        if "apply" not in request.POST:
+            context = {
+                **self.admin_site.each_context(request),
+                "title": _("Refund duplicate payments"),
+                "opts": self.model._meta,
+                "payments": due,
+                "skipped": len(selected) - len(due),
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            }
+            return TemplateResponse(request, "billing/pay/admin_refund_duplicates.html", context)
+        for payment in due:
+            try:
+                payment, refunded = payment_services.payment_duplicate_refund(
+                    payment=payment, actor=request.user
+                )
+            except DomainError as exc:
+                messages.error(request, exc.message)
+                continue
+            if refunded:
+                messages.success(
+                    request,
+                    _(
+                        "Refunded duplicate payment %(pi)s of invoice %(n)s: %(amount)s "
+                        "%(cur)s (Stripe refund %(refund)s)."
+                    )
+                    % {
+                        "pi": payment.stripe_payment_intent,
+                        "n": payment.invoice.number,
+                        "amount": payment.amount,
+                        "cur": payment.currency,
+                        "refund": payment.duplicate_refund,
+                    },
+                )
+            else:
+                messages.warning(
+                    request,
+                    _("Duplicate payment %(pi)s was already refunded; nothing was done.")
+                    % {"pi": payment.stripe_payment_intent},
+                )
+        return None
 
 
 @admin.register(StripeEvent)

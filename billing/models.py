@@ -786,6 +786,30 @@ class Payment(models.Model):
     failure_message = models.TextField(_("failure"), blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     succeeded_at = models.DateTimeField(null=True, blank=True)
+    provider_succeeded_at = models.DateTimeField(
+        _("succeeded at the provider"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "When Stripe says the payment succeeded (its charge or event time): of several "
+            "payments of one invoice, the first to succeed pays it."
+        ),
+    )
+    duplicate_of = models.ForeignKey(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="duplicates",
+        verbose_name=_("duplicate of"),
+        help_text=_("Set when another payment paid the invoice first: refund this one."),
+    )
+    duplicate_refund = models.CharField(
+        _("duplicate refunded"),
+        max_length=255,
+        blank=True,
+        help_text=_("The Stripe refund of this duplicate, made once from the back office."),
+    )
 
     class Meta:
         ordering = ["-created_at", "-pk"]

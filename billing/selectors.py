@@ -229,6 +229,7 @@ def sizing_options(*, site: Site) -> list[Any]:
             "nic_count": nt.nic_count,
             "nic_speed_gbps": nt.nic_speed_gbps,
             "fabric": nt.fabric,
+            "host_ram_gb": nt.ram_gb,
         }
         if nt.gpu_model is not None:
             options.append(
@@ -239,6 +240,7 @@ def sizing_options(*, site: Site) -> list[Any]:
                     gpus_per_node=nt.gpu_count,
                     gpu_memory_gb=nt.gpu_model.memory_gb,
                     bf16_tflops=nt.gpu_model.reference_tflops,
+                    memory_bandwidth_tbs=nt.gpu_model.memory_bandwidth_tbs,
                     monthly_price_per_node=base,
                     **common,
                 )
@@ -252,6 +254,7 @@ def sizing_options(*, site: Site) -> list[Any]:
                     gpus_per_node=cp.max_per_node,
                     gpu_memory_gb=cp.gpu_model.memory_gb,
                     bf16_tflops=cp.gpu_model.reference_tflops,
+                    memory_bandwidth_tbs=cp.gpu_model.memory_bandwidth_tbs,
                     monthly_price_per_node=base + cp.monthly * cp.max_per_node,
                     **common,
                 )

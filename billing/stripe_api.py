@@ -10,7 +10,12 @@ Settings: ``STRIPE_SECRET_KEY``, ``STRIPE_PUBLISHABLE_KEY``, ``STRIPE_WEBHOOK_SE
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import math
+import re
+import time
 from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -213,35 +218,164 @@ def _intent_dict(obj: Any) -> dict[str, Any]:
 
 # --- Webhooks ---------------------------------------------------------------------------
 
+# How far a signature's timestamp may lie from our clock, either way (Stripe's default).
+WEBHOOK_TOLERANCE_S: int = stripe.Webhook.DEFAULT_TOLERANCE
+# The deepest nesting of objects and arrays accepted in a webhook body. Stripe's events
+# nest a handful of levels; anything far deeper is not an event we could store or read.
+WEBHOOK_MAX_DEPTH = 32
+SIGNATURE_SCHEME = "v1"
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def _signature_header_parse(sig_header: str | None) -> tuple[int, list[str]]:
+    """``t=…,v1=…[,v1=…]`` → the timestamp and the ``v1`` signatures."""
+    if not sig_header:
+        raise SignatureVerificationError("No Stripe-Signature header.", sig_header)
+    timestamp: int | None = None
+    signatures: list[str] = []
+    for item in sig_header.split(","):
+        key, sep, value = item.strip().partition("=")
+        if not sep:
+            continue
+        if key == "t":
+            try:
+                timestamp = int(value)
+            except ValueError:
+                raise SignatureVerificationError(
+                    "Unable to read the signature's timestamp.", sig_header
+                ) from None
+        elif key == SIGNATURE_SCHEME:
+            signatures.append(value)
+    if timestamp is None:
+        raise SignatureVerificationError("The signature has no timestamp.", sig_header)
+    if not signatures:
+        raise SignatureVerificationError(
+            f"No signatures found with expected scheme {SIGNATURE_SCHEME}.", sig_header
+        )
+    return timestamp, signatures
+
+
+def webhook_signature_verify(
+    payload: bytes,
+    sig_header: str | None,
+    secret: str,
+    *,
+    tolerance: int = WEBHOOK_TOLERANCE_S,
+    now: float | None = None,
+) -> None:
+    """Check Stripe's HMAC-SHA256 signature over the raw bytes of the body, and that its
+    timestamp lies within ``tolerance`` seconds of now, in the past (a replay) or in the
+    future (a forged or badly skewed clock). Raises ``SignatureVerificationError``.
+
+    Done here rather than with ``stripe.WebhookSignature.verify_header``: the SDK decodes
+    the body as UTF-8 before it checks anything (so a body that is not UTF-8 would be
+    refused before its signature is known) and accepts any timestamp in the future.
+    """
+    if not secret or not secret.strip():
+        raise SignatureVerificationError("No webhook secret is configured.", sig_header)
+    timestamp, signatures = _signature_header_parse(sig_header)
+    signed = str(timestamp).encode("ascii") + b"." + bytes(payload)
+    expected = hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).hexdigest()
+    if not any(hmac.compare_digest(expected, s) for s in signatures):
+        raise SignatureVerificationError(
+            "No signatures found matching the expected signature for payload.", sig_header
+        )
+    current = time.time() if now is None else now
+    if abs(current - timestamp) > tolerance:
+        raise SignatureVerificationError(
+            f"Timestamp outside the tolerance zone ({timestamp}).", sig_header
+        )
+
+
+def _json_depth(payload: bytes) -> int:
+    """How deeply objects and arrays nest in a JSON text (brackets inside strings do not
+    count); measured before parsing, so a deep body never reaches the recursive parser."""
+    depth = deepest = 0
+    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub(b'""', payload)):
+        if bracket in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _refuse_constant(name: str) -> Any:
+    raise InvalidPayload(f"{name} is not JSON.")
+
+
+def _storable(value: Any, depth: int = 0) -> bool:
+    """Whether a decoded value can be stored as JSON: strings without NUL characters or
+    unpaired surrogates (PostgreSQL's ``jsonb`` refuses both), finite numbers (``1e400``
+    parses as infinity, which JSON cannot hold), nesting within the limit."""
+    if depth > WEBHOOK_MAX_DEPTH:
+        return False
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, str):
+        if "\x00" in value:
+            return False
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_storable(k, depth) and _storable(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_storable(v, depth + 1) for v in value)
+    return True
+
+
+def webhook_payload_decode(payload: bytes) -> dict[str, Any]:
+    """A (verified) webhook body as a Stripe event: strict UTF-8 JSON, nesting at most
+    ``WEBHOOK_MAX_DEPTH`` deep, an object with a string ``id`` and ``type``. Raises
+    ``InvalidPayload`` for anything else (never ``RecursionError`` or ``UnicodeError``)."""
+    if not payload or not payload.strip():
+        raise InvalidPayload("Empty body.")
+    if _json_depth(payload) > WEBHOOK_MAX_DEPTH:
+        raise InvalidPayload(f"JSON nested deeper than {WEBHOOK_MAX_DEPTH} levels.")
+    try:
+        text = payload.decode("utf-8")  # strict: no BOM sniffing, no UTF-16
+        event = json.loads(text, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, huge numbers
+        raise InvalidPayload(f"Undecodable body: {type(exc).__name__}") from None
+    if not isinstance(event, dict):
+        raise InvalidPayload("The body is not a JSON object.")
+    if not _storable(event):
+        raise InvalidPayload("The body holds text that cannot be stored.")
+    event_id, event_type = event.get("id"), event.get("type")
+    if not isinstance(event_id, str) or not event_id or len(event_id) > 255:
+        raise InvalidPayload("Not a Stripe event: no id.")
+    if not isinstance(event_type, str) or not event_type or len(event_type) > 100:
+        raise InvalidPayload("Not a Stripe event: no type.")
+    if event.get("data") is not None and not isinstance(event.get("data"), dict):
+        raise InvalidPayload("Not a Stripe event: data is not an object.")
+    return event
+
 
 def webhook_event_construct(payload: bytes, sig_header: str | None) -> dict[str, Any]:
     """Verify the ``Stripe-Signature`` header on the raw body with
-    ``STRIPE_WEBHOOK_SECRET`` and return the event as plain JSON data.
+    ``STRIPE_WEBHOOK_SECRET``, then decode the body, and return the event as plain JSON
+    data.
 
     Raises ``SignatureVerificationError`` (bad or missing signature, no secret configured,
-    too old) or ``InvalidPayload``.
+    a timestamp too old or too far in the future) or ``InvalidPayload`` (signed, but not
+    a Stripe event we can read and store).
     """
-    secret = settings.STRIPE_WEBHOOK_SECRET
-    if not secret:
-        raise SignatureVerificationError("No webhook secret is configured.", sig_header)
-    # What ``stripe.Webhook.construct_event`` verifies (signature and age), without its
-    # conversion to SDK objects, which fails on a signed body that is not an object.
-    try:
-        stripe.WebhookSignature.verify_header(
-            payload, sig_header, secret, tolerance=stripe.Webhook.DEFAULT_TOLERANCE
-        )
-        event = json.loads(payload)
-    except ValueError as exc:  # signed, but not JSON (or not UTF-8)
-        raise InvalidPayload(str(exc)) from exc
-    if not isinstance(event, dict) or not event.get("id") or not event.get("type"):
-        raise InvalidPayload("Not a Stripe event.")
-    return event
+    webhook_signature_verify(payload, sig_header, settings.STRIPE_WEBHOOK_SECRET)
+    return webhook_payload_decode(payload)
 
 
 def webhook_signature_header(
     payload: bytes | str, secret: str, timestamp: int | None = None
 ) -> str:
     """The ``Stripe-Signature`` header Stripe would send (for tests and local tools)."""
-    if isinstance(payload, bytes):
-        payload = payload.decode("utf-8")
-    return stripe.WebhookSignature.generate_signature_header(payload, secret, timestamp)
+    if isinstance(payload, str):
+        payload = payload.encode("utf-8")
+    t = int(time.time()) if timestamp is None else timestamp
+    signed = str(t).encode("ascii") + b"." + payload
+    mac = hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).hexdigest()
+    return f"t={t},{SIGNATURE_SCHEME}={mac}"

@@ -3,7 +3,9 @@
 Node statuses move only through the state machine (``inventory.services``): the status is
 read-only on the change form, and the bulk actions call ``node_bulk_transition``. Nodes
 and switches have CSV import (previewed, all or nothing) and export; see
-``inventory.resources``. Events and reservations are shown, never edited here.
+``inventory.resources``. A file of more rows than the page imports at once goes to the
+background import (``inventory.csv_jobs``), whose jobs are shown with their progress and
+errors. Events and reservations are shown, never edited here.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import models, transaction
 from django.db.models import QuerySet
 from django.forms import ModelChoiceField, ModelMultipleChoiceField
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import reverse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.formats import number_format
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from import_export.admin import ImportExportModelAdmin
@@ -26,9 +31,11 @@ from import_export.results import Result
 
 from core.admin_base import DomainErrorMessagesMixin, ReadOnlyAdmin, ReadOnlyInline
 from core.errors import DomainError
-from inventory import services
+from inventory import csv_jobs, services
 from inventory.models import (
     GPUModel,
+    ImportJob,
+    ImportJobStatus,
     MaintenanceWindow,
     Node,
     NodeEvent,
@@ -43,6 +50,7 @@ from inventory.models import (
 )
 from inventory.resources import (
     CSVFileError,
+    EscapedCSV,
     InventoryCSV,
     InventoryResource,
     NodeCSV,
@@ -51,6 +59,7 @@ from inventory.resources import (
     SwitchResource,
     error_lines,
     not_csv_message,
+    sync_import_max_rows,
 )
 
 # At most this many failed rows are listed one by one in the messages above an import.
@@ -77,21 +86,121 @@ class SiteScopedChoicesMixin:
         return field
 
 
+class BackgroundImportForm(forms.Form):
+    import_file = forms.FileField(label=gettext_lazy("CSV file"))
+
+
 class InventoryImportExportAdmin(ImportExportModelAdmin):
     """CSV-only import and export with clear messages for bad files and bad rows.
 
     The import is previewed (a dry run) before the confirm step writes anything, and the
-    confirm step imports the whole file in one transaction or nothing of it.
+    confirm step imports the whole file in one transaction or nothing of it. A file of
+    more rows than :func:`~inventory.resources.sync_import_max_rows` is refused here and
+    imported with "Import in the background" instead (no preview; all or nothing too).
+    Exported cells never start a spreadsheet formula (:class:`EscapedCSV`).
     """
 
     import_format: type[InventoryCSV]
     resource_classes: list[type[InventoryResource]]
+    import_template_name = "admin/inventory/import.html"
 
     def get_import_formats(self) -> list[type[base_formats.Format]]:
         return [self.import_format]
 
     def get_export_formats(self) -> list[type[base_formats.Format]]:
-        return [base_formats.CSV]
+        return [EscapedCSV]
+
+    def has_import_permission(self, request: HttpRequest) -> bool:
+        # An import adds and changes rows: it needs both permissions, not just staff status.
+        return (
+            super().has_import_permission(request)
+            and self.has_add_permission(request)
+            and self.has_change_permission(request)
+        )
+
+    def get_urls(self) -> list[URLPattern]:
+        opts = self.model._meta
+        return [
+            path(
+                "import/background/",
+                self.admin_site.admin_view(self.background_import_view),
+                name=f"{opts.app_label}_{opts.model_name}_import_background",
+            ),
+            *super().get_urls(),
+        ]
+
+    def get_import_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_import_context_data(**kwargs)
+        opts = self.model._meta
+        context["sync_import_max_rows"] = number_format(sync_import_max_rows(), force_grouping=True)
+        context["background_import_url"] = reverse(
+            f"admin:{opts.app_label}_{opts.model_name}_import_background",
+            current_app=self.admin_site.name,
+        )
+        return context
+
+    def background_import_view(self, request: HttpRequest) -> HttpResponse:
+        """Upload a file of any size; a worker imports it, and its job page shows how far."""
+        if not self.has_import_permission(request):
+            raise PermissionDenied
+        form = BackgroundImportForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                job = csv_jobs.import_job_create(
+                    kind=self.model._meta.model_name,
+                    upload=form.cleaned_data["import_file"],
+                    actor=request.user,
+                    language=getattr(request, "LANGUAGE_CODE", None),
+                )
+            except CSVFileError as exc:
+                form.add_error("import_file", exc.message)
+            else:
+                messages.success(
+                    request,
+                    ngettext(
+                        "The file's %(rows)s row is being imported in the background: "
+                        "all of the file or, if any row has an error, none of it.",
+                        "The file's %(rows)s rows are being imported in the background: "
+                        "all of them or, if any row has an error, none.",
+                        job.rows_total,
+                    )
+                    % {"rows": number_format(job.rows_total, force_grouping=True)},
+                )
+                return HttpResponseRedirect(
+                    reverse(
+                        "admin:inventory_importjob_change",
+                        args=[job.pk],
+                        current_app=self.admin_site.name,
+                    )
+                )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("Import in the background"),
+            "form": form,
+            "opts": self.model._meta,
+            "media": self.media + form.media,
+            "columns": self.resource_classes[0].column_names(),
+            "sync_import_max_rows": number_format(sync_import_max_rows(), force_grouping=True),
+            "jobs_url": reverse(
+                "admin:inventory_importjob_changelist", current_app=self.admin_site.name
+            ),
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, "admin/inventory/import_background.html", context)
+
+    def process_import(self, request: HttpRequest, **kwargs: Any) -> HttpResponse:
+        try:
+            return super().process_import(request, **kwargs)
+        except CSVFileError as exc:
+            # The file changed its standing since the preview (the row limit was lowered).
+            messages.error(request, exc.message)
+            opts = self.model._meta
+            return HttpResponseRedirect(
+                reverse(
+                    f"admin:{opts.app_label}_{opts.model_name}_import",
+                    current_app=self.admin_site.name,
+                )
+            )
 
     def add_data_read_fail_error_to_form(self, form: forms.Form, e: Exception) -> None:
         if isinstance(e, CSVFileError):
@@ -499,3 +608,96 @@ class ReservationEventAdmin(ReadOnlyAdmin):
     @admin.display(description=gettext_lazy("node"), ordering="reservation__node__hostname")
     def node(self, obj: ReservationEvent) -> str:
         return obj.reservation.node.hostname
+
+
+# --- CSV imports run in the background --------------------------------------------------
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(ReadOnlyAdmin):
+    """Background CSV imports with their progress and errors; the pages refresh themselves
+    while a job is waiting or importing."""
+
+    list_display = (
+        "id",
+        "what",
+        "file_name",
+        "status",
+        "progress",
+        "created_by",
+        "created_at",
+        "finished_at",
+    )
+    list_select_related = ("created_by",)
+    list_filter = ("status", "kind")
+    search_fields = ("file_name",)
+    fields = (
+        "what",
+        "file_name",
+        "status",
+        "progress",
+        "rows_new",
+        "rows_updated",
+        "rows_unchanged",
+        "error_list",
+        "created_by",
+        "created_at",
+        "started_at",
+        "finished_at",
+    )
+    readonly_fields = fields
+    # While any job runs, the list and the job page reload themselves this often.
+    refresh_seconds = 3
+
+    @admin.display(description=gettext_lazy("what"), ordering="kind")
+    def what(self, obj: ImportJob) -> str:
+        resource, _csv_format = csv_jobs.IMPORTS.get(obj.kind, (None, None))
+        if resource is None:
+            return obj.kind
+        return str(resource._meta.model._meta.verbose_name_plural)
+
+    @admin.display(description=gettext_lazy("progress"))
+    def progress(self, obj: ImportJob) -> str:
+        done = csv_jobs.import_job_rows_done(obj)
+        total = obj.rows_total
+        percent = 100 if not total else min(100, done * 100 // total)
+        return _("%(done)s of %(total)s rows checked (%(percent)d%%)") % {
+            "done": number_format(done, force_grouping=True),
+            "total": number_format(total, force_grouping=True),
+            "percent": percent,
+        }
+
+    @admin.display(description=gettext_lazy("errors"))
+    def error_list(self, obj: ImportJob) -> str:
+        if not obj.errors:
+            return "-"
+        return format_html(
+            "<ul>{}</ul>", format_html_join("", "<li>{}</li>", ((e,) for e in obj.errors))
+        )
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        active = ImportJob.objects.filter(
+            status__in=[ImportJobStatus.PENDING, ImportJobStatus.RUNNING]
+        ).exists()
+        extra_context = {
+            **(extra_context or {}),
+            "refresh_seconds": self.refresh_seconds if active else None,
+        }
+        return super().changelist_view(request, extra_context)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        job = ImportJob.objects.filter(pk=object_id).first() if object_id.isdigit() else None
+        active = job is not None and not job.is_finished
+        extra_context = {
+            **(extra_context or {}),
+            "refresh_seconds": self.refresh_seconds if active else None,
+        }
+        return super().change_view(request, object_id, form_url, extra_context)

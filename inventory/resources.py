@@ -14,6 +14,13 @@ What the admin's import does with these resources:
 * Node statuses move only through :func:`inventory.services.node_transition`; new nodes
   are added through :func:`inventory.services.node_create` (which writes their first
   ``NodeEvent``).
+* A file of more rows than ``INVENTORY_CSV_IMPORT_MAX_SYNC_ROWS`` is refused on the admin
+  page (:class:`TooManyRowsError`); :mod:`inventory.csv_jobs` imports it in the background.
+
+What an export does: every cell that a spreadsheet would run as a formula (it starts with
+``=``, ``+``, ``-``, ``@``, a tab or a carriage return) gets a ``'`` in front
+(:class:`EscapedCSV`); the import takes that ``'`` off again, so an exported file imports
+back unchanged.
 """
 
 from __future__ import annotations
@@ -21,19 +28,21 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import tablib
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db.models import Model, QuerySet
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy as _lazy
 from django.utils.translation import ngettext
 from import_export import fields, resources, widgets
 from import_export.formats import base_formats
-from import_export.results import Result
+from import_export.results import Result, RowResult
 
 from core.errors import DomainError
 from inventory import services
@@ -153,7 +162,7 @@ def read_csv(
             raise CSVFileError(
                 _("Line %(line)d cannot be read as CSV: %(error)s.") % {"line": line, "error": exc}
             ) from exc
-        cells = [c.strip() for c in record]
+        cells = [unescape_formula(c.strip()) for c in record]
         if not any(cells):
             continue
         if len(cells) > width:
@@ -171,19 +180,103 @@ def read_csv(
     return dataset
 
 
-class InventoryCSV(base_formats.CSV):
-    """CSV import for one resource: its columns are checked before any row is."""
+class TooManyRowsError(CSVFileError):
+    """The file has more rows than an import on the admin page takes at once."""
+
+    def __init__(self, *, rows: int, limit: int) -> None:
+        super().__init__(
+            ngettext(
+                "This file has %(rows)s rows; an import on this page takes at most %(limit)s "
+                "row. Nothing was imported. Import larger files with “Import in the "
+                "background”.",
+                "This file has %(rows)s rows; an import on this page takes at most %(limit)s "
+                "rows. Nothing was imported. Import larger files with “Import in the "
+                "background”.",
+                limit,
+            )
+            % {
+                "rows": number_format(rows, force_grouping=True),
+                "limit": number_format(limit, force_grouping=True),
+            }
+        )
+        self.rows = rows
+        self.limit = limit
+
+
+def sync_import_max_rows() -> int:
+    """How many rows an import on the admin page (preview, then confirm) takes at most."""
+    return int(getattr(settings, "INVENTORY_CSV_IMPORT_MAX_SYNC_ROWS", 5000))
+
+
+# --- Formulas in cells: escaped on export -------------------------------------------------
+
+#: A spreadsheet runs a cell that starts with one of these as a formula (or a DDE call).
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def escape_formula(value: Any) -> Any:
+    """Text that a spreadsheet would run as a formula, with a ``'`` in front (the OWASP
+    advice against CSV injection), so that it shows as the text it is. Anything else
+    (blank, numbers, ordinary text) is returned unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS):
+        return "'" + value
+    return value
+
+
+def unescape_formula(text: str) -> str:
+    """Undo :func:`escape_formula` on import, so that an exported file imports back as it
+    was: a ``'`` is dropped only in front of a formula trigger."""
+    if text.startswith("'") and text[1:].startswith(FORMULA_TRIGGERS):
+        return text[1:]
+    return text
+
+
+def escape_formulae_on_export() -> bool:
+    """django-import-export's setting, on unless explicitly set to ``False``."""
+    return getattr(settings, "IMPORT_EXPORT_ESCAPE_FORMULAE_ON_EXPORT", True) is not False
+
+
+def escaped_dataset(dataset: tablib.Dataset) -> tablib.Dataset:
+    """A copy of ``dataset`` with every cell passed through :func:`escape_formula`."""
+    copy = tablib.Dataset(headers=dataset.headers, title=dataset.title)
+    for row in dataset:
+        copy.append([escape_formula(cell) for cell in row])
+    return copy
+
+
+class EscapedCSV(base_formats.CSV):
+    """CSV whose exported cells never start a formula (see :func:`escape_formula`).
+
+    It honours ``IMPORT_EXPORT_ESCAPE_FORMULAE_ON_EXPORT`` but with the full rule: the
+    library's own escape only drops a leading ``=`` (which changes the data) and leaves
+    ``+``, ``-``, ``@``, tab and carriage return as they are.
+    """
+
+    def export_data(self, dataset: tablib.Dataset, **kwargs: Any) -> str:
+        if escape_formulae_on_export():
+            dataset = escaped_dataset(dataset)
+        return dataset.export(self.get_title(), **kwargs)
+
+
+class InventoryCSV(EscapedCSV):
+    """CSV import for one resource: its columns are checked before any row is, and a file
+    of more rows than :func:`sync_import_max_rows` is refused (``max_rows=None`` lifts the
+    limit: the background import)."""
 
     resource_class: ClassVar[type[InventoryResource]]
 
     def create_dataset(self, in_stream: str | bytes, **kwargs: Any) -> LineNumberedDataset:
         resource = self.resource_class
-        return read_csv(
+        dataset = read_csv(
             in_stream,
             required=resource.required_columns,
             known=resource.column_names(),
             what=str(resource._meta.model._meta.verbose_name),
         )
+        max_rows = kwargs.get("max_rows", sync_import_max_rows())
+        if max_rows is not None and dataset.height > max_rows:
+            raise TooManyRowsError(rows=dataset.height, limit=max_rows)
+        return dataset
 
 
 # --- Widgets: foreign keys by name --------------------------------------------------------
@@ -437,11 +530,13 @@ class InventoryResource(resources.ModelResource):
 
     required_columns: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, progress: Callable[[int], None] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._line_numbers: list[int] = []
         self._actor: AbstractBaseUser | None = None
         self._file_name = ""
+        # Told the number of rows checked so far after each row (the background import).
+        self._progress = progress
 
     @classmethod
     def column_names(cls) -> list[str]:
@@ -459,6 +554,12 @@ class InventoryResource(resources.ModelResource):
         user = kwargs.get("user")
         self._actor = user if getattr(user, "is_authenticated", False) else None
         self._file_name = str(kwargs.get("file_name") or "")
+
+    def import_row(self, row: dict[str, Any], instance_loader: Any, **kwargs: Any) -> RowResult:
+        result = super().import_row(row, instance_loader, **kwargs)
+        if self._progress is not None:
+            self._progress(int(kwargs.get("row_number") or 0))
+        return result
 
     def line_of(self, row_number: int | None) -> int:
         """The file line of the dataset row ``row_number`` (1-based; the header is line 1)."""

@@ -31,20 +31,44 @@ def _default_start() -> Any:
 class WizardForm(forms.Form):
     """The sizing wizard's questions; the answers are checked by billing.sizing."""
 
+    mode = forms.ChoiceField(
+        label=_("What for"),
+        choices=[("train", _("Training")), ("infer", _("Inference (serving)"))],
+        initial="train",
+    )
+    arch = forms.ChoiceField(
+        label=_("Architecture"),
+        required=False,
+        choices=[("", _("Other: give the size below"))]
+        + [(code, a.name) for code, a in sizing.ARCHITECTURES.items()],
+    )
     params_billion = forms.DecimalField(
         label=_("Model size (billions of parameters)"),
+        required=False,
         max_digits=12,
         decimal_places=3,
         help_text=_("e.g. 7, 70 or 175"),
     )
     precision = forms.ChoiceField(
-        label=_("Training precision"),
-        choices=[("bf16", "bf16"), ("fp16", "fp16"), ("fp8", "fp8"), ("fp32", "fp32")],
+        label=_("Precision"),
+        choices=[
+            ("bf16", "bf16"),
+            ("fp16", "fp16"),
+            ("fp8", "fp8"),
+            ("fp32", "fp32"),
+            ("int8", _("int8 (inference)")),
+            ("int4", _("int4 (inference)")),
+        ],
         initial="bf16",
     )
     optimizer = forms.ChoiceField(
         label=_("Optimizer"),
-        choices=[("adamw", "AdamW"), ("sgd", "SGD"), ("adafactor", "Adafactor")],
+        choices=[
+            ("adamw", "AdamW"),
+            ("sgd", _("SGD with momentum")),
+            ("adafactor", "Adafactor"),
+            ("adam8bit", _("8-bit Adam")),
+        ],
         initial="adamw",
     )
     zero_stage = forms.TypedChoiceField(
@@ -52,6 +76,35 @@ class WizardForm(forms.Form):
         choices=[(0, "0"), (1, "1"), (2, "2"), (3, "3")],
         coerce=int,
         initial=3,
+    )
+    offload = forms.ChoiceField(
+        label=_("Offload optimizer states"),
+        choices=[("none", _("No")), ("cpu", _("To host RAM")), ("nvme", _("To NVMe"))],
+        initial="none",
+    )
+    seq_len = forms.IntegerField(
+        label=_("Sequence length (training)"), initial=4096, min_value=1, max_value=1_048_576
+    )
+    micro_batch = forms.IntegerField(
+        label=_("Micro-batch per GPU"), initial=1, min_value=1, max_value=4096
+    )
+    checkpointing = forms.BooleanField(
+        label=_("Activation checkpointing"), required=False, initial=True
+    )
+    context = forms.IntegerField(
+        label=_("Context length (inference)"), initial=8192, min_value=1, max_value=1_048_576
+    )
+    concurrency = forms.IntegerField(
+        label=_("Concurrent sequences (inference)"), initial=1, min_value=1, max_value=100_000
+    )
+    mfu = forms.DecimalField(
+        label=_("MFU (assumed)"),
+        initial=sizing.DEFAULT_MFU,
+        min_value=Decimal("0.01"),
+        max_value=Decimal("1"),
+        max_digits=4,
+        decimal_places=2,
+        help_text=_("Share of the measured GEMM throughput a step sustains; 0.40 by default."),
     )
     target_tokens_billion = forms.DecimalField(
         label=_("Training tokens (billions, optional)"),
@@ -71,6 +124,20 @@ class WizardForm(forms.Form):
         widget=forms.DateInput(attrs={"type": "date"}),
     )
 
+    def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        if data is not None:
+            # Fields left out of a link take their initial value (old links keep working;
+            # an unticked box is sent as absence, so only a full form can untick it).
+            data = data.copy()
+            for name in ("mode", "offload", "seq_len", "micro_batch", "context", "concurrency"):
+                if not data.get(name):
+                    data[name] = str(self.base_fields[name].initial)
+            if not data.get("mfu"):
+                data["mfu"] = str(sizing.DEFAULT_MFU)
+            if "submitted" not in data and "checkpointing" not in data:
+                data["checkpointing"] = "on"
+        super().__init__(data, *args, **kwargs)
+
     def clean_start_date(self) -> Any:
         value = self.cleaned_data["start_date"]
         if value < timezone.localdate():
@@ -84,12 +151,21 @@ class WizardForm(forms.Form):
         try:
             self.sizing_input = sizing.validate(
                 sizing.SizingInput(
-                    params_billion=data["params_billion"],
+                    params_billion=data.get("params_billion"),
                     precision=data["precision"],
                     optimizer=data["optimizer"],
                     zero_stage=data["zero_stage"],
                     target_tokens_billion=data.get("target_tokens_billion"),
                     target_days=data.get("target_days"),
+                    mode=data["mode"],
+                    arch=data.get("arch") or "",
+                    seq_len=data["seq_len"],
+                    micro_batch=data["micro_batch"],
+                    checkpointing=bool(data.get("checkpointing")),
+                    offload=data["offload"] if data["mode"] == "train" else "none",
+                    context=data["context"],
+                    concurrency=data["concurrency"],
+                    mfu=data["mfu"],
                 )
             )
         except sizing.SizingError as exc:

@@ -114,13 +114,26 @@ AUTHENTICATION_BACKENDS = ["accounts.backends.EmailBackend"]  # email or usernam
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "accounts:organisations"
 LOGOUT_REDIRECT_URL = "catalog"
-# Login throttling (portal/accounts/throttle.py): this many failures for one email or one
-# IP within the window lock that email or IP out for the lockout, right password or not.
+# Login throttling (accounts/throttle.py), for every login form (the admin's too), built
+# so that an attacker cannot lock users out. MAX_FAILURES failures for one account from one
+# client IP within WINDOW seconds lock that (account, client) pair for LOCKOUT seconds,
+# right password or not; the same account from any other client is not affected. A client
+# that fails against more than IP_MAX_ACCOUNTS *distinct* accounts within WINDOW (credential
+# stuffing) is locked for LOCKOUT seconds for every account that has not logged in from it
+# within KNOWN_CLIENT seconds; failures against one account never lock a whole IP.
 LOGIN_THROTTLE_MAX_FAILURES = env.int("LOGIN_THROTTLE_MAX_FAILURES", default=5)
 LOGIN_THROTTLE_WINDOW = env.int("LOGIN_THROTTLE_WINDOW", default=15 * 60)
 LOGIN_THROTTLE_LOCKOUT = env.int("LOGIN_THROTTLE_LOCKOUT", default=15 * 60)
-# How many reverse proxies in front of the app append to X-Forwarded-For (0: trust only
-# REMOTE_ADDR). Behind one proxy, set 1, or every visitor shares the proxy's address.
+LOGIN_THROTTLE_IP_MAX_ACCOUNTS = env.int("LOGIN_THROTTLE_IP_MAX_ACCOUNTS", default=20)
+LOGIN_THROTTLE_KNOWN_CLIENT = env.int("LOGIN_THROTTLE_KNOWN_CLIENT", default=30 * 24 * 3600)
+# The client is an IP, so set this right: how many reverse proxies in front of the app
+# append to X-Forwarded-For. 0 (default): REMOTE_ADDR only, for a server that faces the
+# internet. Behind one nginx or one AWS ALB: 1 (the client is the last X-Forwarded-For
+# entry); CDN -> ALB -> app: 2. Too low, and every visitor shares a proxy's address: one
+# attacker's failures lock the owner's pair for everyone, and stuffing limits hit all
+# users at once. Too high, and the client picks its own address in the header: it evades
+# every limit and can pose as a victim's IP. Each proxy must append, not pass through, the
+# header (nginx: proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for).
 PORTAL_TRUSTED_PROXIES = env.int("PORTAL_TRUSTED_PROXIES", default=0)
 
 # --- Languages, time, money -----------------------------------------------------------
@@ -305,3 +318,16 @@ PORTAL_BANK_NAME = env.str(
     "PORTAL_BANK_NAME", default="China Merchants Bank, Shenzhen Branch (demo)"
 )
 PORTAL_BANK_SWIFT = env.str("PORTAL_BANK_SWIFT", default="CMBCCNBS")
+
+# --- CSV import/export
+# Every exported cell that a spreadsheet would run as a formula (it starts with = + - @,
+# a tab or a carriage return) gets a ' in front (inventory.resources.EscapedCSV).
+IMPORT_EXPORT_ESCAPE_FORMULAE_ON_EXPORT = True
+# The admin page imports at most this many rows at once (preview, then confirm); a larger
+# file goes to the background import (inventory.csv_jobs), which a worker runs.
+INVENTORY_CSV_IMPORT_MAX_SYNC_ROWS = env.int("INVENTORY_CSV_IMPORT_MAX_SYNC_ROWS", default=5000)
+# Background imports that a lost message or a dead worker left are handed out again.
+CELERY_BEAT_SCHEDULE["inventory-import-job-sweep"] = {
+    "task": "inventory.tasks.import_job_sweep_task",
+    "schedule": 300.0,
+}

@@ -111,30 +111,62 @@ TERMS_SHOWN = (("month", 1), ("quarter", 1), ("year", 1))
 
 @require_GET
 def wizard(request: HttpRequest) -> HttpResponse:
-    """Sizing wizard: model size in, GPUs, node type, fabric, advice and prices per term out."""
+    """Sizing wizard: a model in; plans that can run out (cheapest and fastest), each
+    priced per term with today's availability, beside the seeds' rule of thumb."""
     form = WizardForm(request.GET or None)
     context: dict[str, Any] = {"form": form}
-    if form.is_bound and form.is_valid():
+    valid = form.is_bound and form.is_valid()
+    if valid:
         site = form.cleaned_data["site"]
-        try:
-            options = billing_selectors.sizing_options(site=site)
-        except DomainError as exc:
+    else:  # the seeds' examples, sized on the first data centre's offer
+        sites = selectors.catalog_sites()
+        site = sites[0] if sites else None
+    try:
+        options = billing_selectors.sizing_options(site=site) if site else []
+    except DomainError as exc:
+        if valid:
             form.add_error("site", exc.message)
             return render(request, "portal/wizard.html", context)
+        options = []
+    context["examples"] = sizing.seed_examples(options)
+    if valid:
         result = sizing.size(form.sizing_input, options)
         context["result"] = result
-        if result.recommended is not None:
+        start_date = form.cleaned_data["start_date"]
+        if result.cheapest is not None:
             context["offers"] = _offers(
                 site=site,
-                option_code=result.recommended.code,
-                node_count=result.node_count,
-                start_date=form.cleaned_data["start_date"],
+                option_code=result.cheapest.option.code,
+                node_count=result.cheapest.nodes,
+                start_date=start_date,
+                plan=result.cheapest,
             )
+        if result.fastest_differs and result.fastest is not None:
+            context["fastest_offers"] = _offers(
+                site=site,
+                option_code=result.fastest.option.code,
+                node_count=result.fastest.nodes,
+                start_date=start_date,
+                plan=result.fastest,
+            )
+        context["offer_groups"] = [
+            {"plan": plan, "offers": context[key], "fastest": key == "fastest_offers"}
+            for key, plan in (("offers", result.cheapest), ("fastest_offers", result.fastest))
+            if key in context
+        ]
     return render(request, "portal/wizard.html", context)
 
 
-def _offers(*, site: Any, option_code: str, node_count: int, start_date: Any) -> list[dict]:
-    """A priced draft and the current availability for each term."""
+def _offers(
+    *,
+    site: Any,
+    option_code: str,
+    node_count: int,
+    start_date: Any,
+    plan: sizing.Plan | None = None,
+) -> list[dict]:
+    """A priced draft and the current availability for each term; when the nodes are not
+    all free, what the plan needs against what is free (``shortfall``)."""
     type_code, _plus, card = option_code.partition("+")
     node_type = NodeType.objects.get(code=type_code)
     card_model_id = int(card.removeprefix("gpu")) if card else None
@@ -172,6 +204,19 @@ def _offers(*, site: Any, option_code: str, node_count: int, start_date: Any) ->
         found = selectors.availability_search(
             site=site, node_type=node_type, count=node_count, start_at=start_at, end_at=end_at
         )
+        shortfall = ""
+        if plan is not None and not found.can_place:
+            per_node = plan.option.gpus_per_node
+            shortfall = sizing.shortfall_text(
+                gpus_needed=plan.gpus,
+                gpu=plan.option.gpu_model,
+                free_gpus=min(found.free_count, node_count) * per_node,
+                full_from=(
+                    found.earliest_start.astimezone(site.tzinfo).date().isoformat()
+                    if found.earliest_start
+                    else None
+                ),
+            )
         offers.append(
             {
                 "term": term,
@@ -179,6 +224,7 @@ def _offers(*, site: Any, option_code: str, node_count: int, start_date: Any) ->
                 "priced": priced,
                 "lines": priced_lines_as_rows(snapshot, priced),
                 "availability": found,
+                "shortfall": shortfall,
                 "leaves": len(found.placement.leaves) if found.placement else None,
                 "configure_url": _configure_url(
                     site=site.code,

@@ -8,7 +8,9 @@ safe under replay and reordering:
 
 - ``payment_intent.succeeded`` → the payment succeeds (amount and currency must match the
   invoice) → ``order_mark_paid``: the hold becomes a firm reservation and provisioning is
-  enqueued after commit;
+  enqueued after commit. When several PaymentIntents succeed for one invoice, the first to
+  succeed by Stripe's own clock pays it and every other one is flagged a duplicate to
+  refund, whatever order their events arrive in (``_payer_settle``);
 - ``payment_intent.payment_failed`` → the payment failed with Stripe's message, unless it
   already succeeded (a late failure never un-pays an order: the event is "ignored");
 - ``charge.refunded`` and refund events → the refunded total only ever grows; a full
@@ -16,6 +18,8 @@ safe under replay and reordering:
 
 An event that matches no payment or invoice, or whose amount does not match, is stored
 as "flagged" with the reason, for staff; nothing raises.
+
+Locks are taken in one order everywhere: the order row, then its payments.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -235,7 +239,7 @@ def payment_refund(*, payment: Payment, actor: Actor, amount: Decimal | None = N
     if not stripe_api.is_configured():
         raise DomainError(not_configured_message())
     with transaction.atomic():
-        payment = Payment.objects.select_for_update().get(pk=payment.pk)
+        payment = _payment_locked(pk=payment.pk) or payment
         if not payment.stripe_payment_intent or payment.status != PaymentStatus.SUCCEEDED:
             raise DomainError(_("Only a succeeded card payment can be refunded here."))
         remaining = payment.amount - payment.amount_refunded
@@ -267,6 +271,64 @@ def payment_refund(*, payment: Payment, actor: Actor, amount: Decimal | None = N
         if outcome.status == StripeEventStatus.FLAGGED:
             logger.warning("Refund of payment %s: %s", payment.pk, outcome.error)
         return payment
+
+
+def payment_duplicate_refund(*, payment: Payment, actor: Actor) -> tuple[Payment, bool]:
+    """Refund in full, through Stripe, a card payment flagged as a duplicate (another
+    payment paid its invoice first). Returns the payment and whether it was refunded now.
+
+    Recorded once: a duplicate already refunded from here, or refunded in full elsewhere,
+    is returned with ``False`` and Stripe is not called; a retry after a crash reuses the
+    same idempotency key, so Stripe makes the refund once. Refunding a duplicate never
+    un-pays the order: the payer stays.
+    """
+    if not stripe_api.is_configured():
+        raise DomainError(not_configured_message())
+    with transaction.atomic():
+        locked = _payment_locked(pk=payment.pk)
+        if locked is None:
+            raise DomainError(_("The payment no longer exists."))
+        payment = locked
+        if payment.duplicate_of_id is None or not payment.stripe_payment_intent:
+            raise DomainError(
+                _(
+                    "Payment %(pi)s is not flagged as a duplicate; only duplicates are "
+                    "refunded here."
+                )
+                % {"pi": payment.stripe_payment_intent or payment.pk}
+            )
+        if payment.duplicate_refund or payment.status == PaymentStatus.REFUNDED:
+            return payment, False
+        if payment.status != PaymentStatus.SUCCEEDED:
+            raise DomainError(
+                _("Payment %(pi)s is %(status)s; there is nothing to refund.")
+                % {"pi": payment.stripe_payment_intent, "status": payment.get_status_display()}
+            )
+        remaining = payment.amount - payment.amount_refunded
+        already = stripe_api.to_minor_units(payment.amount_refunded, payment.currency)
+        minor = stripe_api.to_minor_units(remaining, payment.currency)
+        try:
+            refund = stripe_api.refund_create(
+                payment_intent_id=payment.stripe_payment_intent,
+                amount=remaining,
+                currency=payment.currency,
+                idempotency_key=f"duplicate-refund-{payment.stripe_payment_intent}-{minor}",
+            )
+            total, _currency = stripe_api.payment_intent_amount_refunded(
+                payment.stripe_payment_intent
+            )
+        except stripe_api.StripeError as exc:
+            logger.warning("Stripe refused the refund of duplicate %s: %s", payment.pk, exc)
+            raise DomainError(_("Stripe refused the refund: %(e)s") % {"e": exc}) from exc
+        payment.duplicate_refund = str(refund["id"] or "")[:255]
+        payment.save(update_fields=["duplicate_refund"])
+        total = max(total, already + refund["amount"])
+        outcome = _refunded_total_apply(
+            payment, total, payment.currency, source=str(refund["id"]), actor=actor
+        )
+        if outcome.status == StripeEventStatus.FLAGGED:
+            logger.warning("Refund of duplicate %s: %s", payment.pk, outcome.error)
+        return payment, True
 
 
 # --- Webhook events ---------------------------------------------------------------------
@@ -385,6 +447,89 @@ def _minor(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _provider_succeeded_at(payload: dict[str, Any], intent: dict[str, Any]) -> datetime | None:
+    """When Stripe says the PaymentIntent succeeded: its charge's ``created`` when the
+    payload carries the charge (``latest_charge`` expanded), else the event's ``created``
+    (Stripe makes the ``payment_intent.succeeded`` event when the intent succeeds; a
+    redelivery carries the same value). Unix seconds, UTC. ``None`` when neither is there.
+    """
+    charge = intent.get("latest_charge")
+    stamp = _minor(charge.get("created")) if isinstance(charge, dict) else None
+    if stamp is None:
+        stamp = _minor(payload.get("created"))
+    if stamp is None or stamp < 0:
+        return None
+    try:
+        return datetime.fromtimestamp(stamp, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+# Sorts after every real timestamp: a payment whose success time Stripe did not give.
+_NEVER = datetime.max.replace(tzinfo=UTC)
+
+
+def _payer_key(payment: Payment) -> tuple[int, bool, datetime, str, int]:
+    """The order in which a paid invoice's payments rank; the first pays the invoice.
+
+    A payment made outside Stripe (a bank transfer staff recorded) comes first: staff only
+    record one on an unpaid invoice, and it cannot be refunded here. Stripe payments rank
+    by Stripe's success time, then by PaymentIntent id, so every arrival order of their
+    events names the same payer.
+    """
+    if not payment.stripe_payment_intent:
+        return (0, False, payment.succeeded_at or _NEVER, "", payment.pk)
+    stamp = payment.provider_succeeded_at
+    return (1, stamp is None, stamp or _NEVER, payment.stripe_payment_intent, payment.pk)
+
+
+def _duplicate_message(payment: Payment, invoice: Invoice) -> str:
+    return _(
+        "Duplicate, refund: PaymentIntent %(pi)s succeeded for invoice %(n)s after another "
+        "payment had paid it. Refund it from the payments admin."
+    ) % {"pi": payment.stripe_payment_intent or payment.pk, "n": invoice.number}
+
+
+def _payer_settle(*, invoice: Invoice, order: Order) -> Payment:
+    """Name the payer of ``invoice`` among its succeeded (or since refunded) payments and
+    flag every other one as its duplicate. Returns the payer. The caller holds the order's
+    lock.
+
+    A pure function of the set of succeeded payments and their Stripe timestamps, so the
+    result does not depend on the order events arrive or are retried in. The set only
+    grows, so a payment once flagged stays flagged (its refund is always safe); the payer
+    can only move to an earlier payment that arrives late. The order and invoice were
+    marked paid once, by whichever payment came first; only which payment is named the
+    payer changes. A payment newly flagged gets one note on the order, and the events
+    that had recorded it as paying are re-flagged, so staff see it among flagged events.
+    """
+    paid = sorted(
+        Payment.objects.select_for_update().filter(
+            invoice=invoice, status__in=[PaymentStatus.SUCCEEDED, PaymentStatus.REFUNDED]
+        ),
+        key=_payer_key,
+    )
+    payer = paid[0]
+    for payment in paid:
+        target = None if payment.pk == payer.pk else payer.pk
+        if payment.duplicate_of_id == target:
+            continue
+        newly = payment.duplicate_of_id is None
+        payment.duplicate_of_id = target
+        payment.save(update_fields=["duplicate_of"])
+        if not newly:
+            continue
+        message = _duplicate_message(payment, invoice)
+        lifecycle.record_note([order], reason=message)
+        if payment.stripe_payment_intent:
+            StripeEvent.objects.filter(
+                type="payment_intent.succeeded",
+                payload__data__object__id=payment.stripe_payment_intent,
+                status__in=[StripeEventStatus.PROCESSED, StripeEventStatus.FLAGGED],
+            ).update(status=StripeEventStatus.FLAGGED, error=message)
+    return payer
+
+
 def _method_of(intent: dict[str, Any]) -> str | None:
     """The payment method type the customer used, when the payload says."""
     found: Any = None
@@ -400,19 +545,35 @@ def _method_of(intent: dict[str, Any]) -> str | None:
     return found if found in CARD_METHODS else None
 
 
+def _order_lock(order_id: int) -> None:
+    list(Order.objects.select_for_update().filter(pk=order_id).values_list("pk", flat=True))
+
+
+def _payment_locked(**lookup: Any) -> Payment | None:
+    """The payment matching ``lookup``, locked after its order (the one lock order of every
+    payment path, so two of them never deadlock); ``None`` when there is none."""
+    found = Payment.objects.filter(**lookup).values_list("pk", "invoice__order_id").first()
+    if found is None:
+        return None
+    _order_lock(found[1])
+    return Payment.objects.select_for_update().filter(pk=found[0]).first()
+
+
 def _payment_for_intent(intent: dict[str, Any]) -> Payment | None:
-    """The payment of a PaymentIntent (locked), or one recorded now for an intent made
-    elsewhere whose metadata names one of our invoices; ``None`` when nothing matches."""
+    """The payment of a PaymentIntent (locked, after its order), or one recorded now for
+    an intent made elsewhere whose metadata names one of our invoices; ``None`` when
+    nothing matches."""
     pi_id = intent.get("id")
     if not isinstance(pi_id, str) or not pi_id:
         return None
-    payment = Payment.objects.select_for_update().filter(stripe_payment_intent=pi_id).first()
+    payment = _payment_locked(stripe_payment_intent=pi_id)
     if payment is not None:
         return payment
     number = (intent.get("metadata") or {}).get("invoice_number")
-    invoice = Invoice.objects.filter(number=number).first() if number else None
+    invoice = Invoice.objects.filter(number=number).first() if isinstance(number, str) else None
     if invoice is None:
         return None
+    _order_lock(invoice.order_id)
     Payment.objects.get_or_create(
         stripe_payment_intent=pi_id,
         defaults={
@@ -442,12 +603,11 @@ def _unknown_intent(intent: dict[str, Any]) -> Outcome:
 
 def _on_intent_succeeded(payload: dict[str, Any]) -> Outcome:
     intent = _object(payload)
+    # Locks the order first (the same order as every other paid path: order, then
+    # invoice and payments), so a bank transfer marked at the same moment is seen.
     payment = _payment_for_intent(intent)
     if payment is None:
         return _unknown_intent(intent)
-    # Lock the order first (the same order as every other paid path: order, then
-    # invoice), so a bank transfer marked at the same moment is seen, not raced.
-    Order.objects.select_for_update().get(pk=payment.invoice.order_id)
     invoice = Invoice.objects.select_related("order").get(pk=payment.invoice_id)
     received = _minor(intent.get("amount_received"))
     if not received:
@@ -470,25 +630,31 @@ def _on_intent_succeeded(payload: dict[str, Any]) -> Outcome:
             payment.failure_message = error
             payment.save(update_fields=["failure_message"])
         return _flagged(error)
+    fields: list[str] = []
+    stamp = _provider_succeeded_at(payload, intent)
+    if stamp is not None and (
+        payment.provider_succeeded_at is None or stamp < payment.provider_succeeded_at
+    ):
+        payment.provider_succeeded_at = stamp  # the earliest Stripe reported, never later
+        fields.append("provider_succeeded_at")
     if payment.status not in (PaymentStatus.SUCCEEDED, PaymentStatus.REFUNDED):
         payment.status = PaymentStatus.SUCCEEDED
         payment.succeeded_at = timezone.now()
         payment.failure_message = ""
         payment.method = _method_of(intent) or payment.method
-        fields = ["status", "succeeded_at", "failure_message", "method"]
+        fields += ["status", "succeeded_at", "failure_message", "method"]
         if payment.amount_refunded >= payment.amount:
             payment.status = PaymentStatus.REFUNDED
+    if fields:
         payment.save(update_fields=fields)
+    payer = _payer_settle(invoice=invoice, order=invoice.order)
+    if payer.pk != payment.pk:
+        return _flagged(_duplicate_message(payment, invoice))
     if payment.status == PaymentStatus.REFUNDED:
         return _flagged(
             _("Payment %(pi)s was refunded in full before it was processed; order not paid.")
             % {"pi": intent.get("id")}
         )
-    others = (
-        Payment.objects.filter(invoice=invoice, status=PaymentStatus.SUCCEEDED)
-        .exclude(pk=payment.pk)
-        .first()
-    )
     try:
         order, changed = order_mark_paid(
             order=invoice.order,
@@ -497,18 +663,6 @@ def _on_intent_succeeded(payload: dict[str, Any]) -> Outcome:
         )
     except NodesTaken as exc:
         return _flagged(exc.message)
-    if others is not None:
-        return _flagged(
-            _(
-                "Invoice %(n)s was already paid (%(other)s); this payment %(pi)s is a "
-                "second one and must be refunded."
-            )
-            % {
-                "n": invoice.number,
-                "other": others.reference or others.stripe_payment_intent or others.pk,
-                "pi": intent.get("id"),
-            }
-        )
     if not changed and order.status in (OrderStatus.EXPIRED, OrderStatus.CANCELLED):
         return _flagged(
             _("Order %(n)s was %(status)s when payment %(pi)s arrived: refund or re-quote.")
@@ -586,9 +740,7 @@ def _on_charge_refunded(payload: dict[str, Any]) -> Outcome:
     charge = _object(payload)
     pi_id = charge.get("payment_intent")
     payment = (
-        Payment.objects.select_for_update().filter(stripe_payment_intent=pi_id).first()
-        if isinstance(pi_id, str) and pi_id
-        else None
+        _payment_locked(stripe_payment_intent=pi_id) if isinstance(pi_id, str) and pi_id else None
     )
     if payment is None:
         return _flagged(
@@ -609,9 +761,7 @@ def _on_refund(payload: dict[str, Any]) -> Outcome:
     refund = _object(payload)
     pi_id = refund.get("payment_intent")
     payment = (
-        Payment.objects.select_for_update().filter(stripe_payment_intent=pi_id).first()
-        if isinstance(pi_id, str) and pi_id
-        else None
+        _payment_locked(stripe_payment_intent=pi_id) if isinstance(pi_id, str) and pi_id else None
     )
     if payment is None:
         return _flagged(

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db import DataError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -116,15 +117,19 @@ def order_pay_return(request: HttpRequest, number: str) -> HttpResponse:
 @csrf_exempt
 @require_POST
 def stripe_webhook(request: HttpRequest) -> HttpResponse:
-    """Verify the signature on the raw body (400 and nothing stored otherwise), store the
-    event once, and process it in a task after commit. A duplicate is answered 200."""
+    """Verify the signature on the raw body, then decode it (400 and nothing stored when
+    either fails: a bad, stale or future signature, or a body that is not a JSON object
+    we can store), store the event once, and process it in a task after commit. A
+    duplicate is answered 200."""
     try:
         event = stripe_api.webhook_event_construct(
             request.body, request.headers.get("Stripe-Signature")
         )
-    except (stripe_api.SignatureVerificationError, stripe_api.InvalidPayload):
+        payments.stripe_event_receive(event=event)
+    except (stripe_api.SignatureVerificationError, stripe_api.InvalidPayload, DataError):
+        # DataError: the database refused the content (the receive rolled back, so nothing
+        # is stored); resending it would fail the same way, so it is not a 500.
         return HttpResponseBadRequest(
             "Invalid signature or payload.", content_type="text/plain; charset=utf-8"
         )
-    payments.stripe_event_receive(event=event)
     return HttpResponse("ok", content_type="text/plain; charset=utf-8")

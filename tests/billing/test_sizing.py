@@ -1,19 +1,30 @@
-"""The sizing wizard's calculator (billing/sizing.py): pure, no database.
+"""The sizing calculator (billing/sizing.py, pure), the wizard page and the size_model
+command.
 
-Node types use the demo inventory's figures (inventory/management/commands/seed_demo.py)
-and the seeds' list prices.
+Node types use the demo inventory's figures (portal/management/commands/seed_demo.py):
+GPU memory, measured GEMM reference (VALIDATION.md), host RAM, NICs, list prices.
 """
 
 import ast
 import dataclasses
+import io
+import json
+import re
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import override
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from billing import i18n, sizing
+from billing import i18n, sizing, sizing_data
 from billing.i18n import get_translator, set_translator
-from billing.sizing import NodeOption, SizingError, SizingInput, size
+from billing.sizing import NodeOption, SizingError, SizingInput, evaluate, size
 
 D = Decimal
 
@@ -29,6 +40,8 @@ H100 = NodeOption(
     nic_speed_gbps=400,
     fabric="ib_ndr",
     monthly_price_per_node=D("100000"),
+    host_ram_gb=2048,
+    memory_bandwidth_tbs=D("3.35"),
 )
 A100 = NodeOption(
     code="a100-40g-4x",
@@ -42,9 +55,11 @@ A100 = NodeOption(
     nic_speed_gbps=200,
     fabric="ib_hdr",
     monthly_price_per_node=D("11200"),  # ¥2,800 per GPU × 4
+    host_ram_gb=512,
+    memory_bandwidth_tbs=D("1.555"),
 )
 RTX3090 = NodeOption(
-    code="e5-baremetal-3090x4",
+    code="e5-baremetal+3090",
     name="Bare-metal E5 + 4× RTX 3090",
     gpu_model="RTX 3090 24G",
     gpus_per_node=4,
@@ -55,6 +70,23 @@ RTX3090 = NodeOption(
     nic_speed_gbps=10,
     fabric="ethernet",
     monthly_price_per_node=D("10999"),  # ¥3,999 + 4 × ¥1,750
+    host_ram_gb=256,
+    memory_bandwidth_tbs=D("0.936"),
+)
+V100S = NodeOption(
+    code="e5-baremetal+v100s",
+    name="Bare-metal E5 + 4× V100S",
+    gpu_model="V100S 32G PCIe",
+    gpus_per_node=4,
+    gpu_memory_gb=32,
+    bf16_tflops=D("89"),
+    intra_node="pcie",
+    nic_count=1,
+    nic_speed_gbps=10,
+    fabric="ethernet",
+    monthly_price_per_node=D("9999"),  # ¥3,999 + 4 × ¥1,500
+    host_ram_gb=256,
+    memory_bandwidth_tbs=D("1.134"),
 )
 E5 = NodeOption(
     code="e5-baremetal",
@@ -68,8 +100,10 @@ E5 = NodeOption(
     nic_speed_gbps=10,
     fabric="ethernet",
     monthly_price_per_node=D("3999"),
+    host_ram_gb=256,
 )
-DEMO = [H100, A100, RTX3090, E5]
+DEMO = [H100, A100, RTX3090, V100S, E5]
+LLAMA70 = sizing_data.ARCHITECTURES["llama3-70b"]
 
 
 @pytest.fixture(autouse=True)
@@ -83,389 +117,296 @@ def english():
         set_translator(previous)
 
 
-def unpriced(option):
-    return dataclasses.replace(option, monthly_price_per_node=None)
+# --- Model states: the ZeRO paper ---------------------------------------------------------
 
 
-def sources(result):
-    return {n.source for n in result.notes}
+@pytest.mark.parametrize(("stage", "printed"), [(0, "120"), (1, "31.4"), (2, "16.6"), (3, "1.9")])
+def test_zero_paper_worked_example(stage, printed):
+    # Rajbhandari et al. 2019, Fig. 1: Ψ = 7.5B, N_d = 64, K = 12 (mixed-precision Adam).
+    gb = sizing.model_states_gb(7.5e9, dp=64, stage=stage)
+    places = len(printed.partition(".")[2])
+    assert f"{gb:.{places}f}" == printed
 
 
-# --- Sizes from the seeds ------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("precision", "optimizer", "total"),
+    [
+        ("bf16", "adamw", 16),  # 2 + 2 + (4 master + 4 + 4)
+        ("fp32", "adamw", 16),  # 4 + 4 + (4 + 4)
+        ("bf16", "sgd", 12),  # 2 + 2 + (4 master + 4 momentum)
+        ("bf16", "adafactor", 8),  # 2 + 2 + 4 master; factored second moment ≈ 0
+        ("bf16", "adam8bit", 10),  # 2 + 2 + 4 master + 1 + 1
+        ("fp8", "adamw", 16),  # bf16 weights and fp32 master copies kept
+    ],
+)
+def test_bytes_of_model_states_per_optimizer(precision, optimizer, total):
+    assert sum(sizing.state_bytes(precision, optimizer)) == total
 
 
-def test_7b_bf16_adamw_fits_one_h100_node_data_parallel_no_fabric():
-    r = size(SizingInput(params_billion=D("7"), precision="bf16", optimizer="adamw"), DEMO)
-
-    assert r.band == "<30B"
-    assert r.memory_needed_gb == D("49")
-    assert r.formula == "7 B × 2 bytes × 3.5 = 49 GB (no ZeRO)"
-    assert r.memory_range_gb is None
-    # Plain data parallel keeps a whole copy per GPU: only the 80 GB H100 holds 49 GB.
-    assert r.recommended == H100
-    assert r.gpus_for_memory == 1
-    assert r.gpus_for_compute is None
-    assert (r.gpu_count, r.node_count) == (8, 1)
-    assert r.monthly_total == D("100000")
-    assert "Data parallel" in r.parallelism
-    assert r.fabric.startswith("Single node, NVLink/NVSwitch only")
-    assert "no inter-node fabric" in r.fabric
-    assert r.topology.startswith("Single node")
-    assert any("Rounded up from 1 to 8 GPUs = 1 node" in n.text for n in r.notes)
-    assert any("90%" in n.text and n.source == "estimate" for n in r.notes)
+def test_7b_without_zero_never_claims_one_80gb_gpu():
+    # The old answer: 7B ZeRO-0 "fits one 80 GB H100". Model states alone are 112 GB.
+    plan = evaluate(SizingInput(D("7")), H100, gpus=1).plans[0]
+    assert plan.memory.model_states == pytest.approx(112)
+    assert not plan.fits
+    r = size(SizingInput(D("7")), [H100])
+    assert r.cheapest is not None
+    assert r.cheapest.tp * r.cheapest.pp >= 2  # split by model parallelism to fit
+    assert r.cheapest.memory.total <= 80
 
 
-def test_70b_bf16_zero3_formula_and_nvlink_node_with_200g():
-    r = size(SizingInput(D("70"), "bf16", "adamw", zero_stage=3), DEMO)
-
-    assert r.band == "30-70B"
-    assert r.bytes_per_param == 2
-    assert r.memory_factor == D("3.5")
-    assert r.memory_total_gb == D("490")
-    assert r.zero_divisor == D("4")
-    assert r.memory_needed_gb == D("122.5")
-    assert r.memory_range_gb == (D("61.25"), D("122.5"))
-    assert r.formula.startswith("70 B × 2 bytes × 3.5 = 490 GB; ZeRO-3 ÷ 4 = 122.5 GB")
-    assert "÷ 8 = 61.25 GB" in r.formula
-    assert r.recommended is not None
-    assert r.recommended.intra_node in ("nvlink", "nvswitch")
-    assert r.recommended.nic_count * r.recommended.nic_speed_gbps >= 200
-    # The cheapest qualifying node: one A100 4-GPU node holds 122.5 GB (4 × 36 GB usable).
-    assert r.recommended == A100
-    assert (r.gpus_for_memory, r.gpu_count, r.node_count) == (4, 4, 1)
-    assert "Tensor parallel" in r.parallelism
-    assert any("ZeRO-3" in n.text and n.source == "seeds" for n in r.notes)
-    # PCIe-only nodes cannot do tensor parallel at 30B+.
-    rtx = next(p for p in r.options_considered if p.option == RTX3090)
-    assert not rtx.qualifies
-    assert any("NVLink" in problem for problem in rtx.problems)
+def test_70b_zero3_is_not_one_a100_node():
+    # The old answer: 70B ZeRO-3 on one 4 × A100 40G node (160 GB < 1,129 GB of states).
+    r = size(SizingInput(arch="llama3-70b", zero_stage=3), [A100])
+    assert r.cheapest is not None
+    assert r.cheapest.nodes > 1
+    assert r.cheapest.gpus * 40 > 16 * LLAMA70.params_total / 1e9
+    one_node = evaluate(SizingInput(arch="llama3-70b", zero_stage=3), A100, gpus=4, tp=4)
+    assert one_node.plans[0].fits is False
 
 
-def test_70b_across_nodes_needs_200g_between_nodes():
-    cheap_slow = dataclasses.replace(
-        H100,
-        code="h100-8x-roce100",
-        name="H100 8-GPU, 1× 100G",
-        nic_count=1,
-        nic_speed_gbps=100,
-        fabric="roce_v2",
-        monthly_price_per_node=D("50000"),
-    )
-    inp = SizingInput(D("70"), zero_stage=3, target_tokens_billion=D("100"), target_days=D("30"))
-    r = size(inp, [cheap_slow, H100, A100])
-
-    assert r.band == "30-70B"
-    assert r.node_count > 1
-    assert r.recommended == H100
-    assert r.recommended.nic_count * r.recommended.nic_speed_gbps >= 200
-    slow = next(p for p in r.options_considered if p.option == cheap_slow)
-    assert any("200 Gb/s" in problem for problem in slow.problems)
-    # 165 A100 GPUs would be 64 or more, which needs InfiniBand NDR, not HDR.
-    a100 = next(p for p in r.options_considered if p.option == A100)
-    assert a100.gpu_count >= 64
-    assert any("NDR" in problem for problem in a100.problems)
-    assert "data parallel across nodes" in r.parallelism
-
-
-def test_80b_is_between_the_seed_bands_and_recommends_400g():
-    r = size(SizingInput(D("80"), zero_stage=3), [H100])
-
-    assert r.band == "70-100B"
-    assert "Between the seeds'" in r.parallelism
-    assert "400 Gb/s" in r.parallelism
-    assert any(n.source == "estimate" and "70–100B" in n.text for n in r.notes)
-
-
-def test_175b_is_multi_node_ib_ndr_and_h100():
-    r = size(SizingInput(D("175"), zero_stage=3), DEMO)
-
-    assert r.band == ">=100B"
-    assert r.recommended == H100
-    assert r.node_count >= 2  # the seeds: multi-node at 100B+
-    assert r.gpu_count == 16
+def test_175b_zero3_needs_the_seeds_32_to_64_h100_not_16():
+    r = size(SizingInput(D("175"), zero_stage=3), [H100])
+    assert 32 <= r.cheapest.gpus <= 64
     assert "InfiniBand NDR 400G" in r.fabric
-    assert "CLOS" not in r.topology  # 16 GPUs: leaf-spine
-    assert "Leaf-spine" in r.topology
-    assert "3D parallel" in r.parallelism
-    assert "pipeline" in r.parallelism
-    assert "ZeRO" in r.parallelism
-    assert "expert parallel" in r.parallelism
-    assert "topology-aware" in r.parallelism
-    assert "automatic recovery" in r.parallelism
-    assert any("multi-node" in n.text and n.source == "seeds" for n in r.notes)
-    a100 = next(p for p in r.options_considered if p.option == A100)
-    assert any("400 Gb/s InfiniBand NDR" in problem for problem in a100.problems)
 
 
-def test_175b_with_a_token_target_needs_ndr_in_a_3_tier_clos():
-    inp = SizingInput(D("175"), zero_stage=3, target_tokens_billion=D("300"), target_days=D("30"))
-    r = size(inp, DEMO)
-
-    assert r.band == ">=100B"
-    assert r.recommended == H100
-    # 6 × 175e9 × 300e9 = 3.15e23 FLOPs; 790 TFLOPS × 0.4 × 30 days per GPU -> 385 GPUs.
-    assert r.gpus_for_compute == 385
-    assert (r.gpu_count, r.node_count) == (392, 49)
-    assert r.gpu_count >= 64
-    assert r.fabric.startswith("InfiniBand NDR 400G required")
-    assert "3-tier CLOS" in r.topology
-    assert "as few leaf switches" in r.topology
-    assert r.monthly_total == D("4900000")
+# --- Activations and the property tests ---------------------------------------------------
 
 
-# --- Compute target ------------------------------------------------------------------------
-
-
-def test_compute_target_increases_gpus_and_rounds_to_whole_nodes():
-    plain = size(SizingInput(D("7")), [H100])
-    inp = SizingInput(D("7"), target_tokens_billion=D("1000"), target_days=D("30"))
-    r = size(inp, [H100])
-
-    assert plain.gpu_count == 8
-    # 6 × 7e9 × 1e12 = 4.2e22 FLOPs; 316 TFLOPS sustained × 2,592,000 s -> 51.3 -> 52 GPUs.
-    assert r.compute_flops == D("4.2E22")
-    assert r.gpus_for_memory == 1
-    assert r.gpus_for_compute == 52
-    assert (r.gpu_count, r.node_count) == (56, 7)
-    assert r.gpu_count > plain.gpu_count
-    assert r.gpu_count % H100.gpus_per_node == 0
-    assert any(
-        "Rounded up from 52 to 56 GPUs = 7 nodes" in n.text and n.source == "estimate"
-        for n in r.notes
+def test_checkpointing_cuts_activations():
+    inp = SizingInput(arch="llama3-70b", zero_stage=3, seq_len=8192)
+    shape = sizing.shape_of(sizing.validate(inp))
+    full = sizing.memory_per_gpu(dataclasses.replace(inp, checkpointing=False), shape,
+                                 tp=8, pp=1, dp=8)  # fmt: skip
+    ckpt = sizing.memory_per_gpu(inp, shape, tp=8, pp=1, dp=8)
+    assert ckpt.activations < full.activations / 10
+    # Korthikanti et al.: s·b·h·34/t per layer with FlashAttention (no 5as/h term).
+    per_layer = sizing.activation_bytes_per_layer(
+        seq=8192, batch=1, hidden=8192, heads=64, tp=8, flash=True
     )
-    assert r.compute_formula is not None
-    assert "4.2 × 10^22 FLOPs" in r.compute_formula
-    assert "0.4 MFU" in r.compute_formula
-    assert "52 GPUs" in r.compute_formula
-    assert any("40% MFU" in n.text and n.source == "estimate" for n in r.notes)
-    # 56 GPUs: more than 32, fewer than 64.
-    assert r.fabric.startswith("InfiniBand recommended")
-    assert "Leaf-spine" in r.topology
-
-
-def test_a_small_compute_target_stays_within_the_memory_plan():
-    inp = SizingInput(D("1"), target_tokens_billion=D("1"), target_days=D("1"))
-    r = size(inp, [H100])
-
-    assert r.gpus_for_compute == 1
-    assert (r.gpu_count, r.node_count) == (8, 1)
-
-
-# --- Choosing a node type ------------------------------------------------------------------
-
-
-def test_cheapest_qualifying_option_wins_for_a_small_model():
-    r = size(SizingInput(D("7"), zero_stage=3), [H100, A100])
-
-    assert r.recommended == A100
-    assert r.monthly_total == D("11200")
-    assert r.node_count == 1
-
-
-def test_cheapest_wins_even_on_pcie_under_30b():
-    r = size(SizingInput(D("7"), zero_stage=3), DEMO)
-
-    assert r.recommended == RTX3090
-    assert r.monthly_total == D("10999")
-    assert r.fabric.startswith("Single node, PCIe only")
-
-
-def test_cheapest_qualifying_for_34b_is_the_a100_node():
-    r = size(SizingInput(D("34"), zero_stage=3), DEMO)
-
-    assert r.band == "30-70B"
-    assert r.recommended == A100  # RTX 3090 is cheaper but PCIe only
-
-
-def test_total_price_counts_every_node():
-    # 70B ZeRO-2: 245 GB. H100: 4 GPUs, 1 node, ¥100,000; A100: 7 GPUs, 2 nodes, ¥22,400.
-    r = size(SizingInput(D("70"), zero_stage=2), [H100, A100])
-
-    assert r.memory_needed_gb == D("245")
-    assert r.recommended == A100
-    assert r.node_count == 2
-    assert r.monthly_total == D("22400")
-
-
-def test_without_prices_the_fewest_nodes_win():
-    r = size(SizingInput(D("70"), zero_stage=2), [unpriced(A100), unpriced(H100)])
-
-    assert r.recommended == unpriced(H100)
-    assert r.node_count == 1
-    assert r.monthly_total is None
-
-
-def test_priced_options_rank_before_unpriced_ones():
-    r = size(SizingInput(D("70"), zero_stage=2), [unpriced(H100), A100])
-
-    assert r.recommended == A100
-
-
-def test_price_ties_go_to_fewer_nodes_then_code():
-    half = dataclasses.replace(
-        H100, code="a-h100-4x", name="H100 4-GPU", gpus_per_node=4,
-        monthly_price_per_node=D("50000"),
-    )  # fmt: skip
-    # 6 GPUs for compute: one 8-GPU node or two 4-GPU nodes, ¥100,000 either way.
-    inp = SizingInput(D("7"), target_tokens_billion=D("100"), target_days=D("30"))
-    r = size(inp, [half, H100])
-    assert r.gpus_for_compute == 6
-    assert r.recommended == H100
-
-    twin = dataclasses.replace(H100, code="a-h100-8x-twin")
-    r = size(SizingInput(D("7")), [H100, twin])
-    assert r.recommended == twin
-
-
-def test_node_types_without_gpus_are_skipped():
-    r = size(SizingInput(D("1")), [E5, H100])
-
-    assert r.recommended == H100
-    e5 = next(p for p in r.options_considered if p.option == E5)
-    assert not e5.qualifies
-    assert e5.problems == ("it has no GPUs",)
-
-
-# --- No qualifying option ------------------------------------------------------------------
-
-
-def test_no_qualifying_option_gives_none_and_a_reason():
-    r = size(SizingInput(D("70"), zero_stage=3), [RTX3090, E5])
-
-    assert r.recommended is None
-    assert "No node type qualifies" in r.reason_if_none
-    assert "NVLink" in r.reason_if_none
-    assert "no GPUs" in r.reason_if_none
-    assert (r.gpu_count, r.node_count, r.gpus_for_memory) == (0, 0, 0)
-    assert r.monthly_total is None
-    assert r.memory_needed_gb == D("122.5")  # the memory figures are still there
-    assert r.band == "30-70B"
-    assert r.parallelism
-
-
-def test_no_options_at_all():
-    r = size(SizingInput(D("7")), [])
-
-    assert r.recommended is None
-    assert "No node types" in r.reason_if_none
-
-
-def test_175b_needs_ndr_nodes():
-    r = size(SizingInput(D("175"), zero_stage=3), [A100])
-
-    assert r.recommended is None
-    assert "400 Gb/s InfiniBand NDR" in r.reason_if_none
-
-
-def test_plain_data_parallel_needs_the_model_on_every_gpu():
-    r = size(SizingInput(D("13")), [H100, A100])
-
-    assert r.recommended is None
-    assert "ZeRO" in r.reason_if_none
-    assert size(SizingInput(D("13"), zero_stage=3), [H100, A100]).recommended == A100
-
-
-# --- Estimates are labelled ----------------------------------------------------------------
-
-
-def test_sgd_and_adafactor_use_a_smaller_labelled_factor():
-    sgd = size(SizingInput(D("7"), optimizer="sgd"), [H100])
-    ada = size(SizingInput(D("7"), optimizer="adafactor"), [H100])
-    adam = size(SizingInput(D("7"), optimizer="adamw"), [H100])
-
-    assert sgd.memory_factor < D("3.5")
-    assert ada.memory_factor < D("3.5")
-    assert sgd.formula == "7 B × 2 bytes × 2.5 = 35 GB (no ZeRO)"
-    assert any("sgd" in n.text and n.source == "estimate" for n in sgd.notes)
-    assert any("adafactor" in n.text and n.source == "estimate" for n in ada.notes)
-    assert any("3.5" in n.text and n.source == "seeds" for n in adam.notes)
-
-
-@pytest.mark.parametrize(("stage", "needed"), [(0, "490"), (1, "326.67"), (2, "245"), (3, "122.5")])
-def test_zero_stages(stage, needed):
-    r = size(SizingInput(D("70"), zero_stage=stage), [H100])
-
-    assert r.memory_needed_gb == D(needed)
-    if stage in (1, 2):
-        assert f"ZeRO-{stage} ÷" in r.formula
-        assert any(f"ZeRO-{stage}" in n.text and n.source == "estimate" for n in r.notes)
-
-
-@pytest.mark.parametrize(
-    ("precision", "formula"),
-    [
-        ("fp32", "7 B × 4 bytes × 3.5 = 98 GB"),
-        ("fp16", "7 B × 2 bytes × 3.5 = 49 GB"),
-        ("fp8", "7 B × 1 byte × 3.5 = 24.5 GB"),
-    ],
-)
-def test_bytes_per_parameter(precision, formula):
-    r = size(SizingInput(D("7"), precision=precision, zero_stage=3), [H100])
-
-    assert r.formula.startswith(formula)
-
-
-def test_every_note_names_its_source():
-    inp = SizingInput(
-        D("175"), "fp8", "sgd", 2, target_tokens_billion=D("300"), target_days=D("60")
+    assert per_layer == 8192 * 8192 * 34 / 8
+    scores = sizing.activation_bytes_per_layer(
+        seq=8192, batch=1, hidden=8192, heads=64, tp=8, flash=False
     )
-    r = size(inp, DEMO)
-
-    assert r.notes
-    assert sources(r) == {"seeds", "estimate"}
-    assert all(line.endswith(("(seeds)", "(our estimate)")) for line in r.note_lines)
+    assert scores == 8192 * 8192 * (34 + 5 * 64 * 8192 / 8192) / 8
 
 
-# --- Impossible input ----------------------------------------------------------------------
+ARCH_CODES = st.sampled_from([*sizing_data.ARCHITECTURES, ""])
+SIZES = st.decimals(min_value=D("0.5"), max_value=D("500"), places=1)
 
 
-@pytest.mark.parametrize(
-    ("changes", "field"),
-    [
-        ({"params_billion": D("0")}, "params_billion"),
-        ({"params_billion": D("-7")}, "params_billion"),
-        ({"params_billion": D("20000.1")}, "params_billion"),
-        ({"params_billion": D("NaN")}, "params_billion"),
-        ({"params_billion": D("Infinity")}, "params_billion"),
-        ({"params_billion": "seven"}, "params_billion"),
-        ({"precision": "int4"}, "precision"),
-        ({"precision": "BF16"}, "precision"),
-        ({"optimizer": "lion"}, "optimizer"),
-        ({"zero_stage": 4}, "zero_stage"),
-        ({"zero_stage": -1}, "zero_stage"),
-        ({"zero_stage": True}, "zero_stage"),
-        ({"target_tokens_billion": D("0"), "target_days": D("30")}, "target_tokens_billion"),
-        ({"target_tokens_billion": D("-1"), "target_days": D("30")}, "target_tokens_billion"),
-        ({"target_tokens_billion": D("100"), "target_days": D("0")}, "target_days"),
-        ({"target_tokens_billion": D("100"), "target_days": D("-3")}, "target_days"),
-        ({"target_tokens_billion": D("100"), "target_days": D("3651")}, "target_days"),
-        ({"target_tokens_billion": D("100")}, "target_days"),
-        ({"target_days": D("30")}, "target_tokens_billion"),
-    ],
+@settings(max_examples=60, deadline=None)
+@given(arch=ARCH_CODES, params=SIZES, dp=st.integers(1, 512), grow=st.integers(1, 512),
+       tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2, 4]))  # fmt: skip
+def test_zero3_memory_per_gpu_never_grows_with_dp(arch, params, dp, grow, tp, pp):
+    inp = sizing.validate(SizingInput(params, zero_stage=3, arch=arch))
+    shape = sizing.shape_of(inp)
+    small = sizing.memory_per_gpu(inp, shape, tp=tp, pp=pp, dp=dp, ep=1)
+    large = sizing.memory_per_gpu(inp, shape, tp=tp, pp=pp, dp=dp + grow, ep=1)
+    assert large.total <= small.total + 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(arch=ARCH_CODES, params=SIZES, stage=st.sampled_from([0, 1, 2, 3]),
+       seq=st.integers(1, 32768), more_seq=st.integers(0, 32768),
+       batch=st.integers(1, 16),
+       more_batch=st.integers(0, 16), ckpt=st.booleans(),
+       tp=st.sampled_from([1, 2, 8]))  # fmt: skip
+def test_memory_never_shrinks_with_longer_sequences_or_bigger_micro_batches(
+    arch, params, stage, seq, more_seq, batch, more_batch, ckpt, tp
+):
+    base = SizingInput(params, zero_stage=stage, arch=arch, seq_len=seq, micro_batch=batch,
+                       checkpointing=ckpt)  # fmt: skip
+    inp = sizing.validate(base)
+    shape = sizing.shape_of(inp)
+    bigger = sizing.validate(dataclasses.replace(base, seq_len=seq + more_seq,
+                                                 micro_batch=batch + more_batch))  # fmt: skip
+    before = sizing.memory_per_gpu(inp, shape, tp=tp, pp=1, dp=8)
+    after = sizing.memory_per_gpu(bigger, shape, tp=tp, pp=1, dp=8)
+    assert after.activations >= before.activations
+    assert after.total >= before.total
+
+
+INPUTS = st.builds(
+    SizingInput,
+    params_billion=SIZES,
+    precision=st.sampled_from(["bf16", "fp16", "fp8", "fp32"]),
+    optimizer=st.sampled_from(sizing.OPTIMIZERS),
+    zero_stage=st.sampled_from([0, 1, 2, 3]),
+    arch=ARCH_CODES,
+    seq_len=st.sampled_from([512, 2048, 4096, 8192]),
+    micro_batch=st.integers(1, 4),
+    checkpointing=st.booleans(),
 )
-def test_impossible_input_raises_sizing_error_naming_the_field(changes, field):
-    inp = dataclasses.replace(SizingInput(D("7")), **changes)
-
-    with pytest.raises(SizingError) as excinfo:
-        size(inp, DEMO)
-
-    assert excinfo.value.field == field
-    assert isinstance(excinfo.value, ValueError)
-    assert str(excinfo.value) == excinfo.value.message
-    assert excinfo.value.message
-
-
-def test_limits_are_inclusive():
-    assert size(SizingInput(D("20000"), zero_stage=3), DEMO).band == ">=100B"
-    inp = SizingInput(D("7"), target_tokens_billion=D("1"), target_days=D("3650"))
-    assert size(inp, [H100]).gpus_for_compute == 1
+INFER_INPUTS = st.builds(
+    SizingInput,
+    params_billion=SIZES,
+    precision=st.sampled_from(sizing.INFER_PRECISIONS),
+    mode=st.just("infer"),
+    arch=ARCH_CODES,
+    context=st.sampled_from([2048, 8192, 32768, 131072]),
+    concurrency=st.integers(1, 64),
+)
 
 
-def test_numbers_given_as_int_or_str_are_accepted():
-    r = size(SizingInput(7, target_tokens_billion="1000", target_days=30), [H100])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inp=st.one_of(INPUTS, INFER_INPUTS))
+def test_no_offered_plan_exceeds_its_gpu_memory_and_none_runs_bf16_on_v100s(inp):
+    r = size(inp, DEMO)
+    for plan in r.plans:
+        assert plan.fits
+        assert plan.memory.total <= float(plan.option.gpu_memory_gb)
+        assert plan.memory.total == pytest.approx(
+            plan.memory.model_states + plan.memory.activations + plan.memory.kv_cache
+            + plan.memory.headroom
+        )  # fmt: skip
+        if inp.precision in ("bf16", "fp8", "int8", "int4"):
+            assert plan.option != V100S
+        if inp.precision == "fp8":
+            assert plan.option.gpu_model.startswith("H100")
 
-    assert r.memory_needed_gb == D("49")
-    assert r.gpus_for_compute == 52
+
+def test_v100s_is_never_offered_for_bf16_but_is_for_fp16():
+    bf16 = size(SizingInput(D("1"), zero_stage=3), [V100S])
+    assert bf16.plans == []
+    assert "no bf16" in bf16.reason_if_none
+    assert "Ampere" in bf16.reason_if_none
+    fp16 = size(SizingInput(D("1"), precision="fp16", zero_stage=3), [V100S])
+    assert fp16.cheapest is not None and fp16.cheapest.option == V100S
+    # 13B on one 32 GB V100S node: 52 GB per card of model states does not fit.
+    r = evaluate(SizingInput(D("13"), precision="fp16", zero_stage=3), V100S, gpus=4)
+    assert not r.plans[0].fits
+    assert r.plans[0].memory.model_states > 32
+
+
+def test_fp8_only_on_hopper():
+    r = size(SizingInput(D("7"), precision="fp8", zero_stage=3), [A100, H100])
+    assert {p.option for p in r.plans} == {H100}
+    a100 = next(o for o in r.outcomes if o.option == A100)
+    assert "fp8 needs Hopper" in a100.problems[0]
+
+
+# --- Inference ------------------------------------------------------------------------------
+
+
+def test_llama3_70b_bf16_weights_and_gqa_kv_cache():
+    inp = SizingInput(arch="llama3-70b", mode="infer", context=8192, concurrency=1)
+    one = evaluate(inp, H100, gpus=8, tp=8).plans[0]
+    assert one.memory.model_states * 8 == pytest.approx(141.1, abs=0.1)  # ≈ 141 GB of weights
+    gqa = 2 * 80 * 8 * 128 * 2 * 8192  # 8 KV heads
+    assert sizing.kv_cache_bytes(layers=80, kv_heads=8, head_dim=128, bytes_per_value=2,
+                                 context=8192, concurrency=1) == gqa  # fmt: skip
+    assert one.memory.kv_cache == pytest.approx(gqa / 8 / 1e9)  # 8 KV heads over TP 8
+    assert gqa / 1e9 == pytest.approx(2.68, abs=0.01)  # not 21.5 GB as with 64 heads
+    r = size(inp, [H100])
+    assert "8 KV heads, not 64 attention heads" in " ".join(n.text for n in r.memory_lines)
+
+
+def test_inference_picks_the_smallest_tensor_parallel_that_fits():
+    r = size(SizingInput(arch="llama3-70b", mode="infer", context=8192), [H100])
+    assert (r.cheapest.tp, r.cheapest.pp) == (4, 1)  # 2 × 80 GB cannot hold 141 GB + KV
+    long = size(SizingInput(arch="llama3-70b", mode="infer", context=32768, concurrency=16), [H100])
+    assert long.cheapest.tp == 8  # 16 × 32k of KV cache (171 GB) needs the whole node
+    assert long.cheapest.tokens_per_s > 0
+    assert any("Throughput estimate" in n.text for n in long.compute_lines)
+
+
+def test_int4_weights_are_a_quarter_of_bf16():
+    bf16 = evaluate(SizingInput(arch="llama3-8b", mode="infer"), RTX3090, gpus=1).plans[0]
+    int4 = evaluate(
+        SizingInput(arch="llama3-8b", mode="infer", precision="int4"), RTX3090, gpus=1
+    ).plans[0]
+    assert int4.memory.model_states < bf16.memory.model_states / 3.5
+
+
+# --- MoE, offload, compute ----------------------------------------------------------------
+
+
+def test_moe_counts_total_params_for_memory_and_active_for_compute():
+    inp = SizingInput(arch="mixtral-8x7b", zero_stage=3, target_tokens_billion=D("100"),
+                      target_days=D("30"))  # fmt: skip
+    r = size(inp, [H100])
+    plan = r.cheapest
+    assert plan.ep > 1
+    flops = 6 * 12.88e9 * 100e9
+    assert plan.train_days == pytest.approx(flops / (plan.gpus * 790e12 * 0.4 * 86400))
+    assert any("46.7 B parameters in memory" in n.text for n in r.memory_lines)
+
+
+def test_cpu_offload_checks_the_node_types_host_ram():
+    inp = SizingInput(D("13"), zero_stage=3, offload="cpu")
+    r = size(inp, [A100])
+    plan = r.cheapest
+    assert plan.memory.host_per_gpu == pytest.approx(14 * 13 / plan.dp)  # grads + states
+    assert plan.host_needed_gb <= A100.host_ram_gb
+    small = dataclasses.replace(A100, host_ram_gb=64)
+    tight = evaluate(inp, small, gpus=4).plans[0]
+    assert not tight.fits
+    assert any("host RAM" in p for p in tight.problems)
+
+
+def test_training_time_uses_measured_gemm_and_assumed_mfu():
+    inp = SizingInput(D("7"), zero_stage=3, target_tokens_billion=D("1000"),
+                      target_days=D("30"), mfu=D("0.5"))  # fmt: skip
+    r = size(inp, [H100])
+    # 6 × 7e9 × 1e12 = 4.2e22; 790 TFLOPS × 0.5 × 30 days → 41.01 GPUs → 48 (6 nodes).
+    assert r.cheapest.gpus == 48
+    assert r.cheapest.train_days <= 30
+    assert any("MFU, assumed" in n.text for n in r.compute_lines)
+
+
+def test_cheapest_and_fastest_differ_and_both_show():
+    inp = SizingInput(D("7"), zero_stage=3, target_tokens_billion=D("10"), target_days=D("30"))
+    r = size(inp, [H100, A100])
+    assert r.cheapest.option == A100
+    assert r.fastest.option == H100
+    assert r.fastest_differs
+
+
+def test_nothing_fits_says_what_would():
+    # 10B on one 4 × RTX 3090 node (PCIe, 10 Gb/s: no multi-node): 160 GB of states.
+    r = size(SizingInput(D("10"), zero_stage=0), [RTX3090])
+    assert r.plans == []
+    assert r.cheapest is None
+    assert r.reason_if_none.startswith("No node type qualifies")
+    assert r.what_would_fit.startswith("With ZeRO-3 with CPU offload it would fit: 4 × RTX 3090")
+    assert size(SizingInput(D("7")), []).reason_if_none.startswith("No node types")
+
+
+def test_shortfall_text():
+    text = sizing.shortfall_text(gpus_needed=48, gpu="H100", free_gpus=32, full_from="2027-02-01")
+    assert text.startswith("Needs 48 × H100: only 32 are free")
+    assert "2027-02-01" in text
+
+
+def test_one_layout_is_evaluated_with_fits():
+    inp = SizingInput(arch="llama3-70b", zero_stage=3)
+    good = evaluate(inp, H100, gpus=32, tp=8).plans[0]
+    bad = evaluate(inp, H100, gpus=8, tp=8).plans[0]
+    assert good.fits and not bad.fits
+    assert (good.tp, good.pp, good.dp, good.nodes) == (8, 1, 4, 4)
+
+
+# --- The seeds' rule of thumb stays beside the estimate -----------------------------------
+
+
+def test_rule_of_thumb_is_shown_with_where_it_differs():
+    r = size(SizingInput(D("175"), zero_stage=3), [H100])
+    assert r.rule.formula.startswith("175 B × 2 bytes × 3.5 = 1,225 GB; ZeRO-3 ÷ 4 = 306.25 GB")
+    assert "÷ 8 = 153.13 GB at best" in r.rule.formula
+    assert "2,800 GB" in r.rule_comparison  # 16 bytes × 175B of model states
+    assert "without shrinking the total" in r.rule_comparison
+
+
+def test_seed_examples_put_both_figures_side_by_side():
+    examples = sizing.seed_examples([H100, A100])
+    assert [e.seeds_claim for e in examples][:2] == ["8 × H100 80G", "at least 32–64 × H100 80G"]
+    llama = examples[0]
+    assert llama.plan.gpus > 8
+    assert "× H100 80G SXM" in llama.real
+    assert llama.rule_formula.startswith("70.55 B × 2 bytes × 3.5")
+    a13 = examples[2]
+    assert a13.plan.gpus > 4  # 208 GB of states do not fit 160 GB
 
 
 @pytest.mark.parametrize(
@@ -475,6 +416,44 @@ def test_numbers_given_as_int_or_str_are_accepted():
 )  # fmt: skip
 def test_band_edges(params, band):
     assert sizing.size_band(D(params)) == band
+
+
+# --- Impossible input -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"params_billion": D("0")}, "params_billion"),
+        ({"params_billion": D("-7")}, "params_billion"),
+        ({"params_billion": D("20000.1")}, "params_billion"),
+        ({"params_billion": D("NaN")}, "params_billion"),
+        ({"params_billion": "seven"}, "params_billion"),
+        ({"params_billion": None}, "params_billion"),
+        ({"precision": "int4"}, "precision"),  # training
+        ({"precision": "BF16"}, "precision"),
+        ({"optimizer": "lion"}, "optimizer"),
+        ({"zero_stage": 4}, "zero_stage"),
+        ({"zero_stage": True}, "zero_stage"),
+        ({"mode": "serve"}, "mode"),
+        ({"arch": "gpt-5"}, "arch"),
+        ({"offload": "cpu"}, "offload"),  # needs ZeRO 1–3
+        ({"seq_len": 0}, "seq_len"),
+        ({"micro_batch": 1.5}, "micro_batch"),
+        ({"mfu": D("0")}, "mfu"),
+        ({"mfu": D("1.5")}, "mfu"),
+        ({"target_tokens_billion": D("0"), "target_days": D("30")}, "target_tokens_billion"),
+        ({"target_tokens_billion": D("100"), "target_days": D("3651")}, "target_days"),
+        ({"target_tokens_billion": D("100")}, "target_days"),
+        ({"target_days": D("30")}, "target_tokens_billion"),
+    ],
+)
+def test_impossible_input_raises_sizing_error_naming_the_field(changes, field):
+    inp = dataclasses.replace(SizingInput(D("7")), **changes)
+    with pytest.raises(SizingError) as excinfo:
+        size(inp, DEMO)
+    assert excinfo.value.field == field
+    assert excinfo.value.message
 
 
 def _imports(module):
@@ -489,13 +468,10 @@ def _imports(module):
 
 
 def test_module_is_pure():
-    stdlib = {"__future__", "collections.abc", "dataclasses", "decimal", "typing"}
-    # The only project import is the translation hook, itself free of Django.
-    assert _imports(sizing) <= stdlib | {"billing.i18n"}
+    stdlib = {"__future__", "collections.abc", "dataclasses", "decimal", "typing", "math"}
+    assert _imports(sizing) <= stdlib | {"billing.i18n", "billing.sizing_data"}
+    assert _imports(sizing_data) <= stdlib
     assert _imports(i18n) <= {"__future__", "collections.abc"}
-
-
-# --- Translation ---------------------------------------------------------------------------
 
 
 def test_user_facing_text_goes_through_the_translation_hook():
@@ -503,19 +479,152 @@ def test_user_facing_text_goes_through_the_translation_hook():
     try:
         with pytest.raises(SizingError) as excinfo:
             size(SizingInput(D("0")), DEMO)
-        r = size(SizingInput(D("7")), [H100])
-        first_line = r.note_lines[0]  # str(note) translates the source label when called
+        r = size(SizingInput(D("7"), zero_stage=3), [H100])
     finally:
         set_translator(None)
-
-    assert excinfo.value.field == "params_billion"  # field names are not translated
     assert excinfo.value.message == "[Model size must be more than 0 billion parameters.]"
-    assert r.parallelism.startswith("[Data parallel (PyTorch DDP")
-    assert r.parallelism.endswith("is enough.]")
+    assert r.rule_comparison.startswith("[[Where they differ")
+    assert all(n.text.startswith("[") for n in r.memory_lines)
     assert "[Single node, NVLink/NVSwitch only" in r.fabric
-    assert first_line.startswith("[[GPU memory ≈")  # the note, then its source label
-    assert first_line.endswith("([seeds])]")
-    # Placeholders are filled in after translation, with the module's number formatting.
-    assert any(n.text.startswith("[Rounded up from 1 to 8 GPUs = [1 node]") for n in r.notes)
-    # Translation happens at call time: with the hook reset, English comes back.
-    assert size(SizingInput(D("7")), [H100]).parallelism.startswith("Data parallel")
+
+
+# --- The page and the command (demo data) ------------------------------------------------
+
+
+@pytest.fixture
+def demo(db):
+    from inventory.models import Site
+
+    call_command("seed_demo", stdout=io.StringIO())
+    return Site.objects.get(code="SZ")
+
+
+def _wizard(client, site, **params):
+    with override("en"):
+        url = reverse("wizard")
+    query = {
+        "site": site.pk,
+        "start_date": (timezone.localdate() + timedelta(days=10)).isoformat(),
+        "precision": "bf16",
+        "optimizer": "adamw",
+        "zero_stage": "3",
+    }
+    query.update(params)
+    return client.get(url, query)
+
+
+def _text(response):
+    return re.sub(r"\s+", " ", response.content.decode())
+
+
+@pytest.mark.django_db
+def test_page_shows_the_seeds_examples_with_both_figures(client, demo):
+    response = _wizard(client, demo, arch="llama3-70b")
+    assert response.status_code == 200
+    html = _text(response)
+    examples = response.context["examples"]
+    assert len(examples) == 3
+    for ex in examples:
+        row = re.search(
+            r"<tr><td>" + re.escape(ex.title) + r"</td>(.*?)</tr>", html.replace("&#x27;", "'")
+        )
+        assert row, ex.title
+        cells = row.group(1)
+        assert ex.seeds_claim in cells  # the seeds' figure …
+        assert ex.real.split(" (")[0] in cells  # … beside the real estimate
+    assert "8 × H100 80G" in html
+    # The request itself: rule of thumb beside the real estimate, with where they differ.
+    result = response.context["result"]
+    assert result.rule.formula in html
+    assert "Where they differ" in html
+    assert "Real estimate" in html and "Provider's rule of thumb" in html
+
+
+@pytest.mark.django_db
+def test_page_prices_the_cheapest_plan_with_availability(client, demo):
+    response = _wizard(client, demo, params_billion="7")
+    result = response.context["result"]
+    assert result.cheapest is not None
+    assert result.cheapest.memory.total <= result.cheapest.gpu_memory_gb
+    offers = response.context["offers"]
+    assert [o["term"] for o in offers] == ["month", "quarter", "year"]
+    assert offers[0]["availability"].requested == result.node_count
+    assert "Plans that can run" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_page_says_what_is_free_when_the_plan_is_too_big(client, demo):
+    # 6 × 175e9 × 300e9 over 790 × 0.4 TFLOPS in 20 days: 577 GPUs, 73 H100 nodes;
+    # Shenzhen has 80, of which 8 are booked and 1 in maintenance.
+    response = _wizard(
+        client, demo, params_billion="175", target_tokens_billion="300", target_days="20"
+    )
+    result = response.context["result"]
+    assert result.cheapest.option.code == "h100-8x-nvlink"
+    assert result.cheapest.nodes > 71
+    offer = response.context["offers"][0]
+    assert not offer["availability"].can_place
+    assert offer["shortfall"].startswith(f"Needs {result.cheapest.gpus} × H100 80G SXM: only")
+    assert offer["shortfall"] in _text(response).replace("&#x27;", "'")
+
+
+@pytest.mark.django_db
+def test_page_inference_mode(client, demo):
+    response = _wizard(
+        client, demo, mode="infer", arch="llama3-70b", context="32768", concurrency="16"
+    )
+    result = response.context["result"]
+    assert result.input.mode == "infer"
+    assert result.cheapest.memory.kv_cache > 0
+    assert "tokens/s (estimate)" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_command_json_search(demo):
+    out = io.StringIO()
+    call_command(
+        "size_model", "--params", "70e9", "--mode", "train", "--precision", "bf16",
+        "--optimizer", "adamw", "--zero", "3", "--seq", "4096", "--micro-batch", "1",
+        "--json", stdout=out,
+    )  # fmt: skip
+    data = json.loads(out.getvalue())
+    assert data["plans"]
+    for plan in data["plans"]:
+        assert {"gpus", "node_type", "tp", "pp", "dp", "zero", "fits", "per_gpu_gb"} <= set(plan)
+        assert set(plan["per_gpu_gb"]) == {
+            "model_states", "activations", "kv_cache", "headroom", "total"
+        }  # fmt: skip
+        assert plan["fits"] is True
+        assert plan["zero"] == 3
+        assert plan["per_gpu_gb"]["total"] <= plan["gpu_memory_gb"]
+    assert data["rule_of_thumb"]["total_gb"] == 490.0
+
+
+@pytest.mark.django_db
+def test_command_json_inference_arch(demo):
+    out = io.StringIO()
+    call_command(
+        "size_model", "--arch", "llama3-70b", "--mode", "infer", "--context", "32768",
+        "--concurrency", "16", "--json", stdout=out,
+    )  # fmt: skip
+    data = json.loads(out.getvalue())
+    assert data["model"]["kv_heads"] == 8
+    assert all(p["per_gpu_gb"]["kv_cache"] > 0 for p in data["plans"])
+
+
+@pytest.mark.django_db
+def test_command_json_one_layout(demo):
+    def run(*extra):
+        out = io.StringIO()
+        call_command(
+            "size_model", "--arch", "llama3-70b", "--zero", "3", "--node-type",
+            "h100-8x-nvlink", "--json", *extra, stdout=out,
+        )  # fmt: skip
+        return json.loads(out.getvalue())
+
+    bad = run("--gpus", "8", "--tp", "8")
+    good = run("--gpus", "32", "--tp", "8", "--pp", "1")
+    assert len(bad["plans"]) == 1 and bad["plans"][0]["fits"] is False
+    assert bad["plans"][0]["problems"]
+    assert good["plans"][0]["fits"] is True
+    assert (good["plans"][0]["gpus"], good["plans"][0]["dp"]) == (32, 4)

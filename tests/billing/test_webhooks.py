@@ -522,3 +522,156 @@ def test_an_event_whose_processing_failed_is_retried_by_beat(
     assert StripeEvent.objects.get().status == StripeEventStatus.PROCESSED
     order.refresh_from_db()
     assert order.status == OrderStatus.PAID
+
+
+# --- Undecodable bodies and clock skew --------------------------------------------------
+
+
+def signed_post(client, body: bytes, header: str | None = None):
+    return client.post(
+        URL,
+        data=body,
+        content_type="application/json",
+        HTTP_STRIPE_SIGNATURE=sign(body) if header is None else header,
+    )
+
+
+def nested(depth: int) -> dict:
+    """An event whose ``data.object`` nests objects ``depth`` levels deep in all."""
+    inner: dict = {"leaf": 1}
+    for _ in range(depth - 3):  # the event and ``data`` are two levels, the leaf one
+        inner = {"n": inner}
+    return {"id": "evt_nested", "type": "customer.updated", "data": {"object": inner}}
+
+
+def deep_body(data: bytes) -> bytes:
+    return b'{"id": "evt_deep", "type": "x.y", "data": ' + data + b"}"
+
+
+UNDECODABLE = {
+    "empty": b"",
+    "blank": b"  \n",
+    "array": b"[]",
+    "string": b'"x"',
+    "number": b"1",
+    "null": b"null",
+    "true": b"true",
+    "not json": b"not json",
+    "truncated": b'{"id": "evt_1", "type": "x"',
+    "bad utf-8": b"\xff\xfe",
+    "bad utf-8 inside": b'{"id": "evt_\xff", "type": "customer.created", "data": {}}',
+    "latin-1": '{"id": "evt_é", "type": "customer.created"}'.encode("latin-1"),
+    "utf-16": json.dumps({"id": "evt_16", "type": "customer.created"}).encode("utf-16"),
+    "utf-8 BOM": b"\xef\xbb\xbf" + json.dumps({"id": "evt_b", "type": "x.y"}).encode(),
+    "deep arrays": deep_body(b"[" * 100_000 + b"]" * 100_000),
+    "deep objects": deep_body(b'{"a":' * 5_000 + b"1" + b"}" * 5_000),
+    "one level too deep": json.dumps(nested(stripe_api.WEBHOOK_MAX_DEPTH + 1)).encode(),
+    "NaN": b'{"id": "evt_n", "type": "x.y", "data": {"object": {"amount": NaN}}}',
+    "Infinity": b'{"id": "evt_i", "type": "x.y", "data": {"object": {"amount": -Infinity}}}',
+    "NUL": b'{"id": "evt_z", "type": "x.y", "data": {"object": {"name": "a\\u0000b"}}}',
+    "lone surrogate": b'{"id": "evt_s", "type": "x.y", "data": {"object": {"\\ud800": 1}}}',
+    "overflowing float": b'{"id": "evt_f", "type": "x.y", "data": {"n": -1e400}}',
+    "huge number": b'{"id": "evt_h", "type": "x.y", "data": {"n": ' + b"9" * 10_000 + b"}}",
+    "no id": json.dumps({"type": "x.y"}).encode(),
+    "id not text": json.dumps({"id": 17, "type": "x.y"}).encode(),
+    "type not text": json.dumps({"id": "evt_t", "type": ["x"]}).encode(),
+    "data not an object": json.dumps({"id": "evt_a", "type": "x.y", "data": [1]}).encode(),
+}
+
+
+@pytest.mark.parametrize("body", UNDECODABLE.values(), ids=UNDECODABLE.keys())
+def test_a_correctly_signed_body_that_cannot_be_decoded_is_400_and_nothing_is_stored(
+    client, eager_celery, db, body
+):
+    response = signed_post(client, body)
+    assert response.status_code == 400
+    assert StripeEvent.objects.count() == 0
+    # The same body signed wrongly is refused as well.
+    assert signed_post(client, body, sign(body, secret="whsec_other")).status_code == 400
+    assert StripeEvent.objects.count() == 0
+
+
+def test_the_signature_is_checked_on_the_raw_bytes_before_decoding(settings):
+    body = b'{"id": "evt_\xff", "type": "x.y"}'  # signed, but not UTF-8
+    with pytest.raises(stripe_api.InvalidPayload):
+        stripe_api.webhook_event_construct(body, sign(body))
+    # Bytes signed differently never get as far as decoding.
+    with pytest.raises(stripe_api.SignatureVerificationError):
+        stripe_api.webhook_event_construct(body, sign(body.replace(b"\xff", b"\xfe")))
+    header = stripe_api.webhook_signature_header(body, SECRET)
+    with pytest.raises(stripe_api.InvalidPayload):
+        stripe_api.webhook_event_construct(body, header)
+
+
+def test_nesting_up_to_the_limit_and_brackets_inside_strings_are_accepted(
+    client, eager_celery, db, django_capture_on_commit_callbacks
+):
+    deepest = nested(stripe_api.WEBHOOK_MAX_DEPTH)
+    text = {
+        "id": "evt_text",
+        "type": "customer.updated",
+        "data": {"object": {"description": "[" * 10_000 + '{\\"' + "]"}},
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        assert signed_post(client, json.dumps(deepest).encode()).status_code == 200
+        assert signed_post(client, json.dumps(text).encode()).status_code == 200
+        # Not ASCII, as UTF-8: fine.
+        chinese = {"id": "evt_zh", "type": "customer.updated", "data": {"object": {"n": "深圳"}}}
+        body = json.dumps(chinese, ensure_ascii=False).encode()
+        assert signed_post(client, body).status_code == 200
+    stored = StripeEvent.objects.get(stripe_id="evt_zh")
+    assert stored.payload["data"]["object"]["n"] == "深圳"
+    assert set(StripeEvent.objects.values_list("stripe_id", flat=True)) == {
+        "evt_nested",
+        "evt_text",
+        "evt_zh",
+    }
+
+
+def test_a_signature_from_the_future_is_refused_like_a_stale_one(client, card_order):
+    _order, payment = card_order
+    body = json.dumps(event("payment_intent.succeeded", intent(payment))).encode()
+    tolerance = stripe_api.WEBHOOK_TOLERANCE_S
+    now = int(time.time())
+    for timestamp in (now + tolerance + 60, now + 86_400, now - tolerance - 60):
+        assert signed_post(client, body, sign(body, timestamp=timestamp)).status_code == 400
+    assert StripeEvent.objects.count() == 0
+    # Within the tolerance, either way, it is accepted (clocks drift a little).
+    assert signed_post(client, body, sign(body, timestamp=now + tolerance - 30)).status_code == 200
+    assert StripeEvent.objects.count() == 1
+
+
+def test_the_tolerance_is_checked_both_ways_in_the_wrapper():
+    body = b'{"id": "evt_1", "type": "x.y"}'
+    now = 1_800_000_000
+    verify = stripe_api.webhook_signature_verify
+    for skew in (-300, 0, 300):
+        verify(body, sign(body, timestamp=now + skew), SECRET, tolerance=300, now=now)
+    for skew in (-301, 301):
+        with pytest.raises(stripe_api.SignatureVerificationError, match="tolerance"):
+            verify(body, sign(body, timestamp=now + skew), SECRET, tolerance=300, now=now)
+    # Several v1 signatures (a secret being rolled): one matching is enough.
+    mixed = sign(body, timestamp=now) + ",v1=" + "0" * 64
+    verify(body, mixed, SECRET, tolerance=300, now=now)
+    for header in ("", "t=,v1=abc", f"t={now}", f"v1={'0' * 64}", f"t={now},v0=abc"):
+        with pytest.raises(stripe_api.SignatureVerificationError):
+            verify(body, header, SECRET, tolerance=300, now=now)
+    with pytest.raises(stripe_api.SignatureVerificationError):
+        verify(body, sign(body, timestamp=now), "  ", tolerance=300, now=now)
+
+
+def test_content_the_database_refuses_is_400_and_nothing_is_stored(
+    client, eager_celery, db, monkeypatch
+):
+    from django.db import DataError
+
+    real = payments.stripe_event_record
+
+    def refused(*, event):
+        real(event=event)  # stored, then the database refuses: all of it rolls back
+        raise DataError("unsupported Unicode escape sequence")
+
+    monkeypatch.setattr(payments, "stripe_event_record", refused)
+    body = json.dumps(event("customer.created", {"id": "cus_1"})).encode()
+    assert signed_post(client, body).status_code == 400
+    assert StripeEvent.objects.count() == 0
