@@ -38,8 +38,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db.models import Model, QuerySet
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy as _lazy
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_lazy, ngettext
 from import_export import fields, resources, widgets
 from import_export.formats import base_formats
 from import_export.results import Result, RowResult
@@ -681,7 +680,7 @@ class NodeResource(InventoryResource):
     status = fields.Field(
         attribute="status",
         column_name="status",
-        widget=ChoiceWidget(NodeStatus, what=_lazy("node status"), required=False),
+        widget=ChoiceWidget(NodeStatus, what=gettext_lazy("node status"), required=False),
     )
 
     required_columns = ("hostname", "serial", "site", "rack", "leaf_switch", "node_type")
@@ -822,20 +821,22 @@ class SwitchResource(InventoryResource):
     role = fields.Field(
         attribute="role",
         column_name="role",
-        widget=ChoiceWidget(SwitchRole, what=_lazy("switch role")),
+        widget=ChoiceWidget(SwitchRole, what=gettext_lazy("switch role")),
     )
     fabric = fields.Field(
-        attribute="fabric", column_name="fabric", widget=ChoiceWidget(Fabric, what=_lazy("fabric"))
+        attribute="fabric",
+        column_name="fabric",
+        widget=ChoiceWidget(Fabric, what=gettext_lazy("fabric")),
     )
     port_speed_gbps = fields.Field(
         attribute="port_speed_gbps",
         column_name="port_speed_gbps",
-        widget=PositiveIntegerWidget(_lazy("port speed in Gb/s")),
+        widget=PositiveIntegerWidget(gettext_lazy("port speed in Gb/s")),
     )
     port_count = fields.Field(
         attribute="port_count",
         column_name="port_count",
-        widget=PositiveIntegerWidget(_lazy("port count"), required=False),
+        widget=PositiveIntegerWidget(gettext_lazy("port count"), required=False),
     )
     rack = fields.Field(attribute="rack", column_name="rack", widget=RackWidget(required=False))
     uplinks = fields.Field(attribute="uplinks", column_name="uplinks", widget=UplinksWidget())

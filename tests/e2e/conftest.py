@@ -183,7 +183,8 @@ class SentTask:
 
 @pytest.fixture
 def celery_sent(monkeypatch: pytest.MonkeyPatch) -> list[SentTask]:
-    """Tasks the live server enqueues (after commit), recorded instead of published.
+    """Tasks the live server enqueues (after commit), recorded instead of published
+    (account emails are also run in place, as a worker would).
 
     The workers' side is tested in tests/integration; here nothing would consume the
     messages, which would stay in the shared Redis's real queues ("provisioning",
@@ -204,6 +205,9 @@ def celery_sent(monkeypatch: pytest.MonkeyPatch) -> list[SentTask]:
         **options: Any,
     ) -> Any:
         sent.append(SentTask(name=name, args=list(args or ()), kwargs=dict(kwargs or {})))
+        if name.startswith("accounts.tasks."):
+            # Account emails: run them here as a worker would, so the mail box has them.
+            app.tasks[name].apply(args=args, kwargs=kwargs)
         return (result_cls or app.AsyncResult)(task_id or uuid())
 
     monkeypatch.setattr(app, "send_task", send_task)
