@@ -1,0 +1,1 @@
+"""Provisioning runs and what they need (issue 11)."""

@@ -1,0 +1,1 @@
+"""Validation runs, rules as data and acceptance reports (issue 12)."""
