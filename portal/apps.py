@@ -13,6 +13,6 @@ class PortalConfig(AppConfig):
         # Services enqueue tasks by name (core.jobs); register every app's tasks in each
         # process (web, worker, shell), so that a name always resolves to its task.
         for config in apps.get_app_configs():
-            module = f"{config.name}.tasks"
-            if find_spec(module) is not None:
-                import_module(module)
+            for module in (f"{config.name}.tasks", f"{config.name}.validation.tasks"):
+                if find_spec(module.rsplit(".", 1)[0]) and find_spec(module) is not None:
+                    import_module(module)

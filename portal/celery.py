@@ -14,7 +14,17 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
 app = Celery("portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["core", "accounts", "inventory", "billing", "provisioning", "portal"])
+app.autodiscover_tasks(
+    [
+        "core",
+        "accounts",
+        "inventory",
+        "billing",
+        "provisioning",
+        "provisioning.validation",
+        "portal",
+    ]
+)
 
 
 def _make_filesystem_broker_folders() -> None:
