@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import redis
+from django.conf import settings
 from django.db import connection
 
 from portal import queues
@@ -20,8 +21,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def scratch_broker_url() -> str:
-    """A Redis database (8) that only the test at hand uses, emptied first."""
-    url = "redis://127.0.0.1:6379/8"
+    """A Redis database that only the test at hand uses (the one after the suite's own),
+    emptied first."""
+    suite = redis.Redis.from_url(settings.REDIS_URL).connection_pool.connection_kwargs
+    url = f"redis://{suite.get('host', '127.0.0.1')}:{suite.get('port', 6379)}/"
+    url += str((int(suite.get("db", 0)) + 1) % 16)
     redis.Redis.from_url(url).flushdb()
     return url
 
