@@ -121,7 +121,7 @@ class WizardForm(forms.Form):
     start_date = forms.DateField(
         label=_("Start date"),
         initial=_default_start,
-        widget=forms.DateInput(attrs={"type": "date"}),
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
     )
 
     def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
@@ -215,7 +215,7 @@ class ConfigureForm(forms.Form):
     duration = forms.IntegerField(label=_("Duration"))
     start_date = forms.DateField(
         label=_("Start date"),
-        widget=forms.DateInput(attrs={"type": "date"}),
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
         help_text=_("From midnight, the data centre's time."),
     )
     payment_method = forms.ChoiceField(label=_("Payment"), required=False, widget=forms.RadioSelect)
