@@ -999,7 +999,9 @@ def run_deliver(*, run_id: int, launch: int | None = None) -> str:
             return "waiting"
         now = timezone.now()
         order = (
-            Order.objects.select_for_update().select_related("image_profile").get(pk=run.order_id)
+            Order.objects.select_for_update(of=("self",))
+            .select_related("image_profile")
+            .get(pk=run.order_id)
         )
         user = order.image_profile.ssh_user if order.image_profile else "root"
         nodes = list(Node.objects.select_for_update().filter(pk__in=[rn.node_id for rn in active]))
@@ -1046,9 +1048,10 @@ def _release_nodes(run: ProvisioningRun, reason: str, actor: Actor = None) -> No
     """No node stays in provisioning or validating once its run is over: the order's
     booking still holds them; cleaning wipes them when the order ends."""
     nodes = list(
-        Node.objects.select_for_update()
-        .filter(run_nodes__run=run, status__in=[NodeStatus.PROVISIONING, NodeStatus.VALIDATING])
-        .distinct()
+        Node.objects.select_for_update().filter(
+            pk__in=RunNode.objects.filter(run=run).values("node_id"),
+            status__in=[NodeStatus.PROVISIONING, NodeStatus.VALIDATING],
+        )
     )
     if nodes:
         lifecycle.transition_many(
