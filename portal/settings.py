@@ -374,3 +374,6 @@ CELERY_BEAT_SCHEDULE["provisioning-end-due-orders"] = {
 PORTAL_PROVISIONING_STALL_S = env.float("PORTAL_PROVISIONING_STALL_S", default=900.0)
 # Simulated failures per hostname, e.g. {"sz-h100-03": ["install_image"]} (demos, tests).
 PORTAL_SIMULATED_FAIL = env.json("PORTAL_SIMULATED_FAIL", default={})
+# A paid order starts its provisioning run at once (off in the test suite, where tests of
+# payments check billing's half and provisioning tests start their runs themselves).
+PORTAL_PROVISIONING_AUTOSTART = env.bool("PORTAL_PROVISIONING_AUTOSTART", default=True)
