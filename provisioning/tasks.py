@@ -50,7 +50,7 @@ def provisioning_start(order_id: int) -> str:
     """Entry point of a paid order (enqueued by billing): create and start its run."""
     if not settings.PORTAL_PROVISIONING_AUTOSTART:
         logger.info("Order %s is paid; provisioning autostart is off.", order_id)
-        return "disabled"
+        return "queued"
     run = services.provisioning_begin(order_id=order_id)
     return "skipped" if run is None else f"run {run.pk}"
 
