@@ -213,3 +213,37 @@ class Invitation(models.Model):
     def is_open(self, now: datetime | None = None) -> bool:
         now = now or timezone.now()
         return self.accepted_at is None and self.revoked_at is None and now < self.expires_at
+
+
+class SshPublicKey(models.Model):
+    """An SSH public key of an organisation, installed on the nodes of its orders.
+
+    Only ``accounts.services.ssh_key_add`` creates them: it parses the key with
+    ``accounts.ssh_keys`` (ed25519, ECDSA, RSA ≥ 3072 bits) and stores the normalised line.
+    """
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="ssh_keys"
+    )
+    name = models.CharField(_("name"), max_length=100)
+    public_key = models.TextField(_("public key"))
+    algorithm = models.CharField(_("algorithm"), max_length=16)
+    bits = models.PositiveIntegerField(_("bits"))
+    fingerprint = models.CharField(_("fingerprint"), max_length=64)
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(_("added"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "pk"]
+        verbose_name = _("SSH public key")
+        verbose_name_plural = _("SSH public keys")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "fingerprint"], name="sshkey_unique_per_org"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.algorithm}, {self.fingerprint})"

@@ -38,7 +38,9 @@ from accounts.models import (
     MemberRole,
     Membership,
     Organisation,
+    SshPublicKey,
 )
+from accounts.ssh_keys import InvalidSshKey, parse_public_key
 from core import jobs
 from core.errors import DomainError
 
@@ -599,3 +601,41 @@ def membership_remove(*, membership: Membership, actor: AbstractBaseUser) -> Non
             % _names(membership)
         )
     membership.delete()
+
+
+# --- SSH public keys ---------------------------------------------------------------------
+
+
+def ssh_key_add(
+    *, organisation: Organisation, name: str, public_key: str, actor: AbstractBaseUser | None
+) -> SshPublicKey:
+    """Add an SSH public key to the organisation (ed25519, ECDSA, RSA ≥ 3072 bits)."""
+    try:
+        parsed = parse_public_key(public_key)
+    except InvalidSshKey as exc:
+        raise DomainError(str(exc)) from None
+    label = (name or "").strip() or parsed.comment or parsed.algorithm
+    if SshPublicKey.objects.filter(
+        organisation=organisation, fingerprint=parsed.fingerprint
+    ).exists():
+        raise DomainError(_("This key is already in your organisation's keys."))
+    try:
+        with transaction.atomic():
+            return SshPublicKey.objects.create(
+                organisation=organisation,
+                name=label[:100],
+                public_key=parsed.line,
+                algorithm=parsed.algorithm,
+                bits=parsed.bits,
+                fingerprint=parsed.fingerprint,
+                added_by=actor if getattr(actor, "is_authenticated", False) else None,
+            )
+    except IntegrityError:
+        raise DomainError(_("This key is already in your organisation's keys.")) from None
+
+
+def ssh_key_remove(*, organisation: Organisation, key_id: int) -> None:
+    """Remove one of the organisation's keys (orders already delivered keep theirs)."""
+    deleted, _count = SshPublicKey.objects.filter(organisation=organisation, pk=key_id).delete()
+    if not deleted:
+        raise DomainError(_("No such key."))

@@ -19,11 +19,11 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from accounts.models import Organisation
+from accounts.models import Organisation, SshPublicKey
 from core.lifecycle import Lifecycle
 from core.models import LifecycleEvent
 from core.money import money_field
-from inventory.models import Currency, GPUModel, NodeType, Site
+from inventory.models import Currency, GPUModel, ImageProfile, NodeType, Site
 
 
 def fraction_field(verbose_name: Any, **kwargs: Any) -> models.DecimalField:
@@ -655,6 +655,17 @@ class Order(models.Model):
         _("pay by"), null=True, blank=True, help_text=_("Unpaid by then, the order expires.")
     )
     paid_at = models.DateTimeField(_("paid"), null=True, blank=True)
+    image_profile = models.ForeignKey(
+        ImageProfile,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="orders",
+        verbose_name=_("OS image"),
+    )
+    ssh_keys = models.ManyToManyField(
+        SshPublicKey, blank=True, related_name="orders", verbose_name=_("SSH keys")
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     lifecycle = Lifecycle(

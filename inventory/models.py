@@ -248,6 +248,48 @@ class NodeType(models.Model):
         return self.name
 
 
+class ImageProfile(models.Model):
+    """An OS image an order is installed with (data, chosen at order time)."""
+
+    code = models.SlugField(_("code"), max_length=48, unique=True)
+    name = models.CharField(_("name"), max_length=200)
+    image_url = models.URLField(_("installer image URL"), max_length=500)
+    sha256 = models.CharField(_("SHA-256"), max_length=64, blank=True)
+    ssh_user = models.CharField(_("SSH user"), max_length=32, default="ubuntu")
+    is_default = models.BooleanField(_("default"), default=False)
+    active = models.BooleanField(_("offered"), default=True)
+
+    class Meta:
+        ordering = ["-is_default", "name"]
+        verbose_name = _("image profile")
+        verbose_name_plural = _("image profiles")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["is_default"],
+                condition=Q(is_default=True),
+                name="imageprofile_one_default",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class HardwareDriverKind(models.TextChoices):
+    SIMULATED = "simulated", _("simulated")
+    REDFISH = "redfish", _("Redfish")
+
+
+def validate_secret_reference(value: str) -> None:
+    """A credential is stored as a reference (``env:NAME`` or ``file:/path``), never as is."""
+    if value and not (
+        (value.startswith("env:") and len(value) > 4) or (value.startswith("file:/"))
+    ):
+        raise ValidationError(
+            _("Store a reference to the secret (env:NAME or file:/path), never the password.")
+        )
+
+
 class NodeStatus(models.TextChoices):
     AVAILABLE = "available", _("available")
     RESERVED = "reserved", _("reserved")
@@ -307,6 +349,25 @@ class Node(models.Model):
         limit_choices_to={"role": SwitchRole.LEAF},
         verbose_name=_("leaf switch"),
     )
+    bmc_system_id = models.CharField(
+        _("BMC system id"), max_length=255, blank=True, help_text=_("Redfish ComputerSystem id.")
+    )
+    bmc_username = models.CharField(_("BMC user"), max_length=64, blank=True)
+    bmc_password_ref = models.CharField(
+        _("BMC password reference"),
+        max_length=255,
+        blank=True,
+        validators=[validate_secret_reference],
+        help_text=_("env:NAME or file:/path: the password itself is never stored."),
+    )
+    driver = models.CharField(
+        _("hardware driver"),
+        max_length=16,
+        blank=True,
+        choices=HardwareDriverKind.choices,
+        help_text=_("Empty: the portal's default (PORTAL_HARDWARE_DRIVER)."),
+    )
+    ip_address = models.GenericIPAddressField(_("IP address"), null=True, blank=True)
     status = models.CharField(
         _("status"), max_length=16, choices=NodeStatus.choices, default=NodeStatus.AVAILABLE
     )

@@ -442,6 +442,79 @@ def reservation_group_extend(
     return held
 
 
+def reservation_swap(
+    *,
+    reservation: Reservation,
+    new_node: Node,
+    actor: Actor = None,
+    reason: str,
+    now: datetime | None = None,
+) -> Reservation:
+    """Move the rest of an active booking to another node (a spare for a failed one).
+
+    The old booking is released from now on; the new node is booked from now (or from the
+    booking's start, if later) to its end, in the same group and for the same owner. The
+    check here gives a clear message; PostgreSQL's exclusion constraint stays the last word.
+    """
+    now = now or timezone.now()
+    try:
+        with transaction.atomic():
+            current = (
+                Reservation.objects.select_for_update(of=("self",))
+                .select_related("node")
+                .get(pk=reservation.pk)
+            )
+            if current.status not in ACTIVE_RESERVATION_STATUSES:
+                raise DomainError(_("This booking is no longer active."))
+            spare = Node.objects.select_for_update().get(pk=new_node.pk)
+            if spare.pk == current.node_id:
+                raise DomainError(_("A node cannot replace itself."))
+            if spare.status in NODE_UNBOOKABLE_STATUSES:
+                raise DoubleBooking(
+                    _("Cannot book %(node)s: not in service (%(status)s).")
+                    % {"node": spare.hostname, "status": spare.get_status_display()}
+                )
+            start_at = max(now, current.start_at)
+            if start_at >= current.end_at:
+                raise DomainError(_("The booking is over: nothing left to move."))
+            reasons = _conflicts([spare.pk], start_at, current.end_at)
+            if reasons:
+                raise DoubleBooking(
+                    _("These nodes are not free for the whole period: %(reasons)s.")
+                    % {"reasons": "; ".join(reasons)}
+                )
+            lifecycle.transition(
+                current,
+                to=ReservationStatus.RELEASED,
+                actor=actor,
+                reason=reason,
+                updates={"expires_at": None},
+                locked=True,
+            )
+            created = Reservation.objects.create(
+                node=spare,
+                start_at=start_at,
+                end_at=current.end_at,
+                status=ReservationStatus.FIRM
+                if reservation.status == ReservationStatus.FIRM
+                else ReservationStatus.HOLD,
+                expires_at=None
+                if reservation.status == ReservationStatus.FIRM
+                else current.expires_at,
+                group=current.group,
+                owner_ref=current.owner_ref,
+                created_by=actor if getattr(actor, "is_authenticated", False) else None,
+            )
+            lifecycle.record_creation([created], actor=actor, reason=reason)
+            return created
+    except IntegrityError as exc:
+        if EXCLUSION_CONSTRAINT in str(exc):
+            raise DoubleBooking(
+                _("Another booking took this spare a moment ago; choose again.")
+            ) from exc
+        raise
+
+
 def reservation_expire_holds(*, now: datetime | None = None) -> int:
     """Expire every hold whose time is up, freeing its nodes. Safe to run twice."""
     now = now or timezone.now()

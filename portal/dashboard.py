@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils import timezone, translation
 from django.views.decorators.http import require_GET
 
 from accounts.decorators import customer_required
 from accounts.models import MemberRole
 from billing import invoices, quote_pdf
+from billing.models import Order
 from portal import dashboard_selectors as selectors
+from provisioning import selectors as provisioning_selectors
 
 # Who may edit the organisation's billing details (accounts:organisation_settings).
 BILLING_EDITORS = (MemberRole.OWNER, MemberRole.BILLING)
@@ -69,8 +72,31 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
             "placement": order.quote.placement or {},
             "invoices": list(order.invoices.all()),
             "payable_invoice": selectors.payable_invoice(order, timezone.now()),
+            **_progress_context(order),
         },
     )
+
+
+def _progress_context(order: Order) -> dict[str, object]:
+    run = provisioning_selectors.latest_run(order)
+    return {
+        "progress": provisioning_selectors.run_progress(run) if run else None,
+        "poll_url": reverse("dashboard_order_progress", args=[order.number]),
+        "staff": False,
+    }
+
+
+@customer_required
+@require_GET
+def order_progress(request: HttpRequest, number: str) -> HttpResponse:
+    """The provisioning section of the order page, polled by htmx while the run is live."""
+    order = selectors.order_for_org(request.organisation, number)
+    if order is None:
+        raise Http404
+    context = _progress_context(order)
+    if context["progress"] is None:
+        return HttpResponse("")
+    return render(request, "provisioning/_progress.html", context)
 
 
 @customer_required

@@ -331,3 +331,49 @@ CELERY_BEAT_SCHEDULE["inventory-import-job-sweep"] = {
     "task": "inventory.tasks.import_job_sweep_task",
     "schedule": 300.0,
 }
+
+# --- Provisioning (issue 11) -------------------------------------------------------------
+# Which hardware driver runs a node (a node's own ``driver`` field overrides it).
+PORTAL_HARDWARE_DRIVER = env.str("PORTAL_HARDWARE_DRIVER", default="simulated")
+# The simulated driver sleeps each step's realistic duration times this factor: 0.04 plays
+# a node's ~22 simulated minutes in under a minute (``make run``); 0 never sleeps.
+PORTAL_SIMULATED_TIME_SCALE = env.float("PORTAL_SIMULATED_TIME_SCALE", default=0.04)
+PORTAL_SIMULATED_FAILURE_RATE = env.float("PORTAL_SIMULATED_FAILURE_RATE", default=0.0)
+# The run's overall deadline: this many minutes per node (a run of 4 nodes: 240 minutes).
+PORTAL_PROVISIONING_DEADLINE_MIN_PER_NODE = env.int(
+    "PORTAL_PROVISIONING_DEADLINE_MIN_PER_NODE", default=60
+)
+# Transient driver errors (BMC 5xx, a reset connection): this many retries with backoff.
+PORTAL_PROVISIONING_STEP_RETRIES = env.int("PORTAL_PROVISIONING_STEP_RETRIES", default=4)
+PORTAL_PROVISIONING_RETRY_BACKOFF_S = env.float("PORTAL_PROVISIONING_RETRY_BACKOFF_S", default=5.0)
+# Spares tried per slot before the run gives up and asks staff.
+PORTAL_PROVISIONING_MAX_SWAPS_PER_NODE = env.int(
+    "PORTAL_PROVISIONING_MAX_SWAPS_PER_NODE", default=2
+)
+# Redfish: how long a power change may take, the cleaning image booted for secure erase,
+# and the in-band channel ("" none; "simulated" for the emulator in tests and demos).
+PORTAL_REDFISH_POWER_TIMEOUT_S = env.float("PORTAL_REDFISH_POWER_TIMEOUT_S", default=300.0)
+PORTAL_REDFISH_POLL_S = env.float("PORTAL_REDFISH_POLL_S", default=2.0)
+PORTAL_CLEANING_IMAGE_URL = env.str("PORTAL_CLEANING_IMAGE_URL", default="")
+PORTAL_REDFISH_IN_BAND = env.str("PORTAL_REDFISH_IN_BAND", default="")
+# Validation sizes of the agent on the CPU path (simulated nodes).
+PORTAL_VALIDATION_CPU_SIZES = env.list(
+    "PORTAL_VALIDATION_CPU_SIZES", default=["gemm=256", "allreduce=1M"]
+)
+# The jump host customers go through to reach their nodes ("" when reachable directly).
+PORTAL_SSH_JUMP_HOST = env.str("PORTAL_SSH_JUMP_HOST", default="")
+CELERY_BEAT_SCHEDULE["provisioning-reaper"] = {
+    "task": "provisioning.tasks.provisioning_reaper_task",
+    "schedule": 60.0,
+}
+CELERY_BEAT_SCHEDULE["provisioning-end-due-orders"] = {
+    "task": "provisioning.tasks.provisioning_end_due_orders_task",
+    "schedule": 300.0,
+}
+# A run with no step moving for this long and none running lost its message: relaunched.
+PORTAL_PROVISIONING_STALL_S = env.float("PORTAL_PROVISIONING_STALL_S", default=900.0)
+# Simulated failures per hostname, e.g. {"sz-h100-03": ["install_image"]} (demos, tests).
+PORTAL_SIMULATED_FAIL = env.json("PORTAL_SIMULATED_FAIL", default={})
+# A paid order starts its provisioning run at once (off in the test suite, where tests of
+# payments check billing's half and provisioning tests start their runs themselves).
+PORTAL_PROVISIONING_AUTOSTART = env.bool("PORTAL_PROVISIONING_AUTOSTART", default=True)

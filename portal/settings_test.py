@@ -36,3 +36,9 @@ if os.environ.get("PORTAL_BROKER_VISIBILITY_TIMEOUT"):
         "unacked_restore_interval": 1,
         "unacked_restore_throttle": 1,
     }
+
+# Payment tests run provisioning_start eagerly: by default it leaves the paid order as it
+# is; provisioning tests start runs themselves (or set PORTAL_PROVISIONING_AUTOSTART=1 for
+# a worker). Simulated hardware takes no time here.
+PORTAL_PROVISIONING_AUTOSTART = env.bool("PORTAL_PROVISIONING_AUTOSTART", default=False)  # noqa: F405
+PORTAL_SIMULATED_TIME_SCALE = env.float("PORTAL_SIMULATED_TIME_SCALE", default=0.0)  # noqa: F405

@@ -19,6 +19,7 @@ urlpatterns += i18n_patterns(
     path("admin/", admin.site.urls),
     path("", include("billing.urls")),
     path("sales/", include("billing.urls_sales")),
+    path("staff/provisioning/", include("provisioning.urls")),
     path("accounts/", include("accounts.urls")),
     path("account/", include("portal.urls_dashboard")),
     path("pay/", include("billing.urls_payments")),

@@ -1,28 +1,219 @@
-"""Provisioning tasks.
+"""Provisioning tasks: thin, taking ids, each bounded by its own time limits.
 
-``provisioning_start`` is a placeholder until the provisioning issue lands: it records
-that the paid order is waiting for provisioning and does nothing to the hardware yet.
+The canvas of a run (``provisioning_launch``): per slot a chain of
+``provisioning_slot_advance`` signatures (one per step, each with the time limit of the
+steps up to it), all slots in a group, a chord into cluster validation, then delivery.
+Cleaning: the same shape, into ``provisioning_clean_finish``. Every task checks the
+recorded state first (``provisioning.services``), so a redelivered or relaunched task
+does no harm; a task of an older launch stops at once.
 """
 
 from __future__ import annotations
 
 import logging
 
-from celery import shared_task
+from celery import Task, chain, chord, group, shared_task
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import InterfaceError, OperationalError
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import translation
 
-from billing.models import Order, OrderStatus
+from accounts.models import Membership
+from provisioning import services
+from provisioning.models import NodeStep, ProvisioningRun, RunKind, RunNode, RunNodeState
 
 logger = logging.getLogger(__name__)
 
+DB_ERRORS = (OperationalError, InterfaceError)
+ADVANCE_LIMIT_S = settings.CELERY_LONGEST_TASK_S - 60
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=60, time_limit=90)
+
+def _advance_limit(names: tuple[str, ...], upto: str) -> int:
+    """The time an advance to ``upto`` may take: every step up to it (a spare swapped in
+    catches up from its first step), within the longest task the broker allows."""
+    total = sum(services.STEP_LIMIT_S[n] for n in names[: names.index(upto) + 1])
+    return min(total + 60, ADVANCE_LIMIT_S)
+
+
+@shared_task(
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=DB_ERRORS,
+    retry_backoff=True,
+    max_retries=5,
+    soft_time_limit=60,
+    time_limit=90,
+)
 def provisioning_start(order_id: int) -> str:
-    """Entry point of an order's provisioning run (stub: logs only, idempotent)."""
-    order = Order.objects.filter(pk=order_id).only("pk", "number", "status").first()
-    if order is None:
-        logger.warning("provisioning_start: order %s does not exist", order_id)
-        return "missing"
-    if order.status != OrderStatus.PAID:
-        return "skipped"
-    logger.info("Order %s is paid and queued for provisioning (stub).", order.number)
-    return "queued"
+    """Entry point of a paid order (enqueued by billing): create and start its run."""
+    if not settings.PORTAL_PROVISIONING_AUTOSTART:
+        logger.info("Order %s is paid; provisioning autostart is off.", order_id)
+        return "queued"
+    run = services.provisioning_begin(order_id=order_id)
+    return "skipped" if run is None else f"run {run.pk}"
+
+
+@shared_task(
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=DB_ERRORS,
+    retry_backoff=True,
+    max_retries=5,
+    soft_time_limit=60,
+    time_limit=90,
+)
+def provisioning_launch(run_id: int, launch: int) -> str:
+    """Build and apply the run's canvas for its launch number."""
+    run = ProvisioningRun.objects.filter(pk=run_id).first()
+    if run is None or not run.is_active or run.launch != launch:
+        return "stale"
+    slots = list(
+        RunNode.objects.filter(run=run, state=RunNodeState.ACTIVE)
+        .order_by("slot")
+        .values_list("slot", flat=True)
+    )
+    if run.kind == RunKind.CLEAN:
+        names = services.CLEAN_STEPS
+        body = provisioning_clean_finish.si(run_id, launch)
+    else:
+        names = services.PROVISION_STEPS
+        body = chain(
+            provisioning_validate.si(run_id, launch), provisioning_deliver.si(run_id, launch)
+        )
+    chains = []
+    for slot in slots:
+        # Steps already done for the slot's node are skipped at once by the task itself.
+        chains.append(
+            chain(
+                provisioning_slot_advance.si(run_id, slot, name, launch).set(
+                    soft_time_limit=_advance_limit(names, name),
+                    time_limit=_advance_limit(names, name) + 30,
+                )
+                for name in names
+            )
+        )
+    if not chains:
+        body.apply_async()
+    else:
+        chord(group(chains))(body)
+    return f"launched {len(chains)}"
+
+
+@shared_task(
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=200,
+    soft_time_limit=ADVANCE_LIMIT_S,
+    time_limit=ADVANCE_LIMIT_S + 30,
+)
+def provisioning_slot_advance(self: Task, run_id: int, slot: int, upto: str, launch: int) -> str:
+    """Bring one slot's node through its steps up to ``upto`` (idempotent)."""
+    try:
+        return services.slot_advance(run_id=run_id, slot=slot, upto=upto, launch=launch)
+    except services.StepTransient as exc:
+        # Backoff grows with the step's recorded attempts; the cap is in step_execute.
+        countdown = min(
+            settings.PORTAL_PROVISIONING_RETRY_BACKOFF_S * 2 ** (exc.attempt - 1), 300.0
+        )
+        raise self.retry(countdown=countdown, exc=exc) from None
+    except services.StepBusy:
+        raise self.retry(countdown=5) from None
+    except DB_ERRORS as exc:
+        raise self.retry(countdown=5, exc=exc) from None
+
+
+@shared_task(
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=DB_ERRORS,
+    retry_backoff=True,
+    max_retries=5,
+    soft_time_limit=services.STEP_LIMIT_S["validate"],
+    time_limit=services.STEP_LIMIT_S["validate"] + 60,
+)
+def provisioning_validate(run_id: int, launch: int) -> str:
+    """Cluster validation (the chord's body); swaps rejected nodes and relaunches."""
+    return services.run_validate(run_id=run_id, launch=launch)
+
+
+@shared_task(
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=DB_ERRORS,
+    retry_backoff=True,
+    max_retries=5,
+    soft_time_limit=60,
+    time_limit=90,
+)
+def provisioning_deliver(run_id: int, launch: int) -> str:
+    return services.run_deliver(run_id=run_id, launch=launch)
+
+
+@shared_task(
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=DB_ERRORS,
+    retry_backoff=True,
+    max_retries=5,
+    soft_time_limit=60,
+    time_limit=90,
+)
+def provisioning_clean_finish(run_id: int, launch: int) -> str:
+    return services.cleaning_finish(run_id=run_id, launch=launch)
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=120, time_limit=150)
+def provisioning_reaper_task() -> dict[str, int]:
+    """Beat: resume runs whose worker died, fail runs past their deadline."""
+    return services.reaper()
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=120, time_limit=150)
+def provisioning_end_due_orders_task() -> int:
+    """Beat: ready orders past their end are ended and their nodes cleaned."""
+    return services.orders_end_due()
+
+
+@shared_task(
+    autoretry_for=(ConnectionError, TimeoutError, OSError),
+    retry_backoff=True,
+    max_retries=5,
+    soft_time_limit=60,
+    time_limit=90,
+)
+def provisioning_email(run_id: int, kind: str) -> int:
+    """Tell the customer's members: the cluster is ready, or there is a problem."""
+    run = ProvisioningRun.objects.select_related("order", "order__quote").filter(pk=run_id).first()
+    if run is None:
+        return 0
+    order = run.order
+    emails = sorted(
+        set(
+            Membership.objects.filter(organisation=order.organisation).values_list(
+                "user__email", flat=True
+            )
+        )
+        - {""}
+    )
+    if not emails:
+        return 0
+    language = getattr(order.quote, "language", "") or settings.LANGUAGE_CODE
+    with translation.override(language):
+        context = {
+            "order": order,
+            "run": run,
+            "kind": kind,
+            "url": settings.PORTAL_BASE_URL + reverse("dashboard_order", args=[order.number]),
+            "nodes": RunNode.objects.filter(run=run, state=RunNodeState.ACTIVE).select_related(
+                "node"
+            ),
+            "failed_steps": NodeStep.objects.filter(run=run, status="failed").select_related(
+                "node"
+            ),
+        }
+        subject = render_to_string("provisioning/email_subject.txt", context).strip()
+        body = render_to_string("provisioning/email_body.txt", context)
+    return send_mail(subject, body, None, emails)

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from accounts.models import SshPublicKey
 from billing.models import (
     Invoice,
     InvoiceStatus,
@@ -32,7 +33,7 @@ from core import jobs, lifecycle
 from core.errors import DomainError
 from core.types import Actor
 from inventory import services as inventory_services
-from inventory.models import Reservation, ReservationStatus
+from inventory.models import ImageProfile, Reservation, ReservationStatus
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +110,10 @@ def order_create_from_quote(
         end_at=end_at,
         reservation_group=quote.reservation_group,
         payment_due_at=due,
+        image_profile=ImageProfile.objects.filter(is_default=True, active=True).first(),
     )
+    # The organisation's SSH keys by default; the customer may narrow them before payment.
+    order.ssh_keys.set(SshPublicKey.objects.filter(organisation=quote.organisation))
     lifecycle.record_creation(
         [order],
         actor=actor,
@@ -336,3 +340,38 @@ def _cancel_open_intents_after_commit(order: Order) -> None:
     )
     if intents:
         jobs.enqueue("billing.tasks.payment_intents_cancel", intents, order.number)
+
+
+ACCESS_EDITABLE = (OrderStatus.AWAITING_PAYMENT, OrderStatus.PAID)
+
+
+@transaction.atomic
+def order_set_access(
+    *,
+    order: Order,
+    ssh_key_ids: list[int],
+    image_profile_id: int | None = None,
+    actor: Actor = None,
+) -> Order:
+    """Choose the OS image and which of the organisation's SSH keys go on the nodes.
+    Allowed until provisioning starts; keys of another organisation are refused."""
+    order = Order.objects.select_for_update().get(pk=order.pk)
+    if order.status not in ACCESS_EDITABLE:
+        raise DomainError(_("The nodes are already being set up: access can no longer change."))
+    keys = list(SshPublicKey.objects.filter(organisation=order.organisation, pk__in=ssh_key_ids))
+    if len(keys) != len(set(ssh_key_ids)):
+        raise DomainError(_("Choose among your organisation's SSH keys."))
+    if image_profile_id is not None:
+        profile = ImageProfile.objects.filter(pk=image_profile_id, active=True).first()
+        if profile is None:
+            raise DomainError(_("Choose an offered OS image."))
+        order.image_profile = profile
+        order.save(update_fields=["image_profile"])
+    order.ssh_keys.set(keys)
+    lifecycle.record_note(
+        [order],
+        actor=actor,
+        reason=_("Access set: %(count)s SSH key(s), image %(image)s.")
+        % {"count": len(keys), "image": order.image_profile or "—"},
+    )
+    return order

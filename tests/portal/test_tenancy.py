@@ -81,6 +81,10 @@ FILLERS: dict[str, Callable[[World], list[Kwargs]]] = {
     "quote_pk": lambda w: [{"pk": w.quote_open.pk}, {"pk": w.quote_accepted.pk}],
     "membership_pk": lambda w: [{"pk": w.membership.pk}],
     "invitation_pk": lambda w: [{"pk": w.invitation.pk}],
+    # Staff pages refuse non-staff before any lookup: any ids do.
+    "run": lambda w: [{"run_id": 1}],
+    "run_step": lambda w: [{"run_id": 1, "step_id": 1}],
+    "run_node": lambda w: [{"run_id": 1, "node_id": 1}],
 }
 
 NOT_FOUND = frozenset({404})
@@ -102,6 +106,12 @@ ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
     "dashboard_order": ("order", NOT_FOUND),
     "dashboard_quote_pdf": ("order", NOT_FOUND),
     "dashboard_invoice_pdf": ("invoice", NOT_FOUND),
+    "dashboard_order_progress": ("order", NOT_FOUND),
+    # Provisioning runs (provisioning/urls.py, staff).
+    "provisioning_run": ("run", STAFF_ONLY),
+    "provisioning_step_retry": ("run_step", STAFF_ONLY),
+    "provisioning_node_swap": ("run_node", STAFF_ONLY),
+    "provisioning_run_cancel": ("run", STAFF_ONLY),
     # Members and invitations (portal/accounts/urls.py).
     "accounts:member_role": ("membership_pk", NOT_FOUND),
     "accounts:member_remove": ("membership_pk", NOT_FOUND),

@@ -21,6 +21,7 @@ from inventory import services
 from inventory.models import (
     Fabric,
     GPUModel,
+    ImageProfile,
     Interconnect,
     Node,
     NodeStatus,
@@ -240,6 +241,24 @@ GROUP_PERMISSIONS = {
 
 DEMO_BOOKING = "order:demo-seed"
 
+# The seeds' environment, installed on every node unless the order names another image.
+IMAGE_PROFILES = [
+    {
+        "code": "ubuntu2204-cuda124-pt23",
+        "name": "Ubuntu 22.04 + CUDA 12.4 + PyTorch 2.3 + DeepSpeed 0.14 + FlashAttention-2",
+        "image_url": "http://images.provisioning.local/ubuntu-22.04-cuda-12.4-pytorch-2.3.iso",
+        "ssh_user": "ubuntu",
+        "is_default": True,
+    },
+    {
+        "code": "ubuntu2204-bare",
+        "name": "Ubuntu 22.04 (no GPU stack)",
+        "image_url": "http://images.provisioning.local/ubuntu-22.04.iso",
+        "ssh_user": "ubuntu",
+        "is_default": False,
+    },
+]
+
 
 class Command(BaseCommand):
     help = "Load the demo inventory, price books and users (Shenzhen, Hong Kong). Idempotent."
@@ -263,6 +282,8 @@ class Command(BaseCommand):
             nt.optional_gpu_models.set([gpus[name] for name in optional])
             types[nt.code] = nt
 
+        for profile in IMAGE_PROFILES:
+            ImageProfile.objects.update_or_create(code=profile["code"], defaults=profile)
         created = 0
         for pod in PODS:
             created += self._pod(pod, sites[pod.site], types[pod.node_type])
