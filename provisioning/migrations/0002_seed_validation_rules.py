@@ -8,14 +8,14 @@ from typing import Any
 
 from django.db import migrations
 
+from provisioning.validation.rules import DEFAULT_RULES
+
 
 def _dec(value: Any) -> Decimal | None:
     return None if value is None else Decimal(str(value))
 
 
 def seed(apps: Any, schema_editor: Any) -> None:
-    from provisioning.validation.rules import DEFAULT_RULES
-
     model = apps.get_model("provisioning", "ValidationRule")
     for rule in DEFAULT_RULES:
         natural = {

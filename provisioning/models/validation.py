@@ -23,10 +23,12 @@ from django.utils.translation import gettext_lazy as _
 
 from core.lifecycle import Lifecycle
 from core.models import LifecycleEvent
+from inventory.models import Node
 from provisioning.validation import rules as pure
 
 __all__ = [
     "VALIDATION_RUN_TRANSITIONS",
+    "NodeValidation",
     "ValidationArtifact",
     "ValidationNodeResult",
     "ValidationProfile",
@@ -378,3 +380,13 @@ class ValidationReport(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run} [{self.language}] {self.sha256[:12]}"
+
+
+class NodeValidation(Node):
+    """The inventory's nodes as the validation admin shows them (a proxy: no table), with
+    the staff action that re-runs validation."""
+
+    class Meta:
+        proxy = True
+        verbose_name = _("node validation")
+        verbose_name_plural = _("node validation")

@@ -221,26 +221,30 @@ def line_chart(
         return frame.left + frame.plot_w * (math.log2(size) - lo) / (hi - lo)
 
     step = max(1, math.ceil((hi - lo) / 8))
+    base = frame.top + frame.plot_h
     tick = math.ceil(lo)
     while tick <= hi:
-        frame.text(x(2**tick), frame.top + frame.plot_h + 12, _size(2**tick), text_anchor="middle",
-                   font_size=8)  # fmt: skip
+        frame.text(x(2**tick), base + 12, _size(2**tick), text_anchor="middle", font_size=8)
         tick += step
-    frame.text(frame.left + frame.plot_w / 2, frame.top + frame.plot_h + 26, x_label,
-               text_anchor="middle", font_size=9)  # fmt: skip
+    frame.text(frame.left + frame.plot_w / 2, base + 26, x_label, text_anchor="middle", font_size=9)
     for i, (name, pts) in enumerate(series):
         colour = PALETTE[i % len(PALETTE)]
         pts = sorted(p for p in pts if p[0] > 0)
         coords = [(x(s), frame.y(v, top_value)) for s, v in pts]
         if len(coords) > 1:
-            path = " ".join(f"{'M' if j == 0 else 'L'}{cx:.1f},{cy:.1f}" for j, (cx, cy) in
-                            enumerate(coords))  # fmt: skip
-            frame.parts.append(f'<path d="{path}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+            path = " ".join(
+                f"{'M' if j == 0 else 'L'}{cx:.1f},{cy:.1f}" for j, (cx, cy) in enumerate(coords)
+            )
+            frame.parts.append(
+                f'<path d="{path}" fill="none" stroke="{colour}" stroke-width="1.5"/>'
+            )
         for cx, cy in coords:
             frame.parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="2.6" fill="{colour}"/>')
         lx = frame.left + 8 + (i % 3) * 200
         ly = frame.height - 10 - 12 * (i // 3)
-        frame.parts.append(f'<rect x="{lx:.1f}" y="{ly - 7:.1f}" width="9" height="9" fill="{colour}"/>')
+        frame.parts.append(
+            f'<rect x="{lx:.1f}" y="{ly - 7:.1f}" width="9" height="9" fill="{colour}"/>'
+        )
         frame.text(lx + 13, ly + 1, name, font_size=8.5)
     return frame.svg()
 
@@ -268,9 +272,7 @@ def _measured_text(value: Any) -> str:
 
 
 def _checks(result: ValidationNodeResult) -> dict[str, dict[str, Any]]:
-    return {
-        str(c.get("name")): c for c in result.report.get("checks", []) if isinstance(c, dict)
-    }
+    return {str(c.get("name")): c for c in result.report.get("checks", []) if isinstance(c, dict)}
 
 
 def _gemm_bars(
