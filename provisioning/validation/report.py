@@ -61,7 +61,7 @@ def _nice_max(value: float) -> float:
     if value <= 0:
         return 1.0
     exp = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 2.5, 5, 10):
+    for step in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
         if value <= step * exp:
             return step * exp
     return 10 * exp
@@ -99,9 +99,9 @@ class Frame:
         )
 
     def y_axis(self, top_value: float, label: str) -> None:
-        for i in range(5):
-            value = top_value * i / 4
-            y = self.top + self.plot_h * (1 - i / 4)
+        for i in range(6):
+            value = top_value * i / 5
+            y = self.top + self.plot_h * (1 - i / 5)
             self.line(self.left, y, self.left + self.plot_w, y, stroke="#dfe4ea", stroke_width=0.6)
             self.text(self.left - 5, y + 3, _num(value), text_anchor="end", font_size=9)
         self.line(self.left, self.top, self.left, self.top + self.plot_h, stroke="#5f6368")
