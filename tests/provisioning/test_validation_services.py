@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from billing.services import quotes as qs
@@ -79,6 +80,12 @@ def fixed_runner(reports: dict[str, dict[str, Any]]):
         return copy.deepcopy(reports.get(target.hostname, cpu_report()))
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def _rules(db):
+    """The seed rules (a transactional test elsewhere may have flushed the migration's)."""
+    services.validation_rules_seed()
 
 
 @pytest.fixture
@@ -381,3 +388,16 @@ def test_the_stored_report_is_kept_once_per_language(demo, nodes, settings, tmp_
     assert first.pk == again.pk
     with first.file.open("rb") as fh:
         assert hashlib.sha256(fh.read()).hexdigest() == first.sha256
+
+
+def test_the_order_page_lists_the_report_for_download(demo, nodes, client):
+    order = make_order(demo)
+    client.force_login(demo["customer"])
+    page = reverse("dashboard_order", kwargs={"number": order.number})
+    assert "Not yet available" in client.get(page).content.decode()
+    run = execute(nodes[:1], order=order)
+    url = reverse("dashboard_acceptance_report", kwargs={"number": order.number, "run_id": run.pk})
+    assert url in client.get(page).content.decode()
+    response = client.get(url)
+    assert response.status_code == 200 and response["Content-Type"] == "application/pdf"
+    assert b"".join(response.streaming_content).startswith(b"%PDF")
