@@ -20,6 +20,7 @@ from billing import invoices, quote_pdf
 from billing.models import Order
 from portal import dashboard_selectors as selectors
 from provisioning import selectors as provisioning_selectors
+from provisioning.validation import report as acceptance_report
 
 # Who may edit the organisation's billing details (accounts:organisation_settings).
 BILLING_EDITORS = (MemberRole.OWNER, MemberRole.BILLING)
@@ -73,6 +74,7 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
             "invoices": list(order.invoices.all()),
             "payable_invoice": selectors.payable_invoice(order, timezone.now()),
             **_progress_context(order),
+            "acceptance_runs": selectors.acceptance_runs_for_order(order),
         },
     )
 
@@ -126,4 +128,20 @@ def invoice_pdf(request: HttpRequest, number: str) -> HttpResponse:
         document.file.open("rb"),
         content_type="application/pdf",
         filename=f"{invoice.number}.pdf",
+    )
+
+
+@customer_required
+@require_GET
+def acceptance_report_pdf(request: HttpRequest, number: str, run_id: int) -> HttpResponse:
+    """The acceptance report of a passed validation run of the order, in the page's
+    language (rendered and stored on first download if the worker has not yet)."""
+    run = selectors.acceptance_run_for_org(request.organisation, number, run_id)
+    if run is None:
+        raise Http404
+    document = acceptance_report.acceptance_report_document(run=run, language=_language(request))
+    return FileResponse(
+        document.file.open("rb"),
+        content_type="application/pdf",
+        filename=f"acceptance-{number}-{run.pk}.pdf",
     )

@@ -28,6 +28,8 @@ from billing.models import (
     Quote,
 )
 from inventory.models import Reservation
+from provisioning.models import ValidationRun, ValidationRunStatus
+from provisioning.validation import selectors as validation_selectors
 
 # How many members the dashboard names before "and N more".
 MEMBERS_SHOWN = 8
@@ -136,6 +138,27 @@ def order_quote_for_org(organisation: Organisation, number: str) -> Quote | None
             organisation=organisation, order__organisation=organisation, order__number=number
         )
         .select_related("site")
+        .first()
+    )
+
+
+def acceptance_runs_for_order(order: Order) -> list[ValidationRun]:
+    """The order's passed validation runs (each with an acceptance report), newest first."""
+    return validation_selectors.passed_runs_for_order(order.pk)
+
+
+def acceptance_run_for_org(
+    organisation: Organisation, number: str, run_id: int
+) -> ValidationRun | None:
+    """A passed validation run of the organisation's order ``number``, or ``None``."""
+    return (
+        ValidationRun.objects.filter(
+            pk=run_id,
+            order__organisation=organisation,
+            order__number=number,
+            status=ValidationRunStatus.PASSED,
+        )
+        .select_related("order")
         .first()
     )
 

@@ -15,6 +15,8 @@ ALL = (DEFAULT, PROVISIONING, VALIDATION, DOCUMENTS, BILLING)
 # Task name pattern -> queue. Order matters: the first match wins.
 TASK_ROUTES = {
     "provisioning.tasks.*": {"queue": PROVISIONING},
+    "provisioning.validation.tasks.document_*": {"queue": DOCUMENTS},
+    "provisioning.validation.tasks.*": {"queue": VALIDATION},
     "billing.tasks.document_*": {"queue": DOCUMENTS},
     "billing.tasks.*": {"queue": BILLING},
     "inventory.tasks.*": {"queue": DEFAULT},

@@ -377,3 +377,20 @@ PORTAL_SIMULATED_FAIL = env.json("PORTAL_SIMULATED_FAIL", default={})
 # A paid order starts its provisioning run at once (off in the test suite, where tests of
 # payments check billing's half and provisioning tests start their runs themselves).
 PORTAL_PROVISIONING_AUTOSTART = env.bool("PORTAL_PROVISIONING_AUTOSTART", default=True)
+# --- Validation (provisioning/validation) ----------------------------------------------
+# How the node agent is run: ``local`` (a subprocess next to the worker, judged on the CPU
+# path: the simulated driver, CI and the embedded default). Per-node time limit (s) and
+# size overrides passed to ``python -m provisioning.agent --sizes`` (e.g. gemm=256).
+VALIDATION_AGENT_RUNNER = env.str("VALIDATION_AGENT_RUNNER", default="local")
+VALIDATION_AGENT_TIMEOUT_S = env.float("VALIDATION_AGENT_TIMEOUT_S", default=600.0)
+VALIDATION_AGENT_SIZES = env.list("VALIDATION_AGENT_SIZES", default=[])
+# Beat runs the quick profile on idle nodes this often (hours); a node booked now or within
+# the margin (minutes) is never touched.
+VALIDATION_IDLE_SWEEP_HOURS = env.float("VALIDATION_IDLE_SWEEP_HOURS", default=6.0)
+VALIDATION_IDLE_BOOKING_MARGIN_MINUTES = env.int(
+    "VALIDATION_IDLE_BOOKING_MARGIN_MINUTES", default=60
+)
+CELERY_BEAT_SCHEDULE["validation-idle-sweep"] = {
+    "task": "provisioning.validation.tasks.validation_idle_sweep_task",
+    "schedule": VALIDATION_IDLE_SWEEP_HOURS * 3600,
+}

@@ -10,6 +10,8 @@ os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-secret-key-not-for-product
 os.environ.setdefault("DJANGO_SECURE_SSL_REDIRECT", "0")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/portal")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")  # the suite's own database
+# The node agent's CPU path at small sizes: real measurements, a second or two per node.
+os.environ.setdefault("VALIDATION_AGENT_SIZES", "gemm=256,copy=8M,allreduce=1M")
 os.environ.setdefault("PORTAL_VAR_DIR", "/tmp/gpu-portal-test-var")  # noqa: S108
 
 from portal.settings import *  # noqa: F403

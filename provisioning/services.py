@@ -70,6 +70,8 @@ from provisioning.models import (
 from provisioning.models.runs import ACTIVE_RUN_STATUSES
 from provisioning.spares import SpareCandidate, choose_spare
 from provisioning.validation import contract
+from provisioning.validation import selectors as validation_selectors
+from provisioning.validation import services as validation_services
 
 logger = logging.getLogger(__name__)
 
@@ -898,9 +900,13 @@ def run_validate(
             for step in todo
         ]
         try:
+            # Rules as stored (staff-editable); the outcome is kept as a ValidationRun with
+            # its documents, raw outputs and acceptance report.
             outcome = contract.validate_nodes(
                 targets,
                 runner=runner or contract.local_runner(sizes=settings.PORTAL_VALIDATION_CPU_SIZES),
+                rules=validation_selectors.rules_from_db(),
+                persist=validation_services.validation_persister(order_id=run.order_id),
             )
         except Exception as exc:
             logger.exception("validation of run %s failed to run", run_id)

@@ -56,6 +56,10 @@ class ValidationOutcome:
     cluster_accepted: bool
     cluster_reasons: list[str] = field(default_factory=list)
     cluster: ClusterVerdict | None = None
+    # What the cluster check measured (None for one node or when it did not run), and the
+    # stored ValidationRun when the caller asked for the outcome to be kept (``persist``).
+    cluster_measurement: Measurement | None = None
+    validation_run_id: int | None = None
 
     @property
     def rejected(self) -> list[NodeResult]:
@@ -64,6 +68,9 @@ class ValidationOutcome:
 
 # Runs the agent for one node and returns its JSON document (or raises with a reason).
 NodeRunner = Callable[[NodeTarget, str], dict[str, Any]]
+# Keeps an outcome (the Django side: provisioning.validation.services.validation_persister)
+# and returns the id of the stored validation run.
+Persister = Callable[["ValidationOutcome", Sequence[NodeTarget], str], int]
 
 
 class AgentFailed(RuntimeError):
@@ -137,6 +144,11 @@ def local_cluster_measurement(*, ranks: int = 2, message_bytes: int = 1 << 20) -
         metrics={
             "cluster_allreduce_ring_busbw_gbps": large["busbw_gbps"],
             "scaling_efficiency": throughput_2n / (2 * throughput_n) if throughput_n else 0.0,
+            # For the report's scaling chart (no rule reads them).
+            "cluster_ranks_n": small["ranks"],
+            "cluster_throughput_n_gbps": throughput_n,
+            "cluster_throughput_2n_gbps": throughput_2n,
+            "cluster_message_size_bytes": message_bytes,
         },
         checks=checks,
     )
@@ -149,9 +161,12 @@ def validate_nodes(
     runner: NodeRunner | None = None,
     rules: Iterable[Rule] | None = None,
     cluster: Measurement | None = None,
+    persist: Persister | None = None,
 ) -> ValidationOutcome:
     """Run the agent on every node, judge each, then the cluster. Fails closed: a node whose
-    agent produced no report is rejected with that reason."""
+    agent produced no report is rejected with that reason. ``persist`` (optional) stores
+    the outcome (documents, raw outputs with SHA-256, verdicts) and its run id is set on
+    the outcome as ``validation_run_id``."""
     runner = runner or local_runner()
     rule_list = list(rules) if rules is not None else None
     results: list[NodeResult] = []
@@ -185,4 +200,7 @@ def validate_nodes(
     reasons = [r.text for r in cluster_verdict.reasons] if cluster_verdict else []
     if not all_reported:
         reasons.append("some nodes produced no report")
-    return ValidationOutcome(results, accepted, reasons, cluster_verdict)
+    outcome = ValidationOutcome(results, accepted, reasons, cluster_verdict, cluster)
+    if persist is not None:
+        outcome.validation_run_id = persist(outcome, targets, profile)
+    return outcome

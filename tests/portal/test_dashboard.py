@@ -269,7 +269,8 @@ def _count_queries(client, path, django_assert_max_num_queries, limit):
 # Session, user, customer profile, membership (the gate), then the page's own reads; the
 # session is saved once, on the first request (warmed up before counting).
 DASHBOARD_QUERIES = 9  # + orders, their invoices, members, quotes, invoices
-ORDER_QUERIES = 10  # + order, events with actors, invoices, reservations, member ids, run
+ORDER_QUERIES = 11  # + order, events with actors, invoices, reservations, member ids, run,
+# acceptance runs
 
 
 def test_dashboard_runs_a_fixed_number_of_queries(client, demo, django_assert_max_num_queries):

@@ -37,6 +37,7 @@ from accounts.models import Invitation, MemberRole, Membership, Organisation
 from billing.models import Invoice, Order, Quote
 from billing.services import quotes as qs
 from inventory.models import NodeType, Site
+from provisioning.models import ValidationRun, ValidationRunStatus
 
 pytestmark = pytest.mark.django_db
 
@@ -72,6 +73,7 @@ class World:
     quote_open: Quote
     membership: Membership
     invitation: Invitation
+    acceptance_run: ValidationRun
 
 
 FILLERS: dict[str, Callable[[World], list[Kwargs]]] = {
@@ -85,6 +87,7 @@ FILLERS: dict[str, Callable[[World], list[Kwargs]]] = {
     "run": lambda w: [{"run_id": 1}],
     "run_step": lambda w: [{"run_id": 1, "step_id": 1}],
     "run_node": lambda w: [{"run_id": 1, "node_id": 1}],
+    "acceptance_run": lambda w: [{"number": w.order.number, "run_id": w.acceptance_run.pk}],
 }
 
 NOT_FOUND = frozenset({404})
@@ -112,6 +115,7 @@ ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
     "provisioning_step_retry": ("run_step", STAFF_ONLY),
     "provisioning_node_swap": ("run_node", STAFF_ONLY),
     "provisioning_run_cancel": ("run", STAFF_ONLY),
+    "dashboard_acceptance_report": ("acceptance_run", NOT_FOUND),
     # Members and invitations (portal/accounts/urls.py).
     "accounts:member_role": ("membership_pk", NOT_FOUND),
     "accounts:member_remove": ("membership_pk", NOT_FOUND),
@@ -212,6 +216,10 @@ def world(db, media) -> World:
         expires_at=timezone.now() + timedelta(days=7),
     )
     # B: another organisation with its own owner (a verified customer: no CustomerProfile).
+    # A passed validation run of A's order, with its acceptance report to download.
+    acceptance_run = ValidationRun.objects.create(
+        order=order, profile="acceptance", status=ValidationRunStatus.PASSED
+    )
     org_b = Organisation.objects.create(name="Other Lab", legal_name="Other Lab Ltd.")
     owner_b = User.objects.create_user("eve", "eve@otherlab.example", "pw-eve-12345")
     Membership.objects.create(user=owner_b, organisation=org_b, role=MemberRole.OWNER)
@@ -227,6 +235,7 @@ def world(db, media) -> World:
         quote_open=quote_open,
         membership=Membership.objects.get(user=owner_a, organisation=org_a),
         invitation=invitation,
+        acceptance_run=acceptance_run,
     )
 
 
@@ -327,6 +336,7 @@ def test_every_parameterised_route_is_walked_or_allowed():
         "dashboard_order",
         "dashboard_quote_pdf",
         "dashboard_invoice_pdf",
+        "dashboard_acceptance_report",
         "sales:quote_detail",
     ):
         assert required in ORG_ROUTES and required in names, required

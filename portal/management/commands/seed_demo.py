@@ -32,6 +32,7 @@ from inventory.models import (
     Switch,
     SwitchRole,
 )
+from provisioning.validation.services import validation_rules_seed
 
 # Reference figures and their sources: ../shared/VALIDATION.md (measured GEMM, not spec).
 GPU_MODELS: list[dict[str, Any]] = [
@@ -291,6 +292,7 @@ class Command(BaseCommand):
         self._users()
         billing_demo.seed_price_books()
         billing_demo.seed_sales_and_customers()
+        validation_rules_seed()
         self.stdout.write(
             self.style.SUCCESS(
                 f"Demo data ready: {Site.objects.count()} sites, {NodeType.objects.count()} "

@@ -1,0 +1,462 @@
+"""Every write of the validation suite: rules seeded as data, runs created, executed and
+stored (documents and raw outputs with SHA-256), staff re-checks, the idle-node sweep.
+
+The judging is ``contract.validate_nodes`` with the rules read from the database; this
+module keeps what it measured and moves the run (and, for the idle sweep, failing nodes to
+faulty). A provisioning run keeps its outcome by passing ``persist=validation_persister(
+order_id=…)`` to ``validate_nodes``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from billing.models import Order
+from core import jobs, lifecycle
+from core.errors import DomainError
+from core.pdf import sha256_of
+from core.types import Actor
+from inventory.models import Node, NodeStatus
+from inventory.services import node_mark_faulty
+from provisioning.models import (
+    ValidationArtifact,
+    ValidationNodeResult,
+    ValidationProfile,
+    ValidationRule,
+    ValidationRun,
+    ValidationRunStatus,
+    ValidationTrigger,
+)
+from provisioning.validation import selectors
+from provisioning.validation.contract import (
+    NodeResult,
+    NodeRunner,
+    NodeTarget,
+    Persister,
+    ValidationOutcome,
+    local_runner,
+    validate_nodes,
+)
+from provisioning.validation.rules import DEFAULT_RULES, Measurement, Rule, normalize_gpu_model
+
+logger = logging.getLogger(__name__)
+
+RENDER_REPORT_TASK = "provisioning.validation.tasks.document_render_acceptance_report"
+EXECUTE_TASK = "provisioning.validation.tasks.validation_run_execute_task"
+
+
+# --- Rules ------------------------------------------------------------------------------
+
+
+def validation_rules_seed(*, rules: Iterable[Rule] = DEFAULT_RULES) -> tuple[int, int]:
+    """Store the seed rules (``rules.DEFAULT_RULES``, from VALIDATION.md) that are not in
+    the database yet. Idempotent: a rule already there (same metric, GPU model, fabric,
+    scope and message size) is left as staff edited it. Returns (created, kept)."""
+    created = kept = 0
+    with transaction.atomic():
+        for rule in rules:
+            fields = ValidationRule.fields_from_rule(rule)
+            natural = {
+                k: fields[k] for k in ("metric", "gpu_model", "fabric", "scope", "check_name")
+            }
+            exists = ValidationRule.objects.filter(
+                **natural, message_size_bytes=fields["message_size_bytes"]
+            ).exists()
+            if exists:
+                kept += 1
+                continue
+            ValidationRule.objects.create(**fields)
+            created += 1
+    return created, kept
+
+
+# --- Targets and runners ----------------------------------------------------------------
+
+
+def node_target(node: Node) -> NodeTarget:
+    """What the agent is judged against: the node type's GPU model, or ``cpu`` when the
+    nodes are simulated (the local runner: CI and the embedded default)."""
+    if settings.VALIDATION_AGENT_RUNNER == "local":
+        model = "cpu"
+    else:
+        gpu = node.node_type.gpu_model
+        model = normalize_gpu_model(gpu.name) if gpu else "cpu"
+    return NodeTarget(node_id=node.pk, hostname=node.hostname, gpu_model=model)
+
+
+def default_runner() -> NodeRunner:
+    """The agent runner the settings name (``local``: a subprocess next to the worker)."""
+    if settings.VALIDATION_AGENT_RUNNER != "local":
+        raise DomainError(
+            _("No agent runner “%(name)s” is configured.")
+            % {"name": settings.VALIDATION_AGENT_RUNNER}
+        )
+    return local_runner(
+        timeout_s=settings.VALIDATION_AGENT_TIMEOUT_S, sizes=settings.VALIDATION_AGENT_SIZES
+    )
+
+
+# --- Storing an outcome -----------------------------------------------------------------
+
+
+def _dump(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, indent=1, default=str)
+
+
+def _artifact(
+    run: ValidationRun, node_id: int | None, check: str, content: str, **extra: Any
+) -> ValidationArtifact:
+    data = content.encode("utf-8")
+    return ValidationArtifact(
+        run=run,
+        node_id=node_id,
+        check_name=check[:48],
+        content=content,
+        sha256=sha256_of(data),
+        size=len(data),
+        **extra,
+    )
+
+
+def _reasons(result: NodeResult) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    if result.verdict is None:  # the agent produced no report
+        return [{"code": "agent_failed", "params": {}, "text": t} for t in result.reasons], []
+    return (
+        [r.as_dict() for r in result.verdict.reasons],
+        [r.as_dict() for r in result.verdict.notes],
+    )
+
+
+def _cluster_metrics(measurement: Measurement | None) -> dict[str, Any]:
+    if measurement is None:
+        return {}
+    return {
+        "metrics": {k: v for k, v in measurement.metrics.items()},
+        "checks": [
+            {"name": c.name, "status": c.status, "return_code": c.return_code}
+            for c in measurement.checks
+        ],
+        "device": measurement.device,
+        "fabric": measurement.fabric,
+    }
+
+
+def _store_outcome(
+    run: ValidationRun, targets: Sequence[NodeTarget], outcome: ValidationOutcome
+) -> None:
+    """Keep every node's verdict, its agent document and each raw output with SHA-256."""
+    gpu_models = {t.node_id: t.gpu_model for t in targets}
+    artifacts: list[ValidationArtifact] = []
+    results: list[ValidationNodeResult] = []
+    for result in outcome.nodes:
+        reasons, notes = _reasons(result)
+        document = _dump(result.report) if result.report else ""
+        if result.report:
+            artifacts.append(
+                _artifact(run, result.node_id, "agent_document", document, raw_format="json")
+            )
+        for check in result.report.get("checks", []) if result.report else []:
+            if not isinstance(check, dict):
+                continue
+            artifacts.append(
+                _artifact(
+                    run,
+                    result.node_id,
+                    str(check.get("name", "?")),
+                    str(check.get("raw") or ""),
+                    status=str(check.get("status") or "")[:16],
+                    raw_format=str(check.get("raw_format") or "")[:32],
+                )
+            )
+        results.append(
+            ValidationNodeResult(
+                run=run,
+                node_id=result.node_id,
+                hostname=result.hostname,
+                gpu_model=gpu_models.get(result.node_id, ""),
+                device=str(result.report.get("host", {}).get("device", ""))[:16]
+                if result.report
+                else "",
+                accepted=result.accepted,
+                reasons=reasons,
+                notes=notes,
+                rule_results=[r.as_dict() for r in result.verdict.results]
+                if result.verdict
+                else [],
+                report=result.report,
+                report_sha256=sha256_of(document.encode("utf-8")) if document else "",
+            )
+        )
+    cluster = _cluster_metrics(outcome.cluster_measurement)
+    if cluster:
+        artifacts.append(_artifact(run, None, "cluster", _dump(cluster), raw_format="json"))
+    ValidationNodeResult.objects.bulk_create(results)
+    ValidationArtifact.objects.bulk_create(artifacts)
+    run.cluster_metrics = cluster
+    run.cluster_verdict = outcome.cluster.as_dict() if outcome.cluster else {}
+    run.cluster_reasons = (
+        [r.as_dict() for r in outcome.cluster.reasons]
+        if outcome.cluster
+        else [{"code": "no_verdict", "params": {}, "text": t} for t in outcome.cluster_reasons]
+    )
+    run.save(update_fields=["cluster_metrics", "cluster_verdict", "cluster_reasons"])
+
+
+def _rules_snapshot(rules: Sequence[Rule]) -> list[dict[str, Any]]:
+    return [
+        {
+            "metric": r.key,
+            "gpu_model": r.gpu_model,
+            "fabric": r.fabric,
+            "scope": r.scope,
+            "source": r.source,
+        }
+        for r in rules
+    ]
+
+
+def _finish(
+    run: ValidationRun, targets: Sequence[NodeTarget], outcome: ValidationOutcome
+) -> ValidationRun:
+    """Store the outcome and move the run to passed or failed (caller holds a transaction)."""
+    _store_outcome(run, targets, outcome)
+    rejected = [n.hostname for n in outcome.rejected]
+    if outcome.cluster_accepted:
+        to, reason = ValidationRunStatus.PASSED, _("Every node and the cluster passed.")
+    else:
+        to = ValidationRunStatus.FAILED
+        reason = (
+            _("Rejected: %(nodes)s.") % {"nodes": ", ".join(rejected)}
+            if rejected
+            else _("The cluster checks failed.")
+        )
+    run = lifecycle.transition(
+        run,
+        to=to,
+        reason=reason,
+        updates={"finished_at": timezone.now(), "cluster_accepted": outcome.cluster_accepted},
+    )
+    if run.order_id is not None:
+        for language, _name in settings.LANGUAGES:
+            jobs.enqueue(RENDER_REPORT_TASK, run.pk, language)
+    return run
+
+
+# --- Runs -------------------------------------------------------------------------------
+
+
+def validation_run_create(
+    *,
+    nodes: Sequence[Node],
+    profile: str = ValidationProfile.ACCEPTANCE,
+    trigger: str = ValidationTrigger.STAFF,
+    order: Any = None,
+    actor: Actor = None,
+    enqueue: bool = True,
+) -> ValidationRun:
+    """A pending run on ``nodes``; its execution is enqueued on the validation queue after
+    the commit (``enqueue=False`` leaves that to the caller)."""
+    if not nodes:
+        raise DomainError(_("A validation run needs at least one node."))
+    if profile not in ValidationProfile.values:
+        raise DomainError(_("Unknown validation profile “%(profile)s”.") % {"profile": profile})
+    with transaction.atomic():
+        run = ValidationRun.objects.create(
+            profile=profile,
+            trigger=trigger,
+            order=order,
+            requested_by=actor if getattr(actor, "is_authenticated", False) else None,
+        )
+        run.nodes.set(nodes)
+        lifecycle.record_creation(
+            [run],
+            actor=actor,
+            reason=_("%(profile)s validation of %(nodes)s")
+            % {
+                "profile": run.get_profile_display(),
+                "nodes": ", ".join(n.hostname for n in nodes),
+            },
+        )
+        if enqueue:
+            jobs.enqueue(EXECUTE_TASK, run.pk)
+    return run
+
+
+def _start(run_id: int) -> tuple[ValidationRun | None, list[Node]]:
+    """Lock the run and move it to running; None when there is nothing (more) to do."""
+    with transaction.atomic():
+        run = ValidationRun.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.status not in (
+            ValidationRunStatus.PENDING,
+            ValidationRunStatus.RUNNING,
+        ):
+            return None, []
+        nodes = list(run.nodes.select_related("node_type__gpu_model").order_by("hostname"))
+        if run.status == ValidationRunStatus.RUNNING:
+            # A worker died half way (the message came back): start again from scratch.
+            run.results.all().delete()
+            run.artifacts.all().delete()
+            return run, nodes
+        if run.trigger == ValidationTrigger.IDLE_SWEEP:
+            busy = [n.hostname for n in nodes if not selectors.node_is_idle(n)]
+            if busy:
+                lifecycle.transition(
+                    run,
+                    to=ValidationRunStatus.CANCELLED,
+                    reason=_("Booked or no longer available meanwhile: %(nodes)s.")
+                    % {"nodes": ", ".join(busy)},
+                    locked=True,
+                )
+                return None, []
+        run = lifecycle.transition(
+            run,
+            to=ValidationRunStatus.RUNNING,
+            reason=_("The agent runs on %(count)s node(s).") % {"count": len(nodes)},
+            updates={"started_at": timezone.now()},
+            locked=True,
+        )
+        return run, nodes
+
+
+def validation_run_execute(
+    *, run_id: int, runner: NodeRunner | None = None, cluster: Measurement | None = None
+) -> ValidationRun | None:
+    """Run the agent on the run's nodes, judge with the rules in the database, store
+    everything and move the run. Safe to call twice: a finished run is returned as it is;
+    a run left running by a dead worker starts again."""
+    run, nodes = _start(run_id)
+    if run is None:
+        return ValidationRun.objects.filter(pk=run_id).first()
+    targets = [node_target(n) for n in nodes]
+    rules = selectors.rules_from_db()
+    try:
+        outcome = validate_nodes(
+            targets,
+            profile=run.profile,
+            runner=runner or default_runner(),
+            rules=rules,
+            cluster=cluster,
+        )
+    except Exception as exc:  # fail closed: an error is a failed run with its reason
+        logger.exception("validation run %s", run_id)
+        with transaction.atomic():
+            return lifecycle.transition(
+                run,
+                to=ValidationRunStatus.FAILED,
+                reason=_("The validation could not run: %(error)s") % {"error": exc},
+                updates={"finished_at": timezone.now(), "error": str(exc)[:2000]},
+            )
+    with transaction.atomic():
+        run.rules_snapshot = _rules_snapshot(rules)
+        run.save(update_fields=["rules_snapshot"])
+        run = _finish(run, targets, outcome)
+        if run.trigger == ValidationTrigger.IDLE_SWEEP and run.status == ValidationRunStatus.FAILED:
+            _fault_failing_idle_nodes(run)
+    return run
+
+
+def validation_persister(
+    *,
+    order_id: int | None = None,
+    trigger: str = ValidationTrigger.PROVISIONING,
+    actor: Actor = None,
+) -> Persister:
+    """For ``contract.validate_nodes(..., persist=…)``: keeps the outcome of a validation
+    run that the caller (a provisioning run) executed itself, as a stored
+    ``ValidationRun`` (documents, raw outputs, verdicts, acceptance report queued)."""
+
+    def persist(outcome: ValidationOutcome, targets: Sequence[NodeTarget], profile: str) -> int:
+        nodes = list(Node.objects.filter(pk__in=[t.node_id for t in targets]).order_by("pk"))
+        with transaction.atomic():
+            run = validation_run_create(
+                nodes=nodes,
+                profile=profile,
+                trigger=trigger,
+                order=Order.objects.get(pk=order_id) if order_id else None,
+                actor=actor,
+                enqueue=False,
+            )
+            run = lifecycle.transition(
+                run,
+                to=ValidationRunStatus.RUNNING,
+                reason=_("Run by the provisioning run."),
+                updates={"started_at": timezone.now()},
+            )
+            return _finish(run, targets, outcome).pk
+
+    return persist
+
+
+# --- Staff re-check and the idle sweep -----------------------------------------------
+
+
+def validation_node_recheck(
+    *, node: Node, actor: Actor, profile: str = ValidationProfile.QUICK
+) -> ValidationRun:
+    """Staff re-run validation on one node: only an idle node (available, not booked now)
+    or one in service; anything else is refused with the reason."""
+    with transaction.atomic():
+        node = Node.objects.select_for_update().get(pk=node.pk)
+        if node.status == NodeStatus.AVAILABLE:
+            if not selectors.node_is_idle(node):
+                raise DomainError(
+                    _(
+                        "Node %(hostname)s is booked now: validation can only be re-run on "
+                        "an idle or in-service node."
+                    )
+                    % {"hostname": node.hostname}
+                )
+        elif node.status != NodeStatus.IN_SERVICE:
+            raise DomainError(
+                _(
+                    "Node %(hostname)s is “%(status)s”: validation can only be re-run on an "
+                    "idle or in-service node."
+                )
+                % {"hostname": node.hostname, "status": node.get_status_display()}
+            )
+        if ValidationRun.objects.filter(
+            nodes=node, status__in=(ValidationRunStatus.PENDING, ValidationRunStatus.RUNNING)
+        ).exists():
+            raise DomainError(
+                _("A validation of node %(hostname)s is already pending or running.")
+                % {"hostname": node.hostname}
+            )
+        return validation_run_create(
+            nodes=[node], profile=profile, trigger=ValidationTrigger.STAFF, actor=actor
+        )
+
+
+def validation_idle_sweep(*, now: datetime | None = None) -> list[int]:
+    """Beat: a quick validation run for every idle node (never a booked one). Returns the
+    ids of the runs created; a failing node goes to faulty when its run finishes."""
+    created: list[int] = []
+    for node in selectors.idle_nodes(now=now):
+        run = validation_run_create(
+            nodes=[node], profile=ValidationProfile.QUICK, trigger=ValidationTrigger.IDLE_SWEEP
+        )
+        created.append(run.pk)
+    return created
+
+
+def _fault_failing_idle_nodes(run: ValidationRun) -> None:
+    """A node that failed the idle check goes to faulty with the reasons, unless it was
+    booked meanwhile (the node's row lock serialises with reservation holds)."""
+    for result in run.results.filter(accepted=False):
+        node = Node.objects.select_for_update().get(pk=result.node_id)
+        if node.status != NodeStatus.AVAILABLE or not selectors.node_is_idle(node):
+            logger.warning("validation run %s: %s is no longer idle", run.pk, node.hostname)
+            continue
+        node_mark_faulty(
+            node=node,
+            reason=_("Idle validation run %(id)s failed: %(reasons)s")
+            % {"id": run.pk, "reasons": "; ".join(result.reason_texts)[:1500]},
+        )
