@@ -30,22 +30,22 @@ from core.money import money_field
 from inventory.models import Currency, Site
 
 __all__ = [
-    "ContractStatus",
-    "CONTRACT_TRANSITIONS",
     "CONTRACT_SIGNED",
+    "CONTRACT_TRANSITIONS",
     "Contract",
-    "ContractEvent",
     "ContractAuditEntry",
-    "ContractDocumentKind",
     "ContractDocument",
-    "SigningCode",
-    "TermsAcceptance",
-    "ProvisioningRelease",
-    "ScheduledInvoiceStatus",
-    "ScheduledInvoice",
+    "ContractDocumentKind",
+    "ContractEvent",
+    "ContractStatus",
     "DunningNotice",
+    "ProvisioningRelease",
     "RenewalOffer",
+    "ScheduledInvoice",
+    "ScheduledInvoiceStatus",
+    "SigningCode",
     "SlaCredit",
+    "TermsAcceptance",
 ]
 
 
@@ -349,4 +349,3 @@ class SlaCredit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.contract_id} {self.node_hostname} −{self.amount}"
-
