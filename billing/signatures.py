@@ -30,8 +30,9 @@ from cryptography.x509.oid import NameOID
 from django.conf import settings
 from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
 from pyhanko.pdf_utils.reader import PdfFileReader
-from pyhanko.sign import signers, timestamps
+from pyhanko.sign import fields, signers, timestamps
 from pyhanko.sign.validation import validate_pdf_signature
+from pyhanko_certvalidator import ValidationContext
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +127,7 @@ def seal_pdf(data: bytes, *, reason: str = "", location: str = "") -> bytes:
         field_name=FIELD_NAME,
         reason=reason or None,
         location=location or None,
-        subfilter=signers.fields.SigSeedSubFilter.PADES,
+        subfilter=fields.SigSeedSubFilter.PADES,
         md_algorithm="sha256",
     )
     out = io.BytesIO()
@@ -152,13 +153,16 @@ def verify_pdf(data: bytes) -> Verdict:
         return Verdict("unknown", detail=f"not a readable PDF: {type(exc).__name__}")
     if not embedded:
         return Verdict("unknown", detail="no signature")
-    ours = our_certificate_sha256()
+    our_cert = _signer().signing_cert
+    ours = hashlib.sha256(our_cert.dump()).hexdigest()
+    # Our own certificate is the trust root: the question is "sealed by us, unchanged?".
+    context = ValidationContext(trust_roots=[our_cert])
     for sig in embedded:
         cert = sig.signer_cert
         if hashlib.sha256(cert.dump()).hexdigest() != ours:
             continue
         try:
-            status = validate_pdf_signature(sig)
+            status = validate_pdf_signature(sig, signer_validation_context=context)
         except Exception as exc:
             return Verdict("modified", detail=f"validation failed: {type(exc).__name__}")
         who = cert.subject.human_friendly

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET
 from accounts.decorators import customer_required
 from accounts.models import MemberRole
 from billing import invoices, quote_pdf
+from billing.services import gate
 from portal import dashboard_selectors as selectors
 
 # Who may edit the organisation's billing details (accounts:organisation_settings).
@@ -69,6 +70,7 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
             "placement": order.quote.placement or {},
             "invoices": list(order.invoices.all()),
             "payable_invoice": selectors.payable_invoice(order, timezone.now()),
+            "gate": gate.gate_state(order),
         },
     )
 

@@ -247,6 +247,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "billing.tasks.stripe_events_retry_task",
         "schedule": 300.0,
     },
+    "contracts-activate-and-end": {
+        "task": "billing.tasks.contracts_activate_task",
+        "schedule": 300.0,
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(_CELERY_DIR / "beat-schedule")
 
@@ -329,6 +333,8 @@ PORTAL_SIGNING_P12_PASSPHRASE = env.str(
 PORTAL_SIGNING_TSA_URL = env.str("PORTAL_SIGNING_TSA_URL", default="")
 PORTAL_TERMS_VERSION = env.str("PORTAL_TERMS_VERSION", default="2026-01")
 PORTAL_RENEWAL_DAYS = env.int("PORTAL_RENEWAL_DAYS", default=30)
+# seed_demo makes one signed contract (two PDF renderings; the test suite turns it off).
+PORTAL_SEED_DEMO_CONTRACT = env.bool("PORTAL_SEED_DEMO_CONTRACT", default=True)
 
 # --- CSV import/export
 # Every exported cell that a spreadsheet would run as a formula (it starts with = + - @,

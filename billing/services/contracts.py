@@ -198,8 +198,9 @@ def _code_hash(code_id: int, code: str) -> str:
     return hmac.new(key, f"contract-code:{code_id}:{code}".encode(), hashlib.sha256).hexdigest()
 
 
-def signing_code_send(*, contract: Contract, user: Actor) -> SigningCode:
-    """Email a fresh one-time code to the signer (earlier open codes stop working)."""
+def signing_code_issue(*, contract: Contract, user: Actor) -> tuple[SigningCode, str]:
+    """A fresh one-time code for the signer (earlier open codes stop working); returns the
+    row (only the code's keyed hash is stored) and the code itself, for the email."""
     _check_signer(contract, user)
     if contract.status != ContractStatus.DRAFTED:
         raise DomainError(_("This contract is no longer open for signature."))
@@ -219,6 +220,12 @@ def signing_code_send(*, contract: Contract, user: Actor) -> SigningCode:
         row.code_hash = _code_hash(row.pk, code)
         row.save(update_fields=["code_hash"])
         audit_append(contract=contract, kind="code_sent", actor=user, email=user.email)
+    return row, code
+
+
+def signing_code_send(*, contract: Contract, user: Actor) -> SigningCode:
+    """Email a fresh one-time code to the signer."""
+    row, code = signing_code_issue(contract=contract, user=user)
     send_mail(
         _("Your signing code for contract %(n)s") % {"n": contract.number},
         _(
@@ -227,13 +234,14 @@ def signing_code_send(*, contract: Contract, user: Actor) -> SigningCode:
         )
         % {"n": contract.number, "code": code, "minutes": int(CODE_TTL.total_seconds() // 60)},
         None,
-        [user.email],
+        [row.email],
     )
     return row
 
 
-def _verify_code(contract: Contract, user: Actor, code: str) -> SigningCode:
-    """Check the latest open code of this signer; count the attempt; single use."""
+def _verify_code(contract: Contract, user: Actor, code: str) -> SigningCode | str:
+    """Check the latest open code of this signer and count the attempt (saved even when
+    the code is wrong); returns the used code's row, or why it failed. Single use."""
     now = timezone.now()
     row = (
         SigningCode.objects.select_for_update()
@@ -242,13 +250,13 @@ def _verify_code(contract: Contract, user: Actor, code: str) -> SigningCode:
         .first()
     )
     if row is None or row.expires_at <= now:
-        raise DomainError(_("The code has expired or was used: ask for a new one."))
+        return _("The code has expired or was used: ask for a new one.")
     if row.attempts >= CODE_MAX_ATTEMPTS:
-        raise DomainError(_("Too many wrong codes: ask for a new one."))
+        return _("Too many wrong codes: ask for a new one.")
     row.attempts += 1
     if not hmac.compare_digest(row.code_hash, _code_hash(row.pk, code.strip())):
         row.save(update_fields=["attempts"])
-        raise DomainError(_("The code is not right."))
+        return _("The code is not right.")
     row.used_at = now
     row.save(update_fields=["attempts", "used_at"])
     return row
@@ -292,6 +300,8 @@ def contract_sign(
                 _("The document you read is not the current contract: reload the page.")
             )
         code_row = _verify_code(locked, user, code)
+    if isinstance(code_row, str):
+        raise DomainError(code_row)
     with transaction.atomic():
         locked = Contract.objects.select_for_update().get(pk=contract.pk)
         if locked.status != ContractStatus.DRAFTED:

@@ -102,6 +102,12 @@ ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
     "dashboard_order": ("order", NOT_FOUND),
     "dashboard_quote_pdf": ("order", NOT_FOUND),
     "dashboard_invoice_pdf": ("invoice", NOT_FOUND),
+    # The order's contract: read, download, one-time code, sign; standard terms.
+    "dashboard_contract": ("order", NOT_FOUND),
+    "dashboard_contract_pdf": ("order", NOT_FOUND),
+    "dashboard_contract_code": ("order", NOT_FOUND),
+    "dashboard_contract_sign": ("order", NOT_FOUND),
+    "dashboard_order_terms": ("order", NOT_FOUND),
     # Members and invitations (portal/accounts/urls.py).
     "accounts:member_role": ("membership_pk", NOT_FOUND),
     "accounts:member_remove": ("membership_pk", NOT_FOUND),
