@@ -1,5 +1,5 @@
-"""Contracts, their e-signatures and audit chain, standard-terms acceptances, the gate to
-provisioning, the invoice schedule over the term, dunning and renewals.
+"""Contracts, their e-signatures and audit chain, standard-terms acceptances and the gate
+to provisioning.
 
 Imported at the end of ``billing/models.py`` (Django sees these models as ``billing.*``).
 
@@ -23,11 +23,10 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Organisation
-from billing.models import Invoice, Order, Quote
+from billing.models import Order, Quote
 from core.lifecycle import Lifecycle
 from core.models import LifecycleEvent
-from core.money import money_field
-from inventory.models import Currency, Site
+from inventory.models import Site
 
 __all__ = [
     "CONTRACT_SIGNED",
@@ -38,13 +37,8 @@ __all__ = [
     "ContractDocumentKind",
     "ContractEvent",
     "ContractStatus",
-    "DunningNotice",
     "ProvisioningRelease",
-    "RenewalOffer",
-    "ScheduledInvoice",
-    "ScheduledInvoiceStatus",
     "SigningCode",
-    "SlaCredit",
     "TermsAcceptance",
 ]
 
@@ -249,103 +243,3 @@ class ProvisioningRelease(models.Model):
 
     def __str__(self) -> str:
         return f"{self.order_id} released {self.released_at:%Y-%m-%d %H:%M}"
-
-
-# --- Money over the term ----------------------------------------------------------------
-
-
-class ScheduledInvoiceStatus(models.TextChoices):
-    PLANNED = "planned", _("planned")
-    ISSUED = "issued", _("issued")
-
-
-class ScheduledInvoice(models.Model):
-    """One billing period of a contract's invoice schedule; issued on ``issue_on``."""
-
-    contract = models.ForeignKey(Contract, on_delete=models.CASCADE, related_name="schedule")
-    seq = models.PositiveSmallIntegerField()
-    period_start = models.DateTimeField()
-    period_end = models.DateTimeField()
-    issue_on = models.DateField()
-    due_at = models.DateTimeField()
-    currency = models.CharField(max_length=3, choices=Currency.choices)
-    net = money_field(_("net"))
-    vat = money_field(_("VAT"))
-    gross = money_field(_("total"))
-    lines = models.JSONField(default=list)  # [{code, description, net, vat, tax_rate}]
-    status = models.CharField(
-        max_length=8, choices=ScheduledInvoiceStatus.choices, default=ScheduledInvoiceStatus.PLANNED
-    )
-    invoice = models.OneToOneField(
-        Invoice, on_delete=models.PROTECT, null=True, blank=True, related_name="scheduled"
-    )
-
-    class Meta:
-        ordering = ["contract", "seq"]
-        constraints = [
-            models.UniqueConstraint(fields=["contract", "seq"], name="schedinv_unique_seq")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.contract_id}#{self.seq} {self.gross}"
-
-
-class DunningNotice(models.Model):
-    """One dunning step taken for an invoice (a reminder or a suspension); unique per step,
-    so a beat job run twice sends nothing twice."""
-
-    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="dunning")
-    step = models.CharField(max_length=16)  # "-7", "-3", "0", "+3", "suspend"
-    created_at = models.DateTimeField(auto_now_add=True)
-    detail = models.CharField(max_length=300, blank=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["invoice", "step"], name="dunning_unique_step")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.invoice_id} {self.step}"
-
-
-class RenewalOffer(models.Model):
-    """The renewal quote made N days before a contract ends (one per contract)."""
-
-    contract = models.OneToOneField(Contract, on_delete=models.CASCADE, related_name="renewal")
-    quote = models.ForeignKey(Quote, on_delete=models.SET_NULL, null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    same_nodes = models.BooleanField(default=False)
-    note = models.TextField(blank=True)
-
-    def __str__(self) -> str:
-        return f"renewal of {self.contract_id}"
-
-
-class SlaCredit(models.Model):
-    """An automatic SLA credit for one node and billing period (nobody claims it)."""
-
-    contract = models.ForeignKey(Contract, on_delete=models.CASCADE, related_name="credits")
-    node_hostname = models.CharField(max_length=64)
-    period_start = models.DateTimeField()
-    period_end = models.DateTimeField()
-    downtime_hours = models.DecimalField(max_digits=10, decimal_places=2)
-    availability = models.DecimalField(max_digits=7, decimal_places=4)
-    percent = models.DecimalField(max_digits=5, decimal_places=2)
-    currency = models.CharField(max_length=3, choices=Currency.choices)
-    amount = money_field(_("credit"))
-    explanation = models.TextField()
-    evidence = models.JSONField(default=list)
-    applied_to = models.ForeignKey(
-        Invoice, on_delete=models.SET_NULL, null=True, blank=True, related_name="sla_credits"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["contract", "node_hostname", "period_start"], name="slacredit_unique"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.contract_id} {self.node_hostname} −{self.amount}"
