@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import date
 from decimal import Decimal
 from zoneinfo import ZoneInfo
@@ -47,7 +48,7 @@ def test_the_schedule_sums_to_the_lines_to_the_cent(term_duration, raw, start):
     for p in periods:
         assert all(pl.net >= 0 and pl.vat >= 0 for pl in p.lines)
         assert p.net == p.net.quantize(Decimal("0.01"))
-    for before, after in zip(periods, periods[1:], strict=False):
+    for before, after in itertools.pairwise(periods):
         assert before.end == after.start  # contiguous, no gap, no overlap
 
 
