@@ -844,3 +844,6 @@ class StripeEventAdmin(ReadOnlyAdmin):
         return format_html(
             "<pre>{}</pre>", json.dumps(obj.payload, ensure_ascii=False, indent=2, sort_keys=True)
         )
+
+
+from billing import admin_contracts  # noqa: E402, F401  (contracts register themselves)

@@ -878,3 +878,7 @@ class InvoiceDocument(models.Model):
 
     def __str__(self) -> str:
         return f"{self.invoice} [{self.language}] {self.sha256[:12]}"
+
+
+# Contracts, signatures, the provisioning gate, schedules, dunning, renewals, SLA credits.
+from billing.models_contracts import *  # noqa: E402, F403

@@ -13,8 +13,9 @@ from smtplib import SMTPException
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from billing import invoices, quote_pdf
-from billing.models import Invoice, Quote
+from billing import contract_pdf, invoices, quote_pdf
+from billing.models import Contract, Invoice, Quote
+from billing.services import contracts as contract_services
 from billing.services import orders, payments, sweeps
 from billing.services import quotes as quote_services
 from billing.services.quotes.emails import quote_email_send
@@ -125,3 +126,46 @@ def documents_sweep_task(older_than_minutes: int = 5) -> dict[str, int]:
         "quote_emails": result.quote_emails,
         "invoice_documents": result.invoice_documents,
     }
+
+
+# --- Contracts --------------------------------------------------------------------------
+
+
+@shared_task(
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    max_retries=3,
+    **PDF_LIMITS,
+)
+def document_render_contract(contract_id: int, language: str) -> str:
+    """Render and keep the contract's PDF for signature; return its SHA-256. Idempotent:
+    a stored draft is returned as it is."""
+    contract = Contract.objects.get(pk=contract_id)
+    document = contract_pdf.draft_document(contract=contract, language=language)
+    contract_services.contract_document_rendered(contract=contract, document=document)
+    return document.sha256
+
+
+@shared_task(
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    max_retries=3,
+    **PDF_LIMITS,
+)
+def document_seal_contract(contract_id: int, language: str) -> str:
+    """Render the countersigned contract with its audit page and seal it (PAdES); return
+    the SHA-256. Idempotent: a sealed document is never made twice."""
+    contract = Contract.objects.get(pk=contract_id)
+    sealed = contract_pdf.sealed_document(contract=contract, language=language)
+    contract_services.contract_sealed(contract=contract, document=sealed.document)
+    return sealed.document.sha256
+
+
+@shared_task(**SWEEP_LIMITS)
+def contracts_activate_task() -> int:
+    """Countersigned contracts become active at the start and end at the end (beat)."""
+    return contract_services.contracts_activate_and_end()

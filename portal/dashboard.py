@@ -18,6 +18,7 @@ from accounts.decorators import customer_required
 from accounts.models import MemberRole
 from billing import invoices, quote_pdf
 from billing.models import Order
+from billing.services import gate
 from portal import dashboard_selectors as selectors
 from provisioning import selectors as provisioning_selectors
 from provisioning.validation import report as acceptance_report
@@ -75,6 +76,7 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
             "payable_invoice": selectors.payable_invoice(order, timezone.now()),
             **_progress_context(order),
             "acceptance_runs": selectors.acceptance_runs_for_order(order),
+            "gate": gate.gate_state(order),
         },
     )
 

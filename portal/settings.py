@@ -247,6 +247,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "billing.tasks.stripe_events_retry_task",
         "schedule": 300.0,
     },
+    "contracts-activate-and-end": {
+        "task": "billing.tasks.contracts_activate_task",
+        "schedule": 300.0,
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(_CELERY_DIR / "beat-schedule")
 
@@ -318,6 +322,19 @@ PORTAL_BANK_NAME = env.str(
     "PORTAL_BANK_NAME", default="China Merchants Bank, Shenzhen Branch (demo)"
 )
 PORTAL_BANK_SWIFT = env.str("PORTAL_BANK_SWIFT", default="CMBCCNBS")
+
+# Contracts: the provider's PAdES seal (a PKCS#12 file and its passphrase; `make run`
+# creates a demo key and self-signed certificate there once), an RFC 3161 timestamping
+# authority when set, the standard terms' version, days before the end to offer renewal.
+PORTAL_SIGNING_P12 = env.str("PORTAL_SIGNING_P12", default=str(VAR_DIR / "signing" / "seal.p12"))
+PORTAL_SIGNING_P12_PASSPHRASE = env.str(
+    "PORTAL_SIGNING_P12_PASSPHRASE", default="demo-seal-passphrase"
+)
+PORTAL_SIGNING_TSA_URL = env.str("PORTAL_SIGNING_TSA_URL", default="")
+PORTAL_TERMS_VERSION = env.str("PORTAL_TERMS_VERSION", default="2026-01")
+PORTAL_RENEWAL_DAYS = env.int("PORTAL_RENEWAL_DAYS", default=30)
+# seed_demo makes one signed contract (two PDF renderings; the test suite turns it off).
+PORTAL_SEED_DEMO_CONTRACT = env.bool("PORTAL_SEED_DEMO_CONTRACT", default=True)
 
 # --- CSV import/export
 # Every exported cell that a spreadsheet would run as a formula (it starts with = + - @,

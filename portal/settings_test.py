@@ -24,6 +24,8 @@ if os.environ.get("TEST_EMAIL_FILE_PATH"):
 else:
     EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 CELERY_TASK_ALWAYS_EAGER = False
+# seed_demo's signed contract costs two PDF renderings: only the tests that want it.
+PORTAL_SEED_DEMO_CONTRACT = False
 # Argon2 still, at minimal cost: the suite creates many users.
 PASSWORD_HASHERS = [
     "portal.hashers.CheapArgon2PasswordHasher",

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from portal import dashboard
+from portal import dashboard, dashboard_contracts
 
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
@@ -17,4 +17,27 @@ urlpatterns = [
         name="dashboard_acceptance_report",
     ),
     path("invoices/<slug:number>.pdf", dashboard.invoice_pdf, name="dashboard_invoice_pdf"),
+    path(
+        "orders/<slug:number>/contract/",
+        dashboard_contracts.contract_page,
+        name="dashboard_contract",
+    ),
+    path(
+        "orders/<slug:number>/contract.pdf",
+        dashboard_contracts.contract_pdf_view,
+        name="dashboard_contract_pdf",
+    ),
+    path(
+        "orders/<slug:number>/contract/code",
+        dashboard_contracts.contract_code,
+        name="dashboard_contract_code",
+    ),
+    path(
+        "orders/<slug:number>/contract/sign",
+        dashboard_contracts.contract_sign,
+        name="dashboard_contract_sign",
+    ),
+    path(
+        "orders/<slug:number>/terms", dashboard_contracts.order_terms, name="dashboard_order_terms"
+    ),
 ]

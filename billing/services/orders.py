@@ -28,6 +28,11 @@ from billing.models import (
     Quote,
 )
 from billing.periods import rental_period, site_today
+from billing.services.contracts import contract_draft_if_needed
+from billing.services.gate import (  # noqa: F401 - the task name, re-exported
+    PROVISIONING_START_TASK,
+    order_release_for_provisioning,
+)
 from billing.services.numbers import next_number
 from core import jobs, lifecycle
 from core.errors import DomainError
@@ -43,8 +48,6 @@ CARD_HOLD = timedelta(minutes=30)
 PAYMENT_GRACE = timedelta(minutes=15)
 SELF_SERVICE_TRANSFER_HOLD = timedelta(days=2)
 CARD_METHODS = (PaymentMethod.CARD, PaymentMethod.ALIPAY, PaymentMethod.WECHAT_PAY)
-
-PROVISIONING_START_TASK = "provisioning.tasks.provisioning_start"
 
 
 class NodesTaken(DomainError):
@@ -141,6 +144,7 @@ def order_create_from_quote(
     )
     lifecycle.record_creation([invoice], actor=actor, reason=_("Issued."))
     _render_invoice_after_commit(invoice, quote.language)
+    contract_draft_if_needed(order=order, actor=actor)
     return order
 
 
@@ -245,8 +249,9 @@ def order_mark_paid(*, order: Order, actor: Actor = None, comment: str = "") -> 
         )
         for invoice in paid:  # the PDF gets its PAID stamp
             _render_invoice_after_commit(invoice, order.quote.language)
-        # Billing knows provisioning only by its task's name: the higher layer subscribes.
-        jobs.enqueue(PROVISIONING_START_TASK, order.pk)
+        # Provisioning starts once the order is also agreed (contract signed or terms
+        # accepted): the gate enqueues it by task name, once.
+        order_release_for_provisioning(order=order, actor=actor)
         return order, True
 
 

@@ -26,6 +26,7 @@ from billing.services import quotes as qs
 from core.errors import DomainError
 from inventory.models import Reservation, ReservationStatus, Site
 from portal.celery import app
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +60,10 @@ def make_order(demo, *, nodes=2) -> Order:
         extra_discount=Decimal("0"),
     )
     quote = qs.quote_send(quote=quote, actor=demo["sales"])
-    return qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+    order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+    # A sales quote needs a signed contract before provisioning (tests/billing/
+    # test_contracts.py signs for real); payments are tested here.
+    return factories.contract_signed_shortcut(order)
 
 
 def reservations(order):

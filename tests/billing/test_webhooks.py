@@ -218,7 +218,10 @@ def test_a_replayed_event_records_one_payment(
     assert StripeEvent.objects.count() == 1
     assert Payment.objects.filter(status=PaymentStatus.SUCCEEDED).count() == 1
     assert Payment.objects.count() == 1
-    assert OrderEvent.objects.filter(order=order, to_status=OrderStatus.PAID).count() == 1
+    paid_moves = OrderEvent.objects.filter(
+        order=order, from_status=OrderStatus.AWAITING_PAYMENT, to_status=OrderStatus.PAID
+    )
+    assert paid_moves.count() == 1
     assert provisioning_calls == [(order.pk, "queued")]
     # A second event about the same intent (Stripe may send one) changes nothing either.
     with django_capture_on_commit_callbacks(execute=True):
@@ -237,7 +240,10 @@ def test_processing_an_event_twice_changes_nothing(card_order, provisioning_call
     assert payments.stripe_event_process(event_id=stored.stripe_id) == "processed"
     assert payments.stripe_event_process(event_id=stored.stripe_id) == "processed"
     assert payments.stripe_event_process(event_id="evt_never_stored") == "missing"
-    assert OrderEvent.objects.filter(to_status=OrderStatus.PAID).count() == 1
+    paid_moves = OrderEvent.objects.filter(
+        from_status=OrderStatus.AWAITING_PAYMENT, to_status=OrderStatus.PAID
+    )
+    assert paid_moves.count() == 1
 
 
 def test_an_intent_made_elsewhere_for_one_of_our_invoices_is_recorded(

@@ -171,6 +171,16 @@ def test_sign_up_configure_pay_by_transfer_and_see_the_order_paid(pages, settle_
     customer.get_by_role("link", name=order.number, exact=True).first.click()
     assert customer.url.endswith(order_page)
     expect(customer.locator("h1 .status")).to_have_text("paid")
+    # Paid, but this short order's standard terms are not accepted yet: the page says so,
+    # and provisioning waits for the checkbox.
+    expect(customer.locator("#gate")).to_contain_text("the standard terms")
+    customer.get_by_label(
+        "I accept the standard terms of service on behalf of my organisation."
+    ).check()
+    customer.get_by_label("Full name").fill("Li Wei")
+    customer.get_by_role("button", name="Accept the terms").click()
+    expect(customer.locator("#gate")).to_have_count(0)
+    expect(customer.locator("#documents")).to_contain_text("Standard terms")
     pages.assert_no_server_errors()
 
     order.refresh_from_db()

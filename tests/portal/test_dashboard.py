@@ -191,11 +191,12 @@ def test_order_page_shows_timeline_nodes_placement_and_documents(client, demo):
     group = order.quote.placement["groups"][0]
     assert f"2 × {group['node_type_name']} under 1 leaf switch" in body
     assert group["fabric"] in body
-    # Documents: the quote and invoice PDFs; contract and acceptance report not yet.
+    # Documents: the quote and invoice PDFs, the contract to sign; no acceptance report yet.
     assert url("dashboard_quote_pdf", order.number) in body
     assert url("dashboard_invoice_pdf", invoice.number) in body
     assert str(InvoiceStatus.PAID.label) in body
-    assert body.count("Not yet available") == 2
+    assert body.count("Not yet available") == 1
+    assert url("dashboard_contract", order.number) in body
     assert url("order_pay", order.number) not in body  # paid
 
 
@@ -269,8 +270,10 @@ def _count_queries(client, path, django_assert_max_num_queries, limit):
 # Session, user, customer profile, membership (the gate), then the page's own reads; the
 # session is saved once, on the first request (warmed up before counting).
 DASHBOARD_QUERIES = 9  # + orders, their invoices, members, quotes, invoices
-ORDER_QUERIES = 11  # + order, events with actors, invoices, reservations, member ids, run,
-# acceptance runs
+# + order, events with actors, invoices, reservations, member ids, the latest provisioning
+# run, acceptance runs, and the gate to provisioning (contract, terms, quote's author,
+# release): constant, whatever the order.
+ORDER_QUERIES = 15
 
 
 def test_dashboard_runs_a_fixed_number_of_queries(client, demo, django_assert_max_num_queries):

@@ -116,6 +116,12 @@ ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
     "provisioning_node_swap": ("run_node", STAFF_ONLY),
     "provisioning_run_cancel": ("run", STAFF_ONLY),
     "dashboard_acceptance_report": ("acceptance_run", NOT_FOUND),
+    # The order's contract: read, download, one-time code, sign; standard terms.
+    "dashboard_contract": ("order", NOT_FOUND),
+    "dashboard_contract_pdf": ("order", NOT_FOUND),
+    "dashboard_contract_code": ("order", NOT_FOUND),
+    "dashboard_contract_sign": ("order", NOT_FOUND),
+    "dashboard_order_terms": ("order", NOT_FOUND),
     # Members and invitations (portal/accounts/urls.py).
     "accounts:member_role": ("membership_pk", NOT_FOUND),
     "accounts:member_remove": ("membership_pk", NOT_FOUND),

@@ -10,6 +10,7 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.core.management.base import BaseCommand
@@ -17,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from billing import demo as billing_demo
+from billing import demo_contracts, signatures
 from inventory import services
 from inventory.models import (
     Fabric,
@@ -293,6 +295,10 @@ class Command(BaseCommand):
         billing_demo.seed_price_books()
         billing_demo.seed_sales_and_customers()
         validation_rules_seed()
+        signatures.demo_certificate_ensure()
+        if settings.PORTAL_SEED_DEMO_CONTRACT:
+            contract = demo_contracts.demo_signed_contract()
+            self.stdout.write(f"signed demo contract: {contract.number}")
         self.stdout.write(
             self.style.SUCCESS(
                 f"Demo data ready: {Site.objects.count()} sites, {NodeType.objects.count()} "

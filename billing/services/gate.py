@@ -1,0 +1,159 @@
+"""The gate to provisioning: an order is provisioned only when it is paid **and** its
+contract is signed by both parties (or, for a short self-service order, the standard terms
+were accepted).
+
+``order_release_for_provisioning`` checks both and enqueues provisioning once (the unique
+``ProvisioningRelease`` row makes it idempotent); the payment path and the signing path
+both call it, whichever comes second opens the gate.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from billing.models import (
+    CONTRACT_SIGNED,
+    Contract,
+    Order,
+    OrderStatus,
+    ProvisioningRelease,
+    Quote,
+    Term,
+    TermsAcceptance,
+)
+from core import jobs, lifecycle
+from core.errors import DomainError
+from core.types import Actor
+
+PROVISIONING_START_TASK = "provisioning.tasks.provisioning_start"
+PAID_STATUSES = (
+    OrderStatus.PAID,
+    OrderStatus.PROVISIONING,
+    OrderStatus.VALIDATING,
+    OrderStatus.READY,
+)
+SHORT_DAYS = 31  # a daily rental up to a month is "short"
+
+
+def needs_contract(quote: Quote) -> bool:
+    """Sales quotes and terms longer than one month need a signed contract; a short
+    self-service order accepts the standard terms instead."""
+    if quote.created_by.is_staff:
+        return True
+    if quote.term == Term.DAY:
+        return quote.duration > SHORT_DAYS
+    return not (quote.term == Term.MONTH and quote.duration == 1)
+
+
+@dataclass(frozen=True)
+class GateState:
+    paid: bool
+    agreed: bool  # contract countersigned or terms accepted
+    needs_contract: bool
+    contract: Contract | None
+    terms: TermsAcceptance | None
+    released: bool
+
+    @property
+    def missing(self) -> list[str]:
+        out = []
+        if not self.agreed:
+            out.append(_("the signed contract") if self.needs_contract else _("the standard terms"))
+        if not self.paid:
+            out.append(_("the payment"))
+        return out
+
+
+def gate_state(order: Order) -> GateState:
+    contract = order.contracts.filter(amends__isnull=True).order_by("-pk").first()
+    terms = TermsAcceptance.objects.filter(order=order).first()
+    contract_needed = needs_contract(order.quote)
+    if contract_needed:
+        agreed = contract is not None and contract.status in CONTRACT_SIGNED
+    else:
+        agreed = terms is not None or (contract is not None and contract.status in CONTRACT_SIGNED)
+    return GateState(
+        paid=order.status in PAID_STATUSES,
+        agreed=agreed,
+        needs_contract=contract_needed,
+        contract=contract,
+        terms=terms,
+        released=ProvisioningRelease.objects.filter(order=order).exists(),
+    )
+
+
+def order_release_for_provisioning(*, order: Order, actor: Actor = None) -> bool:
+    """Enqueue provisioning once the order is paid and agreed; ``True`` when this call
+    released it. Safe to call any number of times from either path."""
+    with transaction.atomic():
+        order = (
+            Order.objects.select_for_update().select_related("quote__created_by").get(pk=order.pk)
+        )
+        state = gate_state(order)
+        if state.released or not (state.paid and state.agreed):
+            return False
+        basis = (
+            _("contract %(n)s signed") % {"n": state.contract.number}
+            if state.contract is not None and state.contract.status in CONTRACT_SIGNED
+            else _("standard terms %(v)s accepted") % {"v": state.terms.version}
+        )
+        try:
+            with transaction.atomic():
+                ProvisioningRelease.objects.create(
+                    order=order, released_at=timezone.now(), basis=basis
+                )
+        except IntegrityError:
+            return False
+        lifecycle.record_note(
+            [order],
+            actor=actor,
+            reason=_("Paid and %(basis)s: provisioning starts.") % {"basis": basis},
+        )
+        # Billing knows provisioning only by its task's name: the higher layer subscribes.
+        jobs.enqueue(PROVISIONING_START_TASK, order.pk)
+        return True
+
+
+def terms_accept(*, order: Order, user: Actor, name: str, ip: str | None) -> TermsAcceptance:
+    """A short self-service order accepts the standard terms (version, time, person)."""
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise DomainError(_("Type your full name to accept the terms."))
+    try:
+        ip = str(ipaddress.ip_address(ip)) if ip else None
+    except ValueError:
+        ip = None
+    with transaction.atomic():
+        order = (
+            Order.objects.select_for_update().select_related("quote__created_by").get(pk=order.pk)
+        )
+        if needs_contract(order.quote):
+            raise DomainError(
+                _("Order %(n)s needs a signed contract; standard terms do not apply.")
+                % {"n": order.number}
+            )
+        existing = TermsAcceptance.objects.filter(order=order).first()
+        if existing is not None:
+            return existing
+        acceptance = TermsAcceptance.objects.create(
+            order=order,
+            version=settings.PORTAL_TERMS_VERSION,
+            user=user,
+            name=name,
+            accepted_at=timezone.now(),
+            ip=ip,
+        )
+        lifecycle.record_note(
+            [order],
+            actor=user,
+            reason=_("Standard terms %(v)s accepted by %(name)s.")
+            % {"v": acceptance.version, "name": name},
+        )
+    order_release_for_provisioning(order=order, actor=user)
+    return acceptance

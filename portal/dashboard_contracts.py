@@ -1,0 +1,139 @@
+"""The customer's contract pages under ``/<lang>/account/orders/<number>/``: read the exact
+PDF, ask for a one-time code, sign; accept the standard terms of a short order.
+
+Every view looks the order up with ``request.organisation``: another organisation's order
+answers 404, exactly like one that does not exist.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from accounts.decorators import customer_required
+from accounts.models import MemberRole
+from accounts.throttle import client_ip
+from billing import contract_pdf
+from billing.models import Contract, ContractDocument, ContractDocumentKind, ContractStatus, Order
+from billing.services import contracts as contract_services
+from billing.services import gate
+from core.errors import DomainError
+from portal import dashboard_selectors as selectors
+
+SIGNERS = (MemberRole.OWNER, MemberRole.BILLING)
+
+
+def _order(request: HttpRequest, number: str) -> Order:
+    order = selectors.order_for_org(request.organisation, number)
+    if order is None:
+        raise Http404
+    return order
+
+
+def _contract(order: Order) -> Contract:
+    contract = gate.gate_state(order).contract
+    if contract is None:
+        raise Http404
+    return contract
+
+
+@customer_required
+@require_GET
+def contract_page(request: HttpRequest, number: str) -> HttpResponse:
+    order = _order(request, number)
+    contract = _contract(order)
+    draft = ContractDocument.objects.filter(
+        contract=contract, kind=ContractDocumentKind.DRAFT
+    ).first()
+    return render(
+        request,
+        "billing/contracts/contract.html",
+        {
+            "order": order,
+            "contract": contract,
+            "draft": draft,
+            "can_sign": request.membership.role in SIGNERS
+            and contract.status == ContractStatus.DRAFTED,
+            "gate": gate.gate_state(order),
+        },
+    )
+
+
+@customer_required
+@require_GET
+def contract_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
+    """The sealed PDF once countersigned; before that, the exact PDF for signature."""
+    order = _order(request, number)
+    contract = _contract(order)
+    document = (
+        ContractDocument.objects.filter(contract=contract, kind=ContractDocumentKind.SEALED)
+        .order_by("pk")
+        .first()
+    ) or contract_pdf.draft_document(contract=contract)
+    return FileResponse(
+        document.file.open("rb"),
+        content_type="application/pdf",
+        filename=f"{contract.number}-{document.kind}.pdf",
+    )
+
+
+@customer_required
+@require_POST
+def contract_code(request: HttpRequest, number: str) -> HttpResponse:
+    order = _order(request, number)
+    contract = _contract(order)
+    try:
+        contract_services.signing_code_send(contract=contract, user=request.user)
+        messages.success(
+            request,
+            _("A one-time code was sent to %(email)s.") % {"email": request.user.email},
+        )
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    return redirect("dashboard_contract", number=order.number)
+
+
+@customer_required
+@require_POST
+def contract_sign(request: HttpRequest, number: str) -> HttpResponse:
+    order = _order(request, number)
+    contract = _contract(order)
+    try:
+        contract_services.contract_sign(
+            contract=contract,
+            user=request.user,
+            full_name=request.POST.get("full_name", ""),
+            title=request.POST.get("title", ""),
+            consent=request.POST.get("consent") == "on",
+            code=request.POST.get("code", ""),
+            pdf_sha256=request.POST.get("pdf_sha256", ""),
+            ip=client_ip(request),
+            user_agent=request.META.get("HTTP_USER_AGENT", ""),
+        )
+        messages.success(request, _("Signed. We countersign and send you the sealed PDF."))
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    return redirect("dashboard_contract", number=order.number)
+
+
+@customer_required
+@require_POST
+def order_terms(request: HttpRequest, number: str) -> HttpResponse:
+    order = _order(request, number)
+    if request.POST.get("accept") != "on":
+        messages.error(request, _("Tick the box to accept the standard terms."))
+        return redirect("dashboard_order", number=order.number)
+    try:
+        gate.terms_accept(
+            order=order,
+            user=request.user,
+            name=request.POST.get("name", "") or request.user.get_full_name() or "",
+            ip=client_ip(request),
+        )
+        messages.success(request, _("Standard terms accepted."))
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    return redirect("dashboard_order", number=order.number)

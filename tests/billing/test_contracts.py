@@ -1,0 +1,287 @@
+"""Contracts: drafted from an accepted quote, signed with a one-time code, countersigned,
+sealed with pyHanko and verified; the gate to provisioning."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.core import mail
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django.urls import reverse
+from django.utils import timezone
+
+from billing import contract_pdf, signatures
+from billing.models import (
+    Contract,
+    ContractStatus,
+    OrderStatus,
+    ProvisioningRelease,
+    SigningCode,
+)
+from billing.services import contracts as cs
+from billing.services import gate, orders
+from billing.services import quotes as qs
+from core.errors import DomainError
+from core.models import OutboxMessage
+
+pytestmark = pytest.mark.django_db
+
+PROVISIONING = "provisioning.tasks.provisioning_start"
+
+
+@pytest.fixture(autouse=True)
+def signing_key(settings, tmp_path_factory):
+    settings.PORTAL_SIGNING_P12 = str(tmp_path_factory.getbasetemp() / "seal" / "seal.p12")
+    signatures.demo_certificate_ensure()
+
+
+def make_order(demo, *, term="month", duration=3, actor=None, start=None):
+    actor = actor or demo["sales"]
+    quote = qs.quote_create(
+        site=demo["sz"],
+        organisation=demo["org"],
+        contact_name="Li Wei",
+        contact_email="li.wei@example.com",
+        term=term,
+        duration=duration,
+        start_date=start or demo["start"],
+        items=[qs.ItemSpec(kind="node", quantity=Decimal(2), node_type_id=demo["h100"].pk)],
+        actor=actor,
+        extra_discount=Decimal("0"),
+    )
+    quote = qs.quote_send(quote=quote, actor=actor)
+    return qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+
+
+def provisioning_enqueued(order) -> int:
+    return sum(
+        1
+        for m in OutboxMessage.objects.all()
+        for name, args in m.steps
+        if name == PROVISIONING and args == [order.pk]
+    )
+
+
+def sign(contract, user, *, code=None, sha=None, title="CTO"):
+    if code is None:
+        cs.signing_code_send(contract=contract, user=user)
+        code = re.search(r" is (\d{6})\.", mail.outbox[-1].body)[1]
+    draft = contract_pdf.draft_document(contract=contract)
+    return cs.contract_sign(
+        contract=contract,
+        user=user,
+        full_name="Li Wei",
+        title=title,
+        consent=True,
+        code=code,
+        pdf_sha256=sha or draft.sha256,
+        ip="203.0.113.9",
+        user_agent="pytest",
+    )
+
+
+def signed_contract(demo):
+    order = make_order(demo)
+    contract = Contract.objects.get(order=order)
+    sign(contract, demo["customer"])
+    cs.contract_countersign(contract=contract, actor=demo["manager"])
+    sealed = contract_pdf.sealed_document(contract=contract)
+    cs.contract_sealed(contract=contract, document=sealed.document)
+    contract.refresh_from_db()
+    return contract, sealed.document
+
+
+def test_a_sales_quote_order_gets_a_contract_and_a_short_self_service_one_does_not(demo):
+    order = make_order(demo)
+    contract = Contract.objects.get(order=order)
+    assert contract.status == ContractStatus.DRAFTED
+    assert contract.number.startswith("C-SZ-")
+    assert contract.parties["customer"]["legal_name"]
+    assert gate.needs_contract(order.quote)
+    short = make_order(demo, term="month", duration=1, actor=demo["customer"])
+    assert not gate.needs_contract(short.quote)
+    assert not Contract.objects.filter(order=short).exists()
+
+
+def test_the_contract_pdf_has_every_clause_in_both_languages(demo):
+    order = make_order(demo)
+    contract = Contract.objects.get(order=order)
+    for language, words in (
+        ("en", ["Equipment schedule", "Article 13", "Export control", "Annex A", "99.9%"]),
+        ("zh-hans", ["H100"]),
+    ):
+        html = contract_pdf.contract_context(contract, language=language)
+        assert html["restricted"], "H100 is export-controlled"
+        from core.pdf import render_html
+
+        text = render_html(contract_pdf.TEMPLATE, html, language=language)
+        for word in words:
+            assert word in text, (language, word)
+        for hostname in order.quote.placement["groups"][0]["hostnames"]:
+            assert hostname in text
+
+
+def test_signed_sealed_contract_verifies_and_a_changed_byte_does_not(demo, client):
+    contract, document = signed_contract(demo)
+    assert contract.status == ContractStatus.COUNTERSIGNED
+    assert contract.final_sha256 == document.sha256
+    assert cs.audit_verify(contract)
+    data = document.file.open("rb").read()
+    verdict = signatures.verify_pdf(data)
+    assert verdict.status == "valid", verdict
+    # One byte changed inside the signed range: the producer string.
+    i = data.index(b"WeasyPrint")
+    tampered = data[:i] + b"X" + data[i + 1 :]
+    assert len(tampered) == len(data)
+    assert signatures.verify_pdf(tampered).status == "modified"
+    assert signatures.verify_pdf(b"%PDF-1.7 not really").status == "unknown"
+    # The public page says the same.
+    url = reverse("contract_verify")
+    page = client.post(url, {"file": SimpleUploadedFile("c.pdf", data, "application/pdf")})
+    assert page.status_code == 200
+    assert "signed by us, unchanged" in page.content.decode()
+    assert contract.number in page.content.decode()
+    page = client.post(url, {"file": SimpleUploadedFile("c.pdf", tampered, "application/pdf")})
+    assert "modified" in page.content.decode()
+    # The audit chain breaks when an entry changes.
+    entry = contract.audit.get(kind="customer_signed")
+    entry.detail = {**entry.detail, "name": "Someone Else"}
+    entry.save()
+    assert not cs.audit_verify(contract)
+
+
+def test_the_one_time_code_is_single_use_expires_and_counts_attempts(demo):
+    order = make_order(demo)
+    contract = Contract.objects.get(order=order)
+    customer = demo["customer"]
+    cs.signing_code_send(contract=contract, user=customer)
+    code = re.search(r" is (\d{6})\.", mail.outbox[-1].body)[1]
+    row = SigningCode.objects.get(contract=contract)
+    assert code not in row.code_hash and len(row.code_hash) == 64  # hashed at rest
+    wrong = "000000" if code != "000000" else "111111"
+    with pytest.raises(DomainError, match="not right"):
+        sign(contract, customer, code=wrong)
+    row.refresh_from_db()
+    assert row.attempts == 1
+    # Expired.
+    SigningCode.objects.filter(pk=row.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    with pytest.raises(DomainError, match="expired"):
+        sign(contract, customer, code=code)
+    # Another signer than an owner/billing member is refused.
+    with pytest.raises(DomainError):
+        cs.signing_code_send(contract=contract, user=demo["sales"])
+    # A fresh code works once.
+    sign(contract, customer)
+    contract.refresh_from_db()
+    assert contract.status == ContractStatus.CUSTOMER_SIGNED
+    used = SigningCode.objects.filter(contract=contract, used_at__isnull=False).get()
+    assert contract.signed_code_id == used.pk
+    with pytest.raises(DomainError):
+        sign(contract, customer, code="123456")
+
+
+def test_signing_a_pdf_other_than_the_one_shown_is_refused(demo):
+    contract = Contract.objects.get(order=make_order(demo))
+    with pytest.raises(DomainError, match="not the current contract"):
+        sign(contract, demo["customer"], sha="0" * 64)
+
+
+def test_provisioning_waits_for_payment_and_the_countersignature(demo):
+    order = make_order(demo)
+    contract = Contract.objects.get(order=order)
+    orders.order_mark_paid(order=order, comment="test")
+    order.refresh_from_db()
+    assert order.status == OrderStatus.PAID
+    assert provisioning_enqueued(order) == 0
+    assert [str(m) for m in gate.gate_state(order).missing] == ["the signed contract"]
+    sign(contract, demo["customer"])
+    assert provisioning_enqueued(order) == 0
+    cs.contract_countersign(contract=contract, actor=demo["manager"])
+    assert provisioning_enqueued(order) == 1
+    # Idempotent.
+    assert gate.order_release_for_provisioning(order=order) is False
+    assert provisioning_enqueued(order) == 1
+    assert ProvisioningRelease.objects.filter(order=order).count() == 1
+
+
+def test_short_self_service_order_accepts_terms_then_pays(demo):
+    order = make_order(demo, term="month", duration=1, actor=demo["customer"])
+    assert [str(m) for m in gate.gate_state(order).missing] == [
+        "the standard terms",
+        "the payment",
+    ]
+    gate.terms_accept(order=order, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+    assert provisioning_enqueued(order) == 0
+    orders.order_mark_paid(order=order)
+    assert provisioning_enqueued(order) == 1
+    acceptance = order.terms_acceptance
+    assert acceptance.version and acceptance.user == demo["customer"]
+    # A long order cannot skip the contract with the checkbox.
+    with pytest.raises(DomainError):
+        gate.terms_accept(order=make_order(demo), user=demo["customer"], name="Li", ip=None)
+
+
+def test_a_signed_contract_is_amended_not_changed(demo):
+    contract, _document = signed_contract(demo)
+    amendment = cs.contract_draft(order=contract.order, actor=demo["sales"], amends=contract)
+    assert amendment.amends == contract and amendment.pk != contract.pk
+    with pytest.raises(DomainError):
+        cs.contract_draft(order=contract.order, actor=demo["sales"], amends=amendment)
+
+
+def test_render_contract_command_writes_the_sealed_pdf(demo, tmp_path):
+    contract, document = signed_contract(demo)
+    out = tmp_path / "c.pdf"
+    call_command("render_contract", contract.number, "--out", str(out))
+    assert out.read_bytes() == document.file.open("rb").read()
+    assert signatures.verify_pdf(out.read_bytes()).status == "valid"
+
+
+def test_seed_demo_prints_a_signed_contract(db, media, settings, capsys):
+    import io
+
+    settings.PORTAL_SEED_DEMO_CONTRACT = True
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    number = re.search(r"signed demo contract: (\S+)", out.getvalue())[1]
+    contract = Contract.objects.get(number=number)
+    assert contract.final_sha256
+    again = io.StringIO()
+    call_command("seed_demo", stdout=again)
+    assert f"signed demo contract: {number}" in again.getvalue()
+    assert Contract.objects.filter(quote__notes__startswith="Demo:").count() == 1
+
+
+def test_the_customer_signs_in_the_portal(demo, client):
+    order = make_order(demo)
+    contract = Contract.objects.get(order=order)
+    draft = contract_pdf.draft_document(contract=contract)
+    client.force_login(demo["customer"])
+    page = client.get(reverse("dashboard_order", args=[order.number]))
+    assert "the signed contract" in page.content.decode()
+    page = client.get(reverse("dashboard_contract", args=[order.number]))
+    assert draft.sha256 in page.content.decode()
+    assert client.get(reverse("dashboard_contract_pdf", args=[order.number])).status_code == 200
+    client.post(reverse("dashboard_contract_code", args=[order.number]))
+    code = re.search(r" is (\d{6})\.", mail.outbox[-1].body)[1]
+    response = client.post(
+        reverse("dashboard_contract_sign", args=[order.number]),
+        {
+            "full_name": "Li Wei",
+            "title": "CTO",
+            "consent": "on",
+            "code": code,
+            "pdf_sha256": draft.sha256,
+        },
+        HTTP_USER_AGENT="Browser/1.0",
+    )
+    assert response.status_code == 302
+    contract.refresh_from_db()
+    assert contract.status == ContractStatus.CUSTOMER_SIGNED
+    assert contract.signed_user_agent == "Browser/1.0"
+    assert contract.signed_ip == "127.0.0.1"
+    assert contract.signed_sha256 == draft.sha256
