@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provisioning.agent import ring
 from provisioning.validation.rules import (
     CheckOutcome,
     ClusterVerdict,
@@ -125,12 +124,36 @@ def measurement_from_report(report: dict[str, Any], *, node: str, gpu_model: str
     )
 
 
+_RING_SCRIPT = (
+    "import json, sys\n"
+    "from provisioning.agent import ring\n"
+    "print(json.dumps(ring.cpu_allreduce(int(sys.argv[1]), int(sys.argv[2]), 2, 5, "
+    "timeout=120.0)))\n"
+)
+
+
+def _ring_allreduce(message_bytes: int, ranks: int) -> dict[str, Any]:
+    """One ring all-reduce across ``ranks`` local processes, run from a fresh interpreter:
+    a Celery prefork child is a daemonic process and may not start processes itself."""
+    proc = subprocess.run(  # noqa: S603 - our own module with integer arguments
+        [sys.executable, "-c", _RING_SCRIPT, str(int(message_bytes)), str(int(ranks))],
+        cwd=AGENT_PACKAGE_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise AgentFailed(f"the cluster all-reduce failed: {proc.stderr.strip()[-500:]}")
+    return json.loads(proc.stdout)
+
+
 def local_cluster_measurement(*, ranks: int = 2, message_bytes: int = 1 << 20) -> Measurement:
     """The CPU path's cluster check (simulated nodes, CI): a real ring all-reduce across
     local processes at ``ranks`` and ``2 × ranks``; scaling efficiency = throughput(2N) /
     (2 × throughput(N)), throughput being the ranks' aggregate bus bandwidth."""
-    small = ring.cpu_allreduce(message_bytes, ranks, 2, 5, timeout=120.0)
-    large = ring.cpu_allreduce(message_bytes, 2 * ranks, 2, 5, timeout=120.0)
+    small = _ring_allreduce(message_bytes, ranks)
+    large = _ring_allreduce(message_bytes, 2 * ranks)
     checks = []
     for name, res in (("cluster_allreduce_n", small), ("cluster_allreduce_2n", large)):
         ok = bool(res.get("correct"))
@@ -192,14 +215,21 @@ def validate_nodes(
                 verdict,
             )
         )
+    cluster_error = ""
     if cluster is None and len(targets) > 1 and all(t.gpu_model == "cpu" for t in targets):
-        cluster = local_cluster_measurement()
+        try:
+            cluster = local_cluster_measurement()
+        except (AgentFailed, subprocess.TimeoutExpired, ValueError) as exc:
+            cluster_error = f"the cluster check did not run: {exc}"
     cluster_verdict = evaluate_cluster(verdicts, cluster, rule_list) if verdicts else None
     all_reported = len(verdicts) == len(targets)
     accepted = bool(cluster_verdict and cluster_verdict.accepted and all_reported)
     reasons = [r.text for r in cluster_verdict.reasons] if cluster_verdict else []
     if not all_reported:
         reasons.append("some nodes produced no report")
+    if cluster_error:
+        accepted = False
+        reasons.append(cluster_error)
     outcome = ValidationOutcome(results, accepted, reasons, cluster_verdict, cluster)
     if persist is not None:
         outcome.validation_run_id = persist(outcome, targets, profile)

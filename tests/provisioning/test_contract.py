@@ -52,3 +52,27 @@ def test_a_cpu_report_judged_against_a_gpu_model_fails_closed():
     )
     assert not outcome.cluster_accepted
     assert not outcome.nodes[0].accepted and outcome.nodes[0].reasons
+
+
+def _measure_in_daemon(queue):
+    from provisioning.validation.contract import local_cluster_measurement
+
+    try:
+        queue.put(("ok", local_cluster_measurement().metrics))
+    except Exception as exc:  # reported to the test
+        queue.put(("error", repr(exc)))
+
+
+def test_the_cluster_check_runs_inside_a_daemonic_worker_process():
+    """Celery's prefork children are daemonic and may not start processes themselves: the
+    cluster all-reduce must still run there (the embedded default's worker)."""
+    import multiprocessing
+
+    queue = multiprocessing.Queue()
+    child = multiprocessing.Process(target=_measure_in_daemon, args=(queue,), daemon=True)
+    child.start()
+    status, value = queue.get(timeout=120)
+    child.join(10)
+    assert status == "ok", value
+    assert value["cluster_allreduce_ring_busbw_gbps"] > 0
+    assert value["scaling_efficiency"] > 0
