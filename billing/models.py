@@ -20,6 +20,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Organisation
+from billing.periods import end_of_day
 from core.lifecycle import Lifecycle
 from core.models import LifecycleEvent
 from core.money import money_field
@@ -489,6 +490,14 @@ class Quote(models.Model):
     @property
     def is_editable(self) -> bool:
         return self.status in QUOTE_EDITABLE
+
+    @property
+    def expiry(self) -> Any:
+        """The quote's real expiry: when it stops being open and its holds end (set when
+        sent: the end of the validity day, never past the rental's first day)."""
+        if self.expires_at is not None:
+            return self.expires_at
+        return end_of_day(site=self.site, day=min(self.valid_until, self.start_date))
 
 
 class ItemKind(models.TextChoices):

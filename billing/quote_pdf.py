@@ -22,13 +22,30 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.utils import translation
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from billing.models import AddonPrice, ItemKind, Quote, QuoteDocument, QuoteLine, QuoteStatus, Term
+from billing.models import (
+    AddonPrice,
+    ItemKind,
+    PaymentMethod,
+    Quote,
+    QuoteDocument,
+    QuoteLine,
+    QuoteStatus,
+    Term,
+)
 from billing.numerals import rmb_upper
 from billing.periods import rental_period
+from billing.services.orders import (
+    CARD_HOLD,
+    CARD_METHODS,
+    hold_terms,
+    payment_methods_offered,
+    payment_methods_text,
+    transfer_refusal,
+)
 from core.pdf import css_content, normalise_language, render_pdf, store_document
 from inventory.models import Fabric
 
@@ -276,6 +293,41 @@ def _last_day(quote: Quote) -> date:
     return (end - timedelta(days=1)).date()
 
 
+def quote_holds(quote: Quote) -> list[dict[str, Any]]:
+    """What the quote states about holds once accepted, per payment method offered: the
+    same ``hold_terms`` the order will get (self-service quotes are accepted when sent)."""
+    methods = payment_methods_offered()
+    now = quote.sent_at or timezone.now()
+    rows = []
+    online = [m for m in methods if m in CARD_METHODS]
+    if online:
+        rows.append(
+            {
+                "online": True,
+                "methods": payment_methods_text(online),
+                "minutes": int(CARD_HOLD.total_seconds() // 60),
+            }
+        )
+    if PaymentMethod.BANK_TRANSFER in methods:
+        terms = hold_terms(
+            site=quote.site,
+            start_date=quote.start_date,
+            method=PaymentMethod.BANK_TRANSFER,
+            quote_expires_at=quote.expiry,
+            self_service=not quote.created_by.is_staff,
+            now=now,
+        )
+        rows.append(
+            {
+                "online": False,
+                "possible": terms.possible,
+                "pay_by": terms.pay_by.astimezone(quote.site.tzinfo).strftime("%Y-%m-%d %H:%M"),
+                "refusal": "" if terms.possible else transfer_refusal(terms),
+            }
+        )
+    return rows
+
+
 def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
     """Everything ``pdf/quote.html`` shows, translated into ``language``."""
     quote = (
@@ -328,6 +380,9 @@ def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
             "currency": quote.currency,
             "vat_applies": quote.vat_rate > Decimal("0"),
             "amount_in_words": amount_in_words,
+            "expiry": quote.expiry.astimezone(tz).strftime("%Y-%m-%d %H:%M"),
+            "holds": quote_holds(quote),
+            "payment_methods_text": payment_methods_text(payment_methods_offered()),
             "prepared_by": creator.get_full_name() or creator.get_username(),
             "prepared_by_email": creator.email,
         }

@@ -63,6 +63,15 @@ class Site(models.Model):
         validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
         help_text=_("As a fraction: 0.0600 is 6%."),
     )
+    lead_time_hours = models.PositiveIntegerField(
+        _("lead time (hours)"),
+        default=24,
+        validators=[MaxValueValidator(24 * 90)],
+        help_text=_(
+            "How long the site needs to prepare nodes: the earliest start of an order is "
+            "this long after it is paid."
+        ),
+    )
 
     class Meta:
         ordering = ["code"]

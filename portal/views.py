@@ -21,9 +21,10 @@ from accounts.throttle import client_ip
 from billing import catalog as shop
 from billing import selectors as billing_selectors
 from billing import sizing
-from billing.models import CardOptionPrice
+from billing.models import CardOptionPrice, PaymentMethod
 from billing.models import Term as BillingTerm
 from billing.periods import rental_period
+from billing.services.orders import CARD_HOLD, hold_terms, payment_methods_offered, transfer_refusal
 from billing.services.quotes import ItemSpec, priced_lines_as_rows, quote_price_preview
 from billing.services.selfservice import (
     CapacityTaken,
@@ -367,6 +368,7 @@ def _configure_context(
         end_at=end_at,
         availability=found,
         gpu_note=form.gpu_note,
+        holds=_holds(config),
         hidden=[
             (name, data.get(name))
             for name in form.fields
@@ -402,6 +404,23 @@ def _configure_context(
             ),
         )
     return context
+
+
+def _holds(config: Any) -> list[dict[str, Any]]:
+    """For each payment method offered, how long the nodes are held (``hold_terms``)."""
+    rows = []
+    for method in payment_methods_offered():
+        terms = hold_terms(site=config.site, start_date=config.start_date, method=method)
+        rows.append(
+            {
+                "method": method,
+                "label": PaymentMethod(method).label,
+                "terms": terms,
+                "refusal": "" if terms.possible else transfer_refusal(terms),
+                "minutes": int(CARD_HOLD.total_seconds() // 60),
+            }
+        )
+    return rows
 
 
 def _configure_render(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
@@ -462,7 +481,7 @@ def configure_accept(request: HttpRequest) -> HttpResponse:
             duration=config.duration,
             start_date=config.start_date,
             addons=dict(config.addons),
-            payment_method=form.cleaned_data.get("payment_method") or "card",
+            payment_method=form.cleaned_data.get("payment_method") or payment_methods_offered()[0],
             ip=client_ip(request),
         )
     except DomainError as exc:

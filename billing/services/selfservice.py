@@ -1,8 +1,8 @@
 """Self-service ordering: a customer configures, sees the instant quote, and accepts.
 
 ``order_self_service`` creates the quote, sends it (which places and holds the nodes) and
-accepts it at once, so the order holds the nodes until its payment deadline (30 minutes
-for card, Alipay and WeChat Pay; the quote's validity for bank transfer). When another
+accepts it at once, so the order holds the nodes until its payment deadline
+(``billing.services.orders.hold_terms``). When another
 customer takes the nodes first, it tries the placement again (they may have taken only
 some), then raises ``CapacityTaken`` with the nearest alternatives.
 """
@@ -14,17 +14,20 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from accounts.models import Membership, Organisation
 from billing import catalog, pricing
-from billing.models import ItemKind, Order, PaymentMethod, Term
-from billing.periods import rental_period, site_today
+from billing.models import ItemKind, Order, Term
+from billing.periods import earliest_start_date, latest_start_date, rental_period, site_today
 from billing.pricing import TERM_DURATION
 from billing.pricing import Term as PricingTerm
 from billing.selectors import BookSnapshot
+from billing.services.orders import payment_methods_offered
 from billing.services.quotes import (
     ItemSpec,
     NodesGone,
@@ -161,10 +164,23 @@ def configuration_check(
                 "units": term_units(term),
             }
     today = site_today(site)
+    earliest = earliest_start_date(site)
+    latest = latest_start_date(site, months=settings.PRICE_BOOK_HORIZON_MONTHS)
     if start_date < today:
         errors["start_date"] = _(
             "The start date is in the past: today in %(site)s is %(today)s."
         ) % {"site": site.display_name, "today": today.isoformat()}
+    elif start_date < earliest:
+        errors["start_date"] = ngettext(
+            "%(site)s needs %(hours)s hour to prepare the nodes: the earliest start is %(date)s.",
+            "%(site)s needs %(hours)s hours to prepare the nodes: the earliest start is %(date)s.",
+            site.lead_time_hours,
+        ) % {"site": site.display_name, "hours": site.lead_time_hours, "date": earliest.isoformat()}
+    elif start_date > latest:
+        errors["start_date"] = _(
+            "Prices are published for starts up to %(date)s (%(months)s months ahead): "
+            "choose an earlier start, or ask our sales team for a quote."
+        ) % {"date": latest.isoformat(), "months": settings.PRICE_BOOK_HORIZON_MONTHS}
     if errors or count is None:
         raise ConfigurationInvalid(errors)
     return count
@@ -286,7 +302,7 @@ def order_self_service(
     """
     if not Membership.objects.filter(user=user, organisation=organisation).exists():
         raise DomainError(_("You are not a member of this organisation."))
-    if payment_method not in PaymentMethod.values:
+    if payment_method not in payment_methods_offered():
         raise DomainError(_("Choose a payment method."))
     configuration_check(
         site=site,

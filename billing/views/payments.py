@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import DataError
@@ -19,6 +20,7 @@ from accounts.models import Membership
 from billing import invoices, stripe_api
 from billing.models import InvoiceStatus, Order, OrderStatus
 from billing.services import payments
+from billing.services.orders import CARD_METHODS, payment_methods_offered, payment_methods_text
 from core.errors import DomainError
 
 
@@ -60,6 +62,9 @@ def order_pay(request: HttpRequest, number: str) -> HttpResponse:
     context.update(
         {
             "card_configured": stripe_api.is_configured(),
+            "online_methods": payment_methods_text(
+                [m for m in payment_methods_offered() if m in CARD_METHODS]
+            ),
             "not_configured_message": payments.not_configured_message(),
             "bank": invoices.bank_details(),
         }
@@ -92,7 +97,7 @@ def order_pay_card(request: HttpRequest, number: str) -> HttpResponse:
     context["stripe_config"] = {
         "publishableKey": stripe_api.publishable_key(),
         "clientSecret": client_secret,
-        "returnUrl": request.build_absolute_uri(reverse("order_pay_return", args=[order.number])),
+        "returnUrl": settings.PORTAL_BASE_URL + reverse("order_pay_return", args=[order.number]),
         "locale": "zh" if language.startswith("zh") else "en",
     }
     context["payment"] = payment

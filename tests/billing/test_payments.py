@@ -5,6 +5,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.conf import settings
 import stripe
 from django.contrib.auth import get_user_model
 from django.shortcuts import resolve_url
@@ -252,7 +253,8 @@ def test_the_card_page_mounts_the_payment_element(client, demo, fake_stripe):
     html = page.content.decode()
     assert '<script src="https://js.stripe.com/v3/"></script>' in html
     assert "pk_test_offline" in html and "pi_test_1_secret_abc" in html
-    assert "http://testserver" + pay_url("order_pay_return", order) in html
+    # Absolute links use the configured public URL, not the request's host (issue 9, 5).
+    assert settings.PORTAL_BASE_URL + pay_url("order_pay_return", order) in html
 
 
 def test_the_return_page_tells_the_status(client, demo, fake_stripe):

@@ -45,7 +45,7 @@ from inventory.models import (
 )
 from tests import factories
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("online_payments")]
 
 MAX_QUERIES = 15
 

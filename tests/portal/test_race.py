@@ -30,6 +30,9 @@ from inventory.models import (
 )
 
 
+pytestmark = pytest.mark.usefixtures("online_payments")
+
+
 @pytest.fixture
 def no_quote_emails(monkeypatch):
     """Services enqueue documents and emails after commit; record them instead of
@@ -201,7 +204,9 @@ def test_asking_for_more_than_is_free_is_refused_with_alternatives(no_quote_emai
     h100 = NodeType.objects.get(code="h100-8x-nvlink")
     user, org = _customer("dave")
     with pytest.raises(CapacityTaken) as caught:
-        _order(user, org, site=hk, node_type=h100, count=20, start=site_today(hk))
+        _order(
+            user, org, site=hk, node_type=h100, count=20, start=site_today(hk) + timedelta(days=2)
+        )
     kinds = {alt.kind for alt in caught.value.alternatives}
     assert "site" in kinds  # Shenzhen has enough H100 nodes
     assert not Order.objects.exists()
