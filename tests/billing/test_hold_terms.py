@@ -8,8 +8,8 @@ from types import SimpleNamespace
 from zoneinfo import ZoneInfo
 
 import pytest
-from django.core.cache import cache
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import override
@@ -211,7 +211,7 @@ def test_the_default_start_is_the_earliest_the_site_can_deliver(client, site):
     site.save(update_fields=["lead_time_hours"])
     cache.clear()  # the catalog's sites are cached for a minute
     with override("en"):
-        response = client.get(reverse("configure"))
+        response = client.get(reverse("configure"), {"site": site.code})
     assert response.context["form"]["start_date"].value() == earliest_start_date(site).isoformat()
     assert response.context["priced"] is not None
 

@@ -5,8 +5,8 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.conf import settings
 import stripe
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.shortcuts import resolve_url
 from django.urls import reverse

@@ -29,7 +29,6 @@ from inventory.models import (
     Site,
 )
 
-
 pytestmark = pytest.mark.usefixtures("online_payments")
 
 
