@@ -612,6 +612,35 @@ class QuoteDocument(models.Model):
         return f"{self.quote} [{self.language}] {self.sha256[:12]}"
 
 
+class Estimate(models.Model):
+    """A non-binding quote PDF of a configuration, for anyone (no account): no number from
+    the gapless quote sequence, no nodes held. One row per configuration, language, price
+    book and day (``key``), so identical configurations are served from the stored file.
+    The documents queue renders it; ``rendered_at`` is set when the file is stored."""
+
+    key = models.CharField(max_length=64, unique=True)
+    language = models.CharField(max_length=8, choices=settings.LANGUAGES)
+    configuration = models.JSONField()
+    reopen_path = models.CharField(max_length=2000)
+    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="+")
+    file = models.FileField(upload_to="estimates/%Y/", blank=True)
+    sha256 = models.CharField(max_length=64, blank=True)
+    size = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    rendered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("estimate")
+        verbose_name_plural = _("estimates")
+
+    def __str__(self) -> str:
+        return f"estimate {self.key[:12]} [{self.language}]"
+
+    @property
+    def is_ready(self) -> bool:
+        return self.rendered_at is not None and bool(self.file)
+
+
 # --- Orders -----------------------------------------------------------------------------
 
 

@@ -184,7 +184,7 @@ def line_note(line: QuoteLine, addon_notes_zh: dict[tuple[str, str], str], langu
     return note
 
 
-def _specs(node_type: Any) -> list[tuple[str, str]]:
+def node_specs(node_type: Any) -> list[tuple[str, str]]:
     gpu = node_type.gpu_model
     rows = [
         (_("CPU"), node_type.cpu),
@@ -222,7 +222,7 @@ def _configurations(quote: Quote) -> list[dict[str, Any]]:
             continue
         nt = item.node_type
         config = configs.setdefault(
-            nt.pk, {"node_type": nt, "count": 0, "specs": _specs(nt), "cards": []}
+            nt.pk, {"node_type": nt, "count": 0, "specs": node_specs(nt), "cards": []}
         )
         config["count"] += int(item.quantity)
         if item.card_gpu_model is not None and item.cards_per_node:
@@ -269,8 +269,13 @@ def _configuration_rows(configs: list[dict[str, Any]], per_row: int = 3) -> list
 
 def _placement(quote: Quote) -> dict[str, str]:
     """Node type code -> where its nodes are held: leaf switches, racks, fabric."""
+    return placement_texts(quote.placement or {})
+
+
+def placement_texts(placement: dict[str, Any]) -> dict[str, str]:
+    """Node type code -> the placement in words, from a placement record's groups."""
     out: dict[str, str] = {}
-    for g in (quote.placement or {}).get("groups", []):
+    for g in placement.get("groups", []):
         code = g.get("fabric_code", "")
         fabric = str(Fabric(code).label) if code in Fabric.values else g.get("fabric", "")
         leaves = len(g.get("leaves", []))

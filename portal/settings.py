@@ -253,6 +253,11 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(_CELERY_DIR / "beat-schedule")
 # Self-service starts are priced up to this many months ahead (the price book horizon).
 PRICE_BOOK_HORIZON_MONTHS = env.int("PRICE_BOOK_HORIZON_MONTHS", default=12)
 
+# Anonymous estimates (non-binding quote PDFs): new renders per client and hour, and how
+# many days their prices are stated as valid.
+ESTIMATE_RENDERS_PER_HOUR = env.int("ESTIMATE_RENDERS_PER_HOUR", default=20)
+ESTIMATE_VALID_DAYS = env.int("ESTIMATE_VALID_DAYS", default=7)
+
 # Absolute address of the portal, for links in emails and PDFs.
 PORTAL_BASE_URL = env.str("PORTAL_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 

@@ -9,10 +9,18 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    JsonResponse,
+    QueryDict,
+)
 from django.shortcuts import redirect, render, resolve_url
 from django.urls import NoReverseMatch, reverse
 from django.utils.cache import patch_vary_headers
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
@@ -21,9 +29,10 @@ from accounts.throttle import client_ip
 from billing import catalog as shop
 from billing import selectors as billing_selectors
 from billing import sizing
-from billing.models import CardOptionPrice, PaymentMethod
+from billing.models import CardOptionPrice, Estimate, PaymentMethod
 from billing.models import Term as BillingTerm
 from billing.periods import rental_period
+from billing.services import estimates
 from billing.services.orders import CARD_HOLD, hold_terms, payment_methods_offered, transfer_refusal
 from billing.services.quotes import ItemSpec, priced_lines_as_rows, quote_price_preview
 from billing.services.selfservice import (
@@ -375,6 +384,7 @@ def _configure_context(
             if name != "payment_method" and data.get(name) not in (None, "")
         ],
         share_url=_query(form),
+        estimate_url=_query(form).replace(reverse("configure"), reverse("configure_estimate"), 1),
     )
     if found.placement is not None:
         context["placement"] = {
@@ -509,3 +519,70 @@ def configure_accept(request: HttpRequest) -> HttpResponse:
             },
         )
         return redirect("catalog")
+
+
+# --- Anonymous estimate (a non-binding quote PDF) -------------------------------------------
+
+
+@require_GET
+def configure_estimate(request: HttpRequest) -> HttpResponse:
+    """A quote PDF of exactly the configuration on screen, for anyone: no account, no
+    nodes held, no quote number. The documents queue renders it; the page that follows
+    says it is being prepared and offers the file when it is there."""
+    context = _configure_context(request, request.GET)
+    config = context.get("config")
+    if config is None or not context.get("priced"):
+        messages.error(request, estimates.estimate_refused_message())
+        return redirect(f"{reverse('configure')}?{urlencode(_form_data(request.GET, {}))}")
+    try:
+        ticket = estimates.estimate_request(
+            config=config,
+            book=context["snapshot"].book,
+            language=get_language() or "zh-hans",
+            reopen_path=context["share_url"],
+            client=client_ip(request) or "unknown",
+        )
+    except estimates.EstimateRateLimited as exc:
+        response = render(
+            request,
+            "portal/estimate.html",
+            {"estimate": None, "refusal": exc.message, "back_url": context["share_url"]},
+            status=429,
+        )
+        response["Retry-After"] = str(estimates.RATE_WINDOW_S)
+        return response
+    return redirect("estimate_status", ticket.estimate.key)
+
+
+@require_GET
+def estimate_status(request: HttpRequest, key: str) -> HttpResponse:
+    """ "Being prepared" until the documents queue has stored the PDF (htmx polls this
+    page), then the link to download it. One query."""
+    estimate = (
+        Estimate.objects.filter(key=key)
+        .only("key", "file", "rendered_at", "reopen_path", "language", "created_at")
+        .first()
+    )
+    if estimate is None:
+        raise Http404
+    context = {"estimate": estimate, "back_url": estimate.reopen_path}
+    partial = request.htmx and not request.htmx.history_restore_request
+    template = "portal/_estimate.html" if partial else "portal/estimate.html"
+    response = render(request, template, context)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+@require_GET
+def estimate_pdf(request: HttpRequest, key: str) -> HttpResponse:
+    """The stored estimate PDF (never rendered here: 404 until the queue has made it)."""
+    estimate = Estimate.objects.filter(key=key).first()
+    if estimate is None or not estimate.is_ready:
+        raise Http404
+    day = estimate.created_at.date().isoformat()
+    return FileResponse(
+        estimate.file.open("rb"),
+        as_attachment=True,
+        filename=f"estimate-{day}-{estimate.key[:8]}.pdf",
+        content_type="application/pdf",
+    )
