@@ -113,6 +113,9 @@ AUTH_PASSWORD_VALIDATORS = [
 AUTHENTICATION_BACKENDS = ["accounts.backends.EmailBackend"]  # email or username
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "accounts:organisations"
+# Staff land on their own pages after logging in (group name -> URL name); other staff
+# land in the back office.
+STAFF_LANDING_BY_GROUP = {"Sales": "sales:quote_list", "Sales managers": "sales:quote_list"}
 LOGOUT_REDIRECT_URL = "catalog"
 # Login throttling (accounts/throttle.py), for every login form (the admin's too), built
 # so that an attacker cannot lock users out. MAX_FAILURES failures for one account from one
