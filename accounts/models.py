@@ -103,6 +103,15 @@ COUNTRY_CHOICES: list[tuple[str, str]] = [
 # 统一社会信用代码 (GB 32100-2015): 18 characters, digits and upper-case letters except
 # I, O, S, V and Z.
 USCC_RE = re.compile(r"[0-9A-HJ-NP-RTUW-Y]{18}")
+USCC_ALPHABET = "0123456789ABCDEFGHJKLMNPQRTUWXY"  # value = position (31 characters)
+USCC_WEIGHTS = (1, 3, 9, 27, 19, 26, 16, 17, 20, 29, 25, 13, 8, 24, 10, 30, 28)
+
+
+def uscc_check_character(first17: str) -> str:
+    """The 18th character of a 统一社会信用代码 (GB 32100-2015): 31 − (Σ value × weight
+    mod 31), with 31 written as 0."""
+    total = sum(USCC_ALPHABET.index(c) * w for c, w in zip(first17, USCC_WEIGHTS, strict=True))
+    return USCC_ALPHABET[(31 - total % 31) % 31]
 
 
 def tax_id_normalise(*, country: str, tax_id: str) -> str:
@@ -123,6 +132,11 @@ def tax_id_problem(*, country: str, tax_id: str) -> str | None:
         return gettext(
             "A unified social credit code (统一社会信用代码) has 18 characters: digits and "
             "capital letters except I, O, S, V and Z."
+        )
+    if country == "CN" and tax_id and uscc_check_character(tax_id[:17]) != tax_id[17]:
+        return gettext(
+            "This unified social credit code (统一社会信用代码) has a typing error: its last "
+            "character does not match the other 17. Copy it from the business licence."
         )
     return None
 

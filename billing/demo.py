@@ -54,9 +54,14 @@ ADDONS = [
     ("cross-node-traffic", "Cross-node traffic inside the cluster (InfiniBand / RoCE)",
      "集群内跨节点流量（InfiniBand / RoCE）", "month", D("0"), D("0"), "Free", "免费"),
     ("extra-ip", "Extra public IPv4 address", "额外公网 IPv4 地址", "ip_month", D("50"), D("54"), "", ""),
-    ("ddos-5g", "DDoS protection 5 Gb/s", "DDoS 防护 5 Gb/s", "month", D("0"), D("0"), "Free", "免费"),
-    ("ddos-20g", "DDoS protection 20 Gb/s", "DDoS 防护 20 Gb/s", "month", D("2000"), D("2160"), "", ""),
+    # The seeds: "5-20G DDoS 防护" comes free; larger protection is priced (a demo figure).
+    ("ddos-20g", "DDoS protection 5–20 Gb/s", "DDoS 防护 5–20 Gb/s", "month", D("0"), D("0"),
+     "Free", "免费"),
+    ("ddos-100g", "DDoS protection 100 Gb/s", "DDoS 防护 100 Gb/s", "month", D("8000"), D("8640"),
+     "", ""),
 ]  # fmt: skip
+# Add-on codes of earlier demo data, removed when the demo is seeded again.
+RETIRED_ADDONS = ("ddos-5g",)
 FREE_SERVICES = [
     ("Snapshots", "快照"),
     (
@@ -64,6 +69,7 @@ FREE_SERVICES = [
         "环境部署：CUDA 12.4、PyTorch 2.3、DeepSpeed 0.14、FlashAttention-2",
     ),
     ("NCCL tuning sheet", "NCCL 调优参数表"),
+    ("ICP filing support (备案)", "ICP 备案协助"),
 ]
 DISCOUNTS = [
     # code, English, Chinese, term, multiplier, category, GPU model
@@ -111,6 +117,7 @@ def seed_price_books() -> list[PriceBook]:
                         "max_per_node": 4,
                     },
                 )
+        AddonPrice.objects.filter(price_book=book, code__in=RETIRED_ADDONS).delete()
         for i, (code, name, name_zh, unit, sz, hk, note, note_zh) in enumerate(ADDONS):
             AddonPrice.objects.update_or_create(
                 price_book=book,
@@ -163,6 +170,10 @@ def seed_price_books() -> list[PriceBook]:
     return books
 
 
+# Valid 统一社会信用代码 (GB 32100-2015 check character; tests/portal/test_uscc.py).
+DEMO_ORGANISATION_TAX_IDS = ("91440300MA5DEM0006",)
+
+
 def seed_sales_and_customers() -> None:
     users = get_user_model().objects
     for username, limit, approves in (("sales", "0.10", False), ("manager", "0.25", True)):
@@ -175,7 +186,7 @@ def seed_sales_and_customers() -> None:
         name="Pearl River AI Lab",
         defaults={
             "legal_name": "深圳珠江智算科技有限公司",
-            "tax_id": "91440300MA5DEM0001",
+            "tax_id": DEMO_ORGANISATION_TAX_IDS[0],
             "billing_address": "深圳市南山区科技园 1 号",
             "country": "CN",
             "billing_email": "finance@pearlriver.example",

@@ -101,6 +101,9 @@ def test_anyone_gets_a_quote_pdf_without_holds_or_numbers(client, demo, tmp_path
     assert "IP address" in flat  # the add-on on screen
     assert "Included at no charge" in text and "Snapshots" in flat  # the free services
     assert "2 nodes under 1 leaf switch" in flat  # the placement preview
+    # The seeds' free services: DDoS protection 5–20G free, ICP filing support listed.
+    assert "DDoS protection 5–20 Gb/s" in flat
+    assert "ICP filing support" in flat
     assert "Prices valid until" in text and "How to order" in text
     assert settings.PORTAL_BASE_URL + "/en/configure/?" in flat.replace(" ", "")
 

@@ -89,7 +89,7 @@ def test_chinese_invoice_shows_number_reference_totals_and_capital_numerals(invo
     assert rmb_upper(invoice.gross_total) in flat  # 人民币大写
     # For the fapiao: legal name, tax ID, billing address.
     assert LEGAL_NAME_ZH in flat
-    assert "91440300MA5DEM0001" in text
+    assert "91440300MA5DEM0006" in text
     assert "深圳市南山区科技园1号" in flat
     # The quote's lines, by net amount; the bank account from the settings.
     for line in invoice.order.quote.lines.exclude(kind="free"):
