@@ -14,6 +14,13 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 
+class FapiaoType(models.TextChoices):
+    """The kind of 发票 the customer wants from the tax system (mainland China)."""
+
+    ORDINARY = "ordinary", _("ordinary VAT fapiao (普票)")
+    SPECIAL = "special", _("special VAT fapiao (专票)")
+
+
 class Organisation(models.Model):
     """A customer company: what quotes, orders, contracts and invoices belong to."""
 
@@ -25,6 +32,20 @@ class Organisation(models.Model):
     billing_address = models.TextField(_("billing address"), blank=True)
     country = models.CharField(_("country"), max_length=2, default="CN")
     billing_email = models.EmailField(_("billing email"), blank=True)
+    # The 发票 request, printed on mainland payment requests as "fapiao to be issued to".
+    fapiao_type = models.CharField(
+        _("fapiao type"), max_length=10, choices=FapiaoType.choices, default=FapiaoType.ORDINARY
+    )
+    fapiao_title = models.CharField(
+        _("fapiao title"),
+        max_length=200,
+        blank=True,
+        help_text=_("The buyer's name on the fapiao; the legal name when empty."),
+    )
+    fapiao_address_phone = models.CharField(
+        _("registered address and phone"), max_length=300, blank=True
+    )
+    fapiao_bank_account = models.CharField(_("bank and account number"), max_length=300, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
@@ -41,6 +62,27 @@ class Organisation(models.Model):
         problem = tax_id_problem(country=self.country, tax_id=self.tax_id)
         if problem:
             raise ValidationError({"tax_id": problem})
+        if self.fapiao_type == FapiaoType.SPECIAL and not (
+            self.tax_id and self.fapiao_address_phone and self.fapiao_bank_account
+        ):
+            raise ValidationError(
+                {
+                    "fapiao_type": gettext(
+                        "A special VAT fapiao (专票) needs the tax ID, the registered address "
+                        "and phone, and the bank and account number."
+                    )
+                }
+            )
+
+    @property
+    def fapiao_buyer(self) -> str:
+        """The buyer's name on the fapiao."""
+        return self.fapiao_title or self.legal_name or self.name
+
+    @property
+    def legal_details_complete(self) -> bool:
+        """Whether the legal details are given (legal name, and a tax ID in China)."""
+        return bool(self.legal_name and (self.tax_id or self.country != "CN"))
 
 
 class MemberRole(models.TextChoices):

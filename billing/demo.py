@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, time
 from decimal import Decimal
+from typing import Any
 
 from django.contrib.auth import get_user_model
 
@@ -17,6 +18,7 @@ from billing.models import (
     PriceBook,
     Promotion,
     SalesProfile,
+    SellerEntity,
 )
 from inventory.models import GPUModel, NodeType, Site
 
@@ -197,3 +199,45 @@ def seed_sales_and_customers() -> None:
         Membership.objects.get_or_create(
             organisation=org, user=customer, defaults={"role": MemberRole.OWNER}
         )
+
+
+# The seller at each site (demo entities and accounts; registration numbers are valid
+# in form: the 统一社会信用代码 carries its GB 32100-2015 check character).
+SELLERS: dict[str, dict[str, Any]] = {
+    "SZ": {
+        "legal_name": "Shenzhen Zhisuan Cloud Technology Co., Ltd.",
+        "legal_name_zh": "深圳市智算云科技有限公司",
+        "registration_kind": "uscc",
+        "registration_number": "91440300MA5H2K8L07",
+        "address": "12/F, Building 8, Science Park South, Nanshan, Shenzhen, Guangdong, China",
+        "address_zh": "中国广东省深圳市南山区科技园南区 8 栋 12 层",
+        "bank_name": "China Merchants Bank, Shenzhen Science Park Sub-branch",
+        "bank_name_zh": "招商银行深圳科技园支行",
+        "account_name": "深圳市智算云科技有限公司",
+        "account_number": "755900000000001",
+        "cnaps_code": "308584001234",
+        "swift_code": "CMBCCNBS",
+        "issues_fapiao": True,
+    },
+    "HK": {
+        "legal_name": "GPU Cloud (Hong Kong) Limited",
+        "legal_name_zh": "智算云（香港）有限公司",
+        "registration_kind": "hk_br",
+        "registration_number": "72345678",
+        "address": "Unit 1201, 12/F, Cyberport 3, 100 Cyberport Road, Hong Kong",
+        "address_zh": "香港數碼港道 100 號數碼港 3 座 12 樓 1201 室",
+        "bank_name": "The Hongkong and Shanghai Banking Corporation Limited",
+        "bank_name_zh": "香港上海滙豐銀行有限公司",
+        "account_name": "GPU Cloud (Hong Kong) Limited",
+        "account_number": "004-123-456789-838",
+        "cnaps_code": "",
+        "swift_code": "HSBCHKHHHKH",
+        "issues_fapiao": False,
+    },
+}
+
+
+def seed_sellers() -> None:
+    for site in Site.objects.filter(code__in=SELLERS):
+        seller, _ = SellerEntity.objects.update_or_create(site=site, defaults=SELLERS[site.code])
+        seller.full_clean()

@@ -128,7 +128,7 @@ def estimate_context(
         valid_until = min(
             issued_local.date() + timedelta(days=settings.ESTIMATE_VALID_DAYS), config.start_date
         )
-        the_provider = provider(language)
+        the_provider = provider(language, site)
         in_words = ""
         if language.lower().startswith("zh") and priced.currency == "CNY":
             in_words = rmb_upper(priced.gross_total)

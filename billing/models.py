@@ -12,14 +12,15 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from accounts.models import Organisation
+from accounts.models import Organisation, tax_id_problem
 from billing.periods import end_of_day
 from core.lifecycle import Lifecycle
 from core.models import LifecycleEvent
@@ -610,6 +611,92 @@ class QuoteDocument(models.Model):
 
     def __str__(self) -> str:
         return f"{self.quote} [{self.language}] {self.sha256[:12]}"
+
+
+class RegistrationKind(models.TextChoices):
+    USCC = "uscc", _("unified social credit code (统一社会信用代码)")
+    HK_BR = "hk_br", _("Hong Kong business registration number")
+
+
+SWIFT_RE = r"^[A-Z]{6}[A-Z0-9]{2}([A-Z0-9]{3})?$"
+CNAPS_RE = r"^\d{12}$"
+
+
+class SellerEntity(models.Model):
+    """Who sells at a site: the legal entity on its quotes and payment documents, with
+    its registration number and the bank account customers pay into, in both languages.
+
+    A mainland entity (``issues_fapiao``) sends payment requests (付款通知书): only the tax
+    system issues a 发票. A Hong Kong entity issues invoices.
+    """
+
+    site = models.OneToOneField(
+        Site, on_delete=models.PROTECT, related_name="seller", verbose_name=_("site")
+    )
+    legal_name = models.CharField(_("legal name"), max_length=200)
+    legal_name_zh = models.CharField(_("legal name (Chinese)"), max_length=200, blank=True)
+    registration_kind = models.CharField(
+        _("registration"), max_length=8, choices=RegistrationKind.choices
+    )
+    registration_number = models.CharField(_("registration number"), max_length=32)
+    address = models.CharField(_("address"), max_length=300)
+    address_zh = models.CharField(_("address (Chinese)"), max_length=300, blank=True)
+    bank_name = models.CharField(_("bank"), max_length=200)
+    bank_name_zh = models.CharField(_("bank (Chinese)"), max_length=200, blank=True)
+    account_name = models.CharField(
+        _("account name"), max_length=200, help_text=_("Exactly the seller's legal name.")
+    )
+    account_number = models.CharField(_("account number"), max_length=64)
+    cnaps_code = models.CharField(
+        _("CNAPS code"),
+        max_length=12,
+        blank=True,
+        validators=[RegexValidator(CNAPS_RE, _("A CNAPS code has 12 digits."))],
+    )
+    swift_code = models.CharField(
+        _("SWIFT/BIC"),
+        max_length=11,
+        blank=True,
+        validators=[RegexValidator(SWIFT_RE, _("A SWIFT/BIC code has 8 or 11 characters."))],
+    )
+    issues_fapiao = models.BooleanField(
+        _("mainland entity"),
+        default=True,
+        help_text=_(
+            "Payment documents are payment requests (付款通知书) and carry the customer's "
+            "fapiao request; off means invoices (Hong Kong)."
+        ),
+    )
+
+    class Meta:
+        verbose_name = _("seller entity")
+        verbose_name_plural = _("seller entities")
+
+    def __str__(self) -> str:
+        return self.legal_name
+
+    def clean(self) -> None:
+        super().clean()
+        if self.account_name not in (self.legal_name, self.legal_name_zh):
+            raise ValidationError(
+                {"account_name": gettext("The account name must be exactly the legal name.")}
+            )
+        if self.registration_kind == RegistrationKind.USCC:
+            problem = tax_id_problem(country="CN", tax_id=self.registration_number)
+            if problem:
+                raise ValidationError({"registration_number": problem})
+        if self.issues_fapiao and not self.cnaps_code:
+            raise ValidationError(
+                {"cnaps_code": gettext("A mainland account needs its CNAPS code.")}
+            )
+
+    def localized(self, language: str) -> dict[str, str]:
+        zh = language.lower().startswith("zh")
+        return {
+            "legal_name": (self.legal_name_zh if zh else "") or self.legal_name,
+            "address": (self.address_zh if zh else "") or self.address,
+            "bank_name": (self.bank_name_zh if zh else "") or self.bank_name,
+        }
 
 
 class Estimate(models.Model):

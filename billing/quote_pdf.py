@@ -34,6 +34,8 @@ from billing.models import (
     QuoteDocument,
     QuoteLine,
     QuoteStatus,
+    RegistrationKind,
+    SellerEntity,
     Term,
 )
 from billing.numerals import rmb_upper
@@ -68,7 +70,8 @@ FROZEN_STATUSES = frozenset(
 
 @dataclass(frozen=True)
 class Provider:
-    """Who issues the quote (a constant: the demo provider, no settings involved)."""
+    """Who issues the document: the site's seller entity (``SellerEntity``), or the
+    provider block from settings where a site has none."""
 
     brand: str
     name: str
@@ -76,11 +79,36 @@ class Provider:
     email: str
     phone: str
     website: str
+    registration_label: str = ""
+    registration_number: str = ""
+    issues_fapiao: bool = True
 
 
-def provider(language: str) -> Provider:
-    """The provider block on quotes and invoices, from settings (``PORTAL_PROVIDER_*``)."""
+def seller_for(site: Any) -> SellerEntity | None:
+    if site is None:
+        return None
+    return SellerEntity.objects.filter(site=site).first()
+
+
+def provider(language: str, site: Any = None) -> Provider:
+    """The provider block on quotes and payment documents: the site's seller entity in
+    the document's language, else the settings (``PORTAL_PROVIDER_*``)."""
     zh = language.lower().startswith("zh")
+    seller = seller_for(site)
+    if seller is not None:
+        with translation.override(language):
+            texts = seller.localized(language)
+            return Provider(
+                brand=settings.PORTAL_PROVIDER_BRAND,
+                name=texts["legal_name"],
+                address=texts["address"],
+                email=settings.PORTAL_PROVIDER_EMAIL,
+                phone=settings.PORTAL_PROVIDER_PHONE,
+                website=settings.PORTAL_PROVIDER_WEBSITE,
+                registration_label=str(RegistrationKind(seller.registration_kind).label),
+                registration_number=seller.registration_number,
+                issues_fapiao=seller.issues_fapiao,
+            )
     return Provider(
         brand=settings.PORTAL_PROVIDER_BRAND,
         name=(settings.PORTAL_PROVIDER_NAME_ZH if zh else "") or settings.PORTAL_PROVIDER_NAME,
@@ -90,6 +118,27 @@ def provider(language: str) -> Provider:
         phone=settings.PORTAL_PROVIDER_PHONE,
         website=settings.PORTAL_PROVIDER_WEBSITE,
     )
+
+
+def bank_details(site: Any = None, language: str = "en") -> dict[str, str]:
+    """Where to transfer the money: the site's seller account (bank name in the
+    document's language), else the account in the settings."""
+    seller = seller_for(site)
+    if seller is not None:
+        return {
+            "account_name": seller.account_name,
+            "account_number": seller.account_number,
+            "bank_name": seller.localized(language)["bank_name"],
+            "swift": seller.swift_code,
+            "cnaps": seller.cnaps_code,
+        }
+    return {
+        "account_name": settings.PORTAL_BANK_ACCOUNT_NAME,
+        "account_number": settings.PORTAL_BANK_ACCOUNT_NUMBER,
+        "bank_name": settings.PORTAL_BANK_NAME,
+        "swift": settings.PORTAL_BANK_SWIFT,
+        "cnaps": "",
+    }
 
 
 def duration_label(term: str, duration: int) -> str:
@@ -362,7 +411,7 @@ def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
             amount_in_words = rmb_upper(quote.gross_total)
         creator = quote.created_by
         party = quote.organisation.legal_name or quote.organisation.name
-        the_provider = provider(language)
+        the_provider = provider(language, quote.site)
         configurations = _configurations(quote)
         return {
             "quote": quote,
@@ -388,6 +437,7 @@ def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
             "expiry": quote.expiry.astimezone(tz).strftime("%Y-%m-%d %H:%M"),
             "holds": quote_holds(quote),
             "payment_methods_text": payment_methods_text(payment_methods_offered()),
+            "bank": bank_details(quote.site, language),
             "prepared_by": creator.get_full_name() or creator.get_username(),
             "prepared_by_email": creator.email,
         }

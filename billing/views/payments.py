@@ -17,7 +17,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.models import Membership
-from billing import invoices, stripe_api
+from billing import quote_pdf, stripe_api
 from billing.models import InvoiceStatus, Order, OrderStatus
 from billing.services import payments
 from billing.services.orders import CARD_METHODS, payment_methods_offered, payment_methods_text
@@ -66,7 +66,7 @@ def order_pay(request: HttpRequest, number: str) -> HttpResponse:
                 [m for m in payment_methods_offered() if m in CARD_METHODS]
             ),
             "not_configured_message": payments.not_configured_message(),
-            "bank": invoices.bank_details(),
+            "bank": quote_pdf.bank_details(order.site, translation.get_language() or "en"),
         }
     )
     return render(request, "billing/pay/order_pay.html", context)

@@ -21,6 +21,7 @@ from billing.models import (
     Payment,
     PaymentMethod,
     PaymentStatus,
+    SellerEntity,
 )
 from billing.services import payments
 from billing.services import quotes as qs
@@ -167,7 +168,9 @@ def test_card_payment_says_it_is_not_configured_and_bank_transfer_works(client, 
     assert "js.stripe.com" not in html
     assert order.number in html and invoice.number in html
     assert invoice.bank_reference in html
-    assert "7559 0000 0000 0001" in html  # the demo account from settings
+    seller = SellerEntity.objects.get(site=demo["sz"])
+    assert seller.account_number in html  # the Shenzhen seller's account
+    assert seller.account_name in html and seller.cnaps_code in html
     assert "CMBCCNBS" in html
     assert f"{invoice.gross_total:,.2f}" in html
     due = timezone.localtime(order.payment_due_at, demo["sz"].tzinfo)

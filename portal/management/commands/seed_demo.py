@@ -270,6 +270,7 @@ class Command(BaseCommand):
         self._users()
         billing_demo.seed_price_books()
         billing_demo.seed_sales_and_customers()
+        billing_demo.seed_sellers()
         self.stdout.write(
             self.style.SUCCESS(
                 f"Demo data ready: {Site.objects.count()} sites, {NodeType.objects.count()} "
