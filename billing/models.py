@@ -779,6 +779,13 @@ class Order(models.Model):
     payment_due_at = models.DateTimeField(
         _("pay by"), null=True, blank=True, help_text=_("Unpaid by then, the order expires.")
     )
+    idempotency_key = models.CharField(
+        _("idempotency key"),
+        max_length=64,
+        blank=True,
+        default="",
+        help_text=_("The configure form's key: accepting the same form twice finds this order."),
+    )
     paid_at = models.DateTimeField(_("paid"), null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -795,6 +802,13 @@ class Order(models.Model):
         indexes = [models.Index(fields=["status", "payment_due_at"], name="order_due_idx")]
         verbose_name = _("order")
         verbose_name_plural = _("orders")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="order_unique_idempotency_key",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.number

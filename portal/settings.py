@@ -256,6 +256,19 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(_CELERY_DIR / "beat-schedule")
 # Self-service starts are priced up to this many months ahead (the price book horizon).
 PRICE_BOOK_HORIZON_MONTHS = env.int("PRICE_BOOK_HORIZON_MONTHS", default=12)
 
+# Self-service holds per organisation: unpaid orders and the nodes they hold at once
+# (lower until the organisation's legal name and tax ID are on file).
+SELF_SERVICE_HOLD_LIMITS = {
+    "verified": {
+        "unpaid_orders": env.int("HOLD_LIMIT_UNPAID_ORDERS", default=3),
+        "held_nodes": env.int("HOLD_LIMIT_HELD_NODES", default=64),
+    },
+    "unverified": {
+        "unpaid_orders": env.int("HOLD_LIMIT_UNPAID_ORDERS_UNVERIFIED", default=1),
+        "held_nodes": env.int("HOLD_LIMIT_HELD_NODES_UNVERIFIED", default=8),
+    },
+}
+
 # Anonymous estimates (non-binding quote PDFs): new renders per client and hour, and how
 # many days their prices are stated as valid.
 ESTIMATE_RENDERS_PER_HOUR = env.int("ESTIMATE_RENDERS_PER_HOUR", default=20)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from decimal import Decimal
 from typing import Any
 from urllib.parse import urlencode
@@ -378,6 +379,7 @@ def _configure_context(
         availability=found,
         gpu_note=form.gpu_note,
         holds=_holds(config),
+        idempotency_key=uuid.uuid4().hex,
         hidden=[
             (name, data.get(name))
             for name in form.fields
@@ -493,6 +495,7 @@ def configure_accept(request: HttpRequest) -> HttpResponse:
             addons=dict(config.addons),
             payment_method=form.cleaned_data.get("payment_method") or payment_methods_offered()[0],
             ip=client_ip(request),
+            idempotency_key=request.POST.get("idempotency_key", ""),
         )
     except DomainError as exc:
         context = _configure_context(request, request.POST)

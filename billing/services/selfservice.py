@@ -15,14 +15,14 @@ from datetime import date
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from accounts.models import Membership, Organisation
 from billing import catalog, pricing
-from billing.models import ItemKind, Order, Term
+from billing.models import ItemKind, Order, OrderStatus, Term
 from billing.periods import earliest_start_date, latest_start_date, rental_period, site_today
 from billing.pricing import TERM_DURATION
 from billing.pricing import Term as PricingTerm
@@ -37,7 +37,7 @@ from billing.services.quotes import (
 )
 from core.errors import DomainError, DoubleBooking, NotEnoughCapacity
 from core.types import Actor
-from inventory.models import NodeType, Site
+from inventory.models import NodeType, Reservation, ReservationStatus, Site
 from inventory.selectors import availability_search
 
 logger = logging.getLogger(__name__)
@@ -276,6 +276,61 @@ def _alternatives(config: Configuration) -> list:
     )
 
 
+class HoldLimitReached(DomainError):
+    """The organisation holds as many unpaid orders or nodes as it may."""
+
+
+def hold_limits(organisation: Organisation) -> dict[str, int]:
+    """How many unpaid orders and held nodes an organisation may have at once
+    (``SELF_SERVICE_HOLD_LIMITS``; lower without verified legal details)."""
+    limits = settings.SELF_SERVICE_HOLD_LIMITS
+    key = "verified" if organisation.legal_details_complete else "unverified"
+    return limits[key]
+
+
+def hold_limits_check(*, organisation: Organisation, node_count: int) -> None:
+    """Refuse an order that would take the organisation past its hold limits."""
+    limits = hold_limits(organisation)
+    unpaid = Order.objects.filter(
+        organisation=organisation, status=OrderStatus.AWAITING_PAYMENT
+    ).values("reservation_group")
+    orders = unpaid.count()
+    held = Reservation.objects.filter(group__in=unpaid, status=ReservationStatus.HOLD).count()
+    hint = (
+        ""
+        if organisation.legal_details_complete
+        else " "
+        + _(
+            "Organisations with their legal name and tax ID on file may hold more: add them "
+            "in the organisation's settings."
+        )
+    )
+    if orders + 1 > limits["unpaid_orders"]:
+        raise HoldLimitReached(
+            ngettext(
+                "Your organisation already has %(n)s unpaid order, the most it may have at "
+                "once: pay or cancel it first.",
+                "Your organisation already has %(n)s unpaid orders, the most it may have at "
+                "once: pay or cancel one first.",
+                orders,
+            )
+            % {"n": orders}
+            + hint
+        )
+    if held + node_count > limits["held_nodes"]:
+        raise HoldLimitReached(
+            ngettext(
+                "Unpaid orders may hold at most %(max)s node for your organisation at once; "
+                "%(held)s are held now and this order asks for %(n)s.",
+                "Unpaid orders may hold at most %(max)s nodes for your organisation at once; "
+                "%(held)s are held now and this order asks for %(n)s.",
+                limits["held_nodes"],
+            )
+            % {"max": limits["held_nodes"], "held": held, "n": node_count}
+            + hint
+        )
+
+
 def order_self_service(
     *,
     user: Actor,
@@ -291,6 +346,7 @@ def order_self_service(
     addons: dict[str, Decimal],
     payment_method: str,
     ip: str | None,
+    idempotency_key: str = "",
 ) -> Order:
     """Quote, send (placing and holding the nodes) and accept in one go: an order awaiting
     payment whose nodes are held until its payment deadline.
@@ -302,6 +358,14 @@ def order_self_service(
     """
     if not Membership.objects.filter(user=user, organisation=organisation).exists():
         raise DomainError(_("You are not a member of this organisation."))
+    idempotency_key = idempotency_key.strip()[:64]
+    if idempotency_key:
+        # The same configure form accepted again (Back, then Accept): its order.
+        existing = Order.objects.filter(
+            organisation=organisation, idempotency_key=idempotency_key
+        ).first()
+        if existing is not None:
+            return existing
     if payment_method not in payment_methods_offered():
         raise DomainError(_("Choose a payment method."))
     configuration_check(
@@ -324,6 +388,7 @@ def order_self_service(
         cards_per_node=cards_per_node,
         addons=tuple(sorted((c, q) for c, q in addons.items() if q > 0)),
     )
+    hold_limits_check(organisation=organisation, node_count=node_count)
     items = configuration_items(config)
     name, email = _contact(user, organisation)
     language = translation.get_language() or "zh-hans"
@@ -345,9 +410,22 @@ def order_self_service(
                     notes=_("Self-service order."),
                 )
                 quote = quote_send(quote=quote, actor=user)
-                return quote_accept(
+                order = quote_accept(
                     quote=quote, user=user, name=name, ip=ip, payment_method=payment_method
                 )
+                if idempotency_key:
+                    order.idempotency_key = idempotency_key
+                    with transaction.atomic():
+                        order.save(update_fields=["idempotency_key"])
+                return order
+        except IntegrityError:
+            # The same form accepted twice at once: the other request's order stands.
+            found = Order.objects.filter(
+                organisation=organisation, idempotency_key=idempotency_key
+            ).first()
+            if found is None:
+                raise
+            return found
         except (DoubleBooking, NotEnoughCapacity, NodesGone) as exc:
             last = exc
             logger.info(

@@ -32,6 +32,14 @@ from inventory.models import (
 pytestmark = pytest.mark.usefixtures("online_payments")
 
 
+@pytest.fixture(autouse=True)
+def generous_hold_limits(settings):
+    """These tests race for capacity, not against the hold limits (tested in
+    tests/portal/test_hold_limits.py)."""
+    limit = {"unpaid_orders": 100, "held_nodes": 1000}
+    settings.SELF_SERVICE_HOLD_LIMITS = {"verified": limit, "unverified": limit}
+
+
 @pytest.fixture
 def no_quote_emails(monkeypatch):
     """Services enqueue documents and emails after commit; record them instead of
