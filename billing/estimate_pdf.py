@@ -19,6 +19,7 @@ from billing import selectors
 from billing.models import PaymentMethod, PriceBook, Term
 from billing.numerals import rmb_upper
 from billing.periods import rental_period
+from billing.pricing import LineKind, gpu_equivalent
 from billing.quote_pdf import (
     basis_text,
     duration_label,
@@ -157,6 +158,14 @@ def estimate_context(
             "holds": estimate_holds(config, now=issued),
             "payment_methods_text": payment_methods_text(payment_methods_offered()),
             "reopen_url": reopen_url,
+            "gpu_equivalent": gpu_equivalent(
+                amount=sum(
+                    (ln.net for ln in priced.lines if ln.kind in (LineKind.NODE, LineKind.CARD)),
+                    Decimal("0"),
+                ),
+                gpus=config.node_count * (config.node_type.gpu_count or config.cards_per_node),
+                months=priced.months,
+            ),
         }
 
 

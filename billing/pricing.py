@@ -689,3 +689,28 @@ def price_quote(book: PriceBook, request: QuoteRequest) -> PricedQuote:
         vat_total=vat_total,
         gross_total=net_total + vat_total,
     )
+
+
+# --- Comparable prices ------------------------------------------------------------------
+
+# Hours in an average month (365 × 24 / 12): how public GPU clouds turn a monthly price
+# into an hourly one.
+HOURS_PER_MONTH = Decimal("730")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuEquivalent:
+    per_gpu_month: Decimal
+    per_gpu_hour: Decimal
+
+
+def gpu_equivalent(*, amount: Decimal, gpus: int, months: Decimal) -> GpuEquivalent | None:
+    """``amount`` (net, for ``gpus`` GPUs over ``months``) per GPU-month and per GPU-hour,
+    rounded half up to the cent; ``None`` without GPUs or months."""
+    if gpus <= 0 or months <= 0:
+        return None
+    per_month = amount / Decimal(gpus) / months
+    return GpuEquivalent(
+        per_gpu_month=per_month.quantize(CENT, rounding=ROUND_HALF_UP),
+        per_gpu_hour=(per_month / HOURS_PER_MONTH).quantize(CENT, rounding=ROUND_HALF_UP),
+    )

@@ -40,6 +40,7 @@ from billing.models import (
 )
 from billing.numerals import rmb_upper
 from billing.periods import rental_period
+from billing.pricing import GpuEquivalent, gpu_equivalent
 from billing.services.orders import (
     CARD_HOLD,
     CARD_METHODS,
@@ -382,6 +383,22 @@ def quote_holds(quote: Quote) -> list[dict[str, Any]]:
     return rows
 
 
+def quote_gpu_equivalent(quote: Quote, lines: list[QuoteLine]) -> GpuEquivalent | None:
+    """The quote's nodes and cards per GPU-month and GPU-hour (net), or ``None``."""
+    gpus = 0
+    for item in quote.items.all():
+        if item.kind == ItemKind.NODE and item.node_type is not None:
+            per_node = item.node_type.gpu_count or item.cards_per_node
+            gpus += int(item.quantity) * per_node
+    priced = [ln for ln in lines if ln.kind in ("node", "card")]
+    if not priced or not gpus:
+        return None
+    first = priced[0]
+    months = first.periods if first.period_unit == "month" else first.periods / Decimal(30)
+    amount = sum((ln.net for ln in priced), Decimal("0"))
+    return gpu_equivalent(amount=amount, gpus=gpus, months=months)
+
+
 def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
     """Everything ``pdf/quote.html`` shows, translated into ``language``."""
     quote = (
@@ -435,6 +452,7 @@ def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
             "vat_applies": quote.vat_rate > Decimal("0"),
             "amount_in_words": amount_in_words,
             "expiry": quote.expiry.astimezone(tz).strftime("%Y-%m-%d %H:%M"),
+            "gpu_equivalent": quote_gpu_equivalent(quote, lines),
             "holds": quote_holds(quote),
             "payment_methods_text": payment_methods_text(payment_methods_offered()),
             "bank": bank_details(quote.site, language),

@@ -33,6 +33,7 @@ from billing import sizing
 from billing.models import CardOptionPrice, Estimate, PaymentMethod
 from billing.models import Term as BillingTerm
 from billing.periods import rental_period
+from billing.pricing import LineKind, gpu_equivalent
 from billing.services import estimates
 from billing.services.orders import CARD_HOLD, hold_terms, payment_methods_offered, transfer_refusal
 from billing.services.quotes import ItemSpec, priced_lines_as_rows, quote_price_preview
@@ -379,6 +380,7 @@ def _configure_context(
         availability=found,
         gpu_note=form.gpu_note,
         holds=_holds(config),
+        gpu_equivalent=_gpu_equivalent(config, priced),
         idempotency_key=uuid.uuid4().hex,
         hidden=[
             (name, data.get(name))
@@ -416,6 +418,15 @@ def _configure_context(
             ),
         )
     return context
+
+
+def _gpu_equivalent(config: Any, priced: Any) -> Any:
+    """The bill's nodes (and cards) per GPU-month and GPU-hour, net of discounts."""
+    per_node = config.node_type.gpu_count or config.cards_per_node
+    amount = sum(
+        (ln.net for ln in priced.lines if ln.kind in (LineKind.NODE, LineKind.CARD)), Decimal(0)
+    )
+    return gpu_equivalent(amount=amount, gpus=config.node_count * per_node, months=priced.months)
 
 
 def _holds(config: Any) -> list[dict[str, Any]]:
