@@ -62,6 +62,15 @@ ADDONS = [
     ("ddos-100g", "DDoS protection 100 Gb/s", "DDoS 防护 100 Gb/s", "month", D("8000"), D("8640"),
      "", ""),
 ]  # fmt: skip
+# VAT per tax category and site (data): the seeds' provider holds an IDC licence, so the
+# compute it operates is an IT service at 6%; traffic is basic telecom at 9%; a pure
+# lease of hardware would be 13%. Hong Kong has no VAT.
+TAX_RATES: dict[str, dict[str, str]] = {
+    "SZ": {"it_service": "0.06", "equipment_lease": "0.13", "telecom": "0.09"},
+    "HK": {"it_service": "0", "equipment_lease": "0", "telecom": "0"},
+}
+ADDON_TAX_CATEGORIES = {"egress": "telecom"}
+
 # Add-on codes of earlier demo data, removed when the demo is seeded again.
 RETIRED_ADDONS = ("ddos-5g",)
 FREE_SERVICES = [
@@ -93,6 +102,9 @@ def seed_price_books() -> list[PriceBook]:
             effective_from=start,
             defaults={"name": f"{site.name} 2026"},
         )
+        if book.tax_rates != TAX_RATES[site.code]:
+            book.tax_rates = TAX_RATES[site.code]
+            book.save(update_fields=["tax_rates"])
         for code, (basis, category, monthly) in NODE_PRICES[site.code].items():
             if code not in types:
                 continue
@@ -132,6 +144,7 @@ def seed_price_books() -> list[PriceBook]:
                     "note": note,
                     "note_zh": note_zh,
                     "position": i,
+                    "tax_category": ADDON_TAX_CATEGORIES.get(code, "it_service"),
                 },
             )
         FreeService.objects.filter(price_book=book).exclude(

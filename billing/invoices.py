@@ -43,6 +43,8 @@ from billing.quote_pdf import (
     periods_text,
     provider,
     quantity_text,
+    single_rate,
+    tax_notes,
 )
 from core.pdf import css_content, normalise_language, render_pdf, store_document
 
@@ -74,7 +76,8 @@ def _lines(invoice: Invoice, language: str) -> list[dict[str, Any]]:
                 "list": line.list_amount,
                 "discount": line.discount_amount,
                 "net": line.net,
-                "vat_rate": quote.vat_rate,
+                "vat_rate": line.vat_rate or quote.vat_rate,
+                "tax_category": line.get_tax_category_display(),
                 "vat": line.vat,
             }
             for line in quote_lines
@@ -92,6 +95,7 @@ def _lines(invoice: Invoice, language: str) -> list[dict[str, Any]]:
             "discount": Decimal("0"),
             "net": invoice.net_total,
             "vat_rate": quote.vat_rate,
+            "tax_category": "",
             "vat": invoice.vat_total,
         }
     ]
@@ -134,7 +138,9 @@ def invoice_context(invoice: Invoice, *, language: str) -> dict[str, Any]:
             "currency": invoice.currency,
             "vat_rate": quote.vat_rate,
             "vat_applies": quote.vat_rate > Decimal("0"),
-            "lines": _lines(invoice, language),
+            "lines": (lines := _lines(invoice, language)),
+            "tax_notes": tax_notes(quote.lines.all()),
+            "single_rate": single_rate(lines, quote.vat_rate),
             "amount_in_words": amount_in_words,
             "bank": bank_details(site, language),
             "is_payment_request": the_provider.issues_fapiao,

@@ -69,6 +69,30 @@ class Category(models.TextChoices):
 # --- Price books ------------------------------------------------------------------------
 
 
+class TaxCategory(models.TextChoices):
+    """What is sold, for VAT: each priced line has one; the rate per category is data on
+    the price book (``PriceBook.tax_rates``)."""
+
+    IT_SERVICE = "it_service", _("IDC / IT service (信息技术服务)")
+    EQUIPMENT_LEASE = "equipment_lease", _("equipment lease (有形动产租赁)")
+    TELECOM = "telecom", _("basic telecom (基础电信服务)")
+
+
+def tax_category_reason(category: str) -> str:
+    """Why a category is taxed as it is (the note under the document's lines)."""
+    reasons = {
+        TaxCategory.IT_SERVICE: gettext(
+            "IDC / IT service: the provider operates the servers, network and data centre "
+            "for you (信息技术服务)."
+        ),
+        TaxCategory.EQUIPMENT_LEASE: gettext(
+            "Equipment lease: hardware leased for the customer's own control (有形动产租赁)."
+        ),
+        TaxCategory.TELECOM: gettext("Basic telecom: bandwidth and traffic (基础电信服务)."),
+    }
+    return reasons.get(category, "")
+
+
 class PriceBook(models.Model):
     """One site's prices in one currency from ``effective_from`` on.
 
@@ -78,6 +102,15 @@ class PriceBook(models.Model):
     """
 
     site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="price_books")
+    tax_rates = models.JSONField(
+        _("VAT rate per tax category"),
+        default=dict,
+        blank=True,
+        help_text=_(
+            'As fractions, e.g. {"it_service": "0.06", "equipment_lease": "0.13", '
+            '"telecom": "0.09"}; a category not listed pays the site\'s VAT rate.'
+        ),
+    )
     name = models.CharField(_("name"), max_length=100)
     currency = models.CharField(_("currency"), max_length=3, choices=Currency.choices)
     effective_from = models.DateTimeField(_("effective from"))
@@ -112,6 +145,12 @@ class NodePrice(models.Model):
     price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="node_prices")
     node_type = models.ForeignKey(NodeType, on_delete=models.PROTECT, related_name="+")
     category = models.CharField(_("category"), max_length=16, choices=Category.choices)
+    tax_category = models.CharField(
+        _("tax category"),
+        max_length=16,
+        choices=TaxCategory.choices,
+        default=TaxCategory.IT_SERVICE,
+    )
     basis = models.CharField(_("priced"), max_length=8, choices=PriceBasis.choices)
     monthly = money_field(_("per unit per month"), validators=[MinValueValidator(0)])
     daily = money_field(_("per unit per day"), validators=[MinValueValidator(0)])
@@ -193,6 +232,12 @@ class AddonPrice(Bilingual):
     price = money_field(_("price per unit"), validators=[MinValueValidator(0)])
     note = models.CharField(_("note"), max_length=200, blank=True)
     note_zh = models.CharField(_("note (Chinese)"), max_length=200, blank=True)
+    tax_category = models.CharField(
+        _("tax category"),
+        max_length=16,
+        choices=TaxCategory.choices,
+        default=TaxCategory.IT_SERVICE,
+    )
     position = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
@@ -570,6 +615,10 @@ class QuoteLine(models.Model):
     adjustments = models.JSONField(default=list)
     note = models.CharField(max_length=200, blank=True)
     note_zh = models.CharField(max_length=200, blank=True)
+    tax_category = models.CharField(
+        _("tax category"), max_length=16, choices=TaxCategory.choices, default="it_service"
+    )
+    vat_rate = fraction_field(_("VAT rate"), default=Decimal("0"))
 
     class Meta:
         ordering = ["position"]

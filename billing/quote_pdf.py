@@ -36,7 +36,9 @@ from billing.models import (
     QuoteStatus,
     RegistrationKind,
     SellerEntity,
+    TaxCategory,
     Term,
+    tax_category_reason,
 )
 from billing.numerals import rmb_upper
 from billing.periods import rental_period
@@ -383,6 +385,37 @@ def quote_holds(quote: Quote) -> list[dict[str, Any]]:
     return rows
 
 
+def tax_notes(lines: Any) -> list[str]:
+    """One note per tax category on the document: what it is and its rate."""
+    seen: dict[str, Decimal] = {}
+    for line in lines:
+        if line.kind == "free":
+            continue
+        seen.setdefault(line.tax_category, line.vat_rate)
+    return [
+        _("%(category)s: VAT %(rate)s. %(reason)s")
+        % {
+            "category": str(TaxCategory(code).label).capitalize(),
+            "rate": f"{(rate * 100).normalize():f}%",
+            "reason": tax_category_reason(code),
+        }
+        for code, rate in seen.items()
+        if code in TaxCategory.values
+    ]
+
+
+def single_rate(lines: Any, default: Decimal) -> Decimal | None:
+    """The one VAT rate of all lines, or ``None`` when the lines have several."""
+    rates = {
+        (line["vat_rate"] if isinstance(line, dict) else line.vat_rate) or default
+        for line in lines
+        if (line.get("kind") if isinstance(line, dict) else line.kind) != "free"
+    }
+    if len(rates) <= 1:
+        return next(iter(rates), default)
+    return None
+
+
 def quote_gpu_equivalent(quote: Quote, lines: list[QuoteLine]) -> GpuEquivalent | None:
     """The quote's nodes and cards per GPU-month and GPU-hour (net), or ``None``."""
     gpus = 0
@@ -453,6 +486,8 @@ def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
             "amount_in_words": amount_in_words,
             "expiry": quote.expiry.astimezone(tz).strftime("%Y-%m-%d %H:%M"),
             "gpu_equivalent": quote_gpu_equivalent(quote, lines),
+            "tax_notes": tax_notes(lines),
+            "single_rate": single_rate(lines, quote.vat_rate),
             "holds": quote_holds(quote),
             "payment_methods_text": payment_methods_text(payment_methods_offered()),
             "bank": bank_details(quote.site, language),
