@@ -435,7 +435,7 @@ def quote_gpu_equivalent(quote: Quote, lines: list[QuoteLine]) -> GpuEquivalent 
 def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
     """Everything ``pdf/quote.html`` shows, translated into ``language``."""
     quote = (
-        Quote.objects.select_related("organisation", "site", "created_by")
+        Quote.objects.select_related("organisation", "site", "created_by", "price_book")
         .prefetch_related("lines", "items__node_type__gpu_model", "items__card_gpu_model")
         .get(pk=quote.pk)
     )
@@ -491,8 +491,13 @@ def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
             "holds": quote_holds(quote),
             "payment_methods_text": payment_methods_text(payment_methods_offered()),
             "bank": bank_details(quote.site, language),
-            "prepared_by": creator.get_full_name() or creator.get_username(),
-            "prepared_by_email": creator.email,
+            # A self-service quote is prepared by the provider's sales team, not the customer.
+            "prepared_by": (creator.get_full_name() or creator.get_username())
+            if creator.is_staff
+            else settings.PORTAL_SALES_CONTACT_NAME or _("Sales team"),
+            "prepared_by_email": creator.email
+            if creator.is_staff
+            else settings.PORTAL_PROVIDER_EMAIL,
         }
 
 

@@ -292,6 +292,8 @@ PORTAL_PROVIDER_ADDRESS_ZH = env.str(
 )
 PORTAL_PROVIDER_EMAIL = env.str("PORTAL_PROVIDER_EMAIL", default="sales@gpucloud.example")
 PORTAL_PROVIDER_PHONE = env.str("PORTAL_PROVIDER_PHONE", default="+86 755 0000 0000")
+# Who "prepared" a self-service quote: the provider's sales contact (blank: "Sales team").
+PORTAL_SALES_CONTACT_NAME = env.str("PORTAL_SALES_CONTACT_NAME", default="")
 PORTAL_PROVIDER_WEBSITE = env.str("PORTAL_PROVIDER_WEBSITE", default="gpucloud.example")
 
 # --- Security (production) ------------------------------------------------------------

@@ -39,24 +39,26 @@ def place_and_hold(quote: Quote, actor: Actor) -> None:
             site=quote.site, node_type=nt, count=count, start_at=start_at, end_at=end_at
         )
         if found.placement is None:
-            when = (
-                found.earliest_start.astimezone(quote.site.tzinfo).strftime("%Y-%m-%d %H:%M")
-                if found.earliest_start
-                else _("not within a year")
-            )
-            raise NotEnoughCapacity(
-                _(
+            values = {
+                "free": found.free_count,
+                "count": count,
+                "type": nt.name,
+                "site": quote.site.display_name,
+            }
+            if found.earliest_start:
+                values["when"] = found.earliest_start.astimezone(quote.site.tzinfo).strftime(
+                    "%Y-%m-%d %H:%M"
+                )
+                message = _(
                     "Only %(free)s of %(count)s %(type)s nodes are free at %(site)s for the "
                     "whole period; the full count is free from %(when)s."
                 )
-                % {
-                    "free": found.free_count,
-                    "count": count,
-                    "type": nt.name,
-                    "site": quote.site.display_name,
-                    "when": when,
-                }
-            )
+            else:
+                message = _(
+                    "Only %(free)s of %(count)s %(type)s nodes are free at %(site)s for the "
+                    "whole period, and the full count is not free within a year."
+                )
+            raise NotEnoughCapacity(message % values)
         chosen.extend(found.placement.node_ids)
         placement["groups"].append(
             {
