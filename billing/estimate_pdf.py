@@ -41,8 +41,8 @@ from billing.services.orders import (
 from billing.services.quotes import priced_lines_as_rows
 from billing.services.selfservice import Configuration, configuration_price
 from core.pdf import css_content, render_pdf
-from inventory.placement import leaf_summary
-from inventory.selectors import availability_search
+from inventory.placement import leaf_summary, unit_summary
+from inventory.selectors import availability_search, leaf_units
 
 
 def estimate_holds(config: Configuration, *, now: datetime) -> list[dict[str, Any]]:
@@ -111,6 +111,10 @@ def estimate_context(
         )
         placement = ""
         if found.placement is not None:
+            leaves = leaf_summary(found.placement)
+            unit_count, rails = unit_summary(
+                leaves, leaf_units(site=site, leaves=[name for name, _n in leaves])
+            )
             placement = placement_texts(
                 {
                     "groups": [
@@ -118,7 +122,9 @@ def estimate_context(
                             "node_type": config.node_type.code,
                             "count": config.node_count,
                             "fabric_code": config.node_type.fabric,
-                            "leaves": leaf_summary(found.placement),
+                            "leaves": leaves,
+                            "units": unit_count,
+                            "rails": rails,
                             "racks": len(found.placement.racks),
                         }
                     ]

@@ -332,11 +332,23 @@ def placement_texts(placement: dict[str, Any]) -> dict[str, str]:
         fabric = str(Fabric(code).label) if code in Fabric.values else g.get("fabric", "")
         leaves = len(g.get("leaves", []))
         racks = int(g.get("racks", 0))
+        nodes = ngettext("%(n)s node", "%(n)s nodes", g.get("count", 0)) % {"n": g.get("count", 0)}
+        units = int(g.get("units", 0) or 0)
+        if units:
+            # Rail-optimised: say what the customer gets, a scalable unit and its rails.
+            where = (
+                ngettext("in %(n)s scalable unit", "in %(n)s scalable units", units) % {"n": units}
+                + ", "
+                + ngettext("%(n)s rail switch", "%(n)s rail switches", int(g.get("rails", 0)))
+                % {"n": int(g.get("rails", 0))}
+            )
+        else:
+            where = ngettext("under %(n)s leaf switch", "under %(n)s leaf switches", leaves) % {
+                "n": leaves
+            }
         out[g.get("node_type", "")] = _("%(nodes)s %(leaves)s, %(racks)s, %(fabric)s") % {
-            "nodes": ngettext("%(n)s node", "%(n)s nodes", g.get("count", 0))
-            % {"n": g.get("count", 0)},
-            "leaves": ngettext("under %(n)s leaf switch", "under %(n)s leaf switches", leaves)
-            % {"n": leaves},
+            "nodes": nodes,
+            "leaves": where,
             "racks": ngettext("in %(n)s rack", "in %(n)s racks", racks) % {"n": racks},
             "fabric": fabric,
         }

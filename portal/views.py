@@ -45,7 +45,7 @@ from billing.services.selfservice import (
 from core.errors import DomainError, NotEnoughCapacity
 from inventory import selectors
 from inventory.models import NodeType
-from inventory.placement import leaf_summary
+from inventory.placement import leaf_summary, unit_summary
 from portal.forms import ConfigureForm, WizardForm
 
 
@@ -391,13 +391,21 @@ def _configure_context(
         estimate_url=_query(form).replace(reverse("configure"), reverse("configure_estimate"), 1),
     )
     if found.placement is not None:
+        leaves = leaf_summary(found.placement)
+        units, rails = (0, 0)
+        if config.node_type.nic_count > 1:  # only multi-NIC types sit in scalable units
+            units, rails = unit_summary(
+                leaves, selectors.leaf_units(site=config.site, leaves=[n for n, _c in leaves])
+            )
         context["placement"] = {
             "groups": [
                 {
                     "count": config.node_count,
                     "node_type_name": config.node_type.name,
                     "fabric": config.node_type.get_fabric_display(),
-                    "leaves": leaf_summary(found.placement),
+                    "leaves": leaves,
+                    "units": units,
+                    "rails": rails,
                     "racks": len(found.placement.racks),
                 }
             ]

@@ -100,7 +100,7 @@ def test_anyone_gets_a_quote_pdf_without_holds_or_numbers(client, demo, tmp_path
     assert "H100 8-GPU NVLink" in text and "Shenzhen" in text
     assert "IP address" in flat  # the add-on on screen
     assert "Included at no charge" in text and "Snapshots" in flat  # the free services
-    assert "2 nodes under 1 leaf switch" in flat  # the placement preview
+    assert "2 nodes in 1 scalable unit, 8 rail switches" in flat  # the placement preview
     # The seeds' free services: DDoS protection 5–20G free, ICP filing support listed.
     assert "DDoS protection 5–20 Gb/s" in flat
     assert "ICP filing support" in flat

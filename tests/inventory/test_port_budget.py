@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.db.models import Sum
 
+from billing.quote_pdf import placement_texts
 from core.errors import DomainError
 from inventory import services
 from inventory.models import Node, NodeStatus, Switch, SwitchRole
@@ -75,3 +76,22 @@ def test_the_demo_inventory_fits(demo):
     units = Switch.objects.exclude(scalable_unit="").values_list("scalable_unit", flat=True)
     assert units, "the 8-NIC H100 pods are rail-optimised scalable units"
     assert all(list(units).count(u) == 8 for u in set(units))
+
+
+def test_placement_texts_name_the_scalable_unit_and_its_rails():
+    group = {
+        "node_type": "h100",
+        "count": 2,
+        "fabric_code": "ib_ndr",
+        "leaves": [["sz-ib-leaf-01", 2]],
+        "units": 1,
+        "rails": 8,
+        "racks": 1,
+    }
+    assert placement_texts({"groups": [group]})["h100"] == (
+        "2 nodes in 1 scalable unit, 8 rail switches, in 1 rack, InfiniBand NDR 400G"
+    )
+    plain = {**group, "units": 0, "rails": 0, "fabric_code": "roce_v2"}
+    assert placement_texts({"groups": [plain]})["h100"] == (
+        "2 nodes under 1 leaf switch, in 1 rack, RoCE v2"
+    )

@@ -131,7 +131,8 @@ def test_instant_quote_shows_the_full_bill_with_every_add_on(client, demo):
     assert all(ln.net == 0 for ln in free_lines)
     assert "Snapshots" in html
     # The placement preview: two H100 nodes under one leaf switch, InfiniBand.
-    assert "under 1 leaf switch" in html
+    # The 8-NIC H100 nodes sit in a rail-optimised scalable unit: the page says so.
+    assert "in 1 scalable unit, 8 rail switches" in html
     assert "InfiniBand NDR 400G" in html
     assert 'action="/en/configure/accept"' not in html  # anonymous: a log-in link instead
     assert "Log in to order" in html

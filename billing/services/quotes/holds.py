@@ -15,7 +15,7 @@ from core.types import Actor
 from inventory import selectors as inventory_selectors
 from inventory import services as inventory_services
 from inventory.models import Node, NodeType
-from inventory.placement import leaf_summary
+from inventory.placement import leaf_summary, unit_summary
 
 
 def place_and_hold(quote: Quote, actor: Actor) -> None:
@@ -60,6 +60,10 @@ def place_and_hold(quote: Quote, actor: Actor) -> None:
                 )
             raise NotEnoughCapacity(message % values)
         chosen.extend(found.placement.node_ids)
+        leaves = leaf_summary(found.placement)
+        unit_count, rails = unit_summary(
+            leaves, inventory_selectors.leaf_units(site=quote.site, leaves=[n for n, _c in leaves])
+        )
         placement["groups"].append(
             {
                 "node_type": nt.code,
@@ -67,7 +71,9 @@ def place_and_hold(quote: Quote, actor: Actor) -> None:
                 "count": count,
                 "fabric": nt.get_fabric_display(),
                 "fabric_code": nt.fabric,
-                "leaves": leaf_summary(found.placement),
+                "leaves": leaves,
+                "units": unit_count,
+                "rails": rails,
                 "racks": len(found.placement.racks),
                 "hostnames": [c.hostname for c in found.placement.nodes],
             }
