@@ -9,8 +9,10 @@ from decimal import Decimal
 import pytest
 
 from billing import invoices, quote_pdf
-from billing.models import AddonPrice, NodePrice
+from billing.models import AddonPrice, NodePrice, PriceBook, PriceChange
+from billing.services import pricebooks
 from billing.services import quotes as qs
+from core.errors import DomainError
 
 pytestmark = pytest.mark.django_db
 
@@ -75,3 +77,36 @@ def test_documents_show_category_rate_and_reason(demo, tmp_path):
     invoice = order.invoices.get()
     text = text_of(invoices.render_invoice_pdf(invoice=invoice, language="en"), tmp_path)
     assert "9%" in text and "6%" in text and "Basic telecom: bandwidth and traffic" in text
+
+
+def test_rates_are_edited_through_the_price_book_service(demo):
+    book = PriceBook.objects.get(pk=demo["sz_book"].pk)
+    # A book used by sent quotes is frozen; a fresh copy starting later is editable.
+    copy = pricebooks.price_book_create(
+        site=demo["sz"],
+        name="SZ next",
+        effective_from=book.effective_from.replace(year=book.effective_from.year + 5),
+        actor=None,
+        copy_from=book,
+    )
+    assert copy.tax_rates == book.tax_rates  # the rates carry over to the copy
+    with pytest.raises(DomainError, match="Unknown tax category"):
+        pricebooks.price_book_update(
+            book=copy,
+            actor=None,
+            name=copy.name,
+            effective_from=copy.effective_from,
+            notes="",
+            tax_rates={"gold_plating": "0.5"},
+        )
+    pricebooks.price_book_update(
+        book=copy,
+        actor=None,
+        name=copy.name,
+        effective_from=copy.effective_from,
+        notes="",
+        tax_rates={**copy.tax_rates, "telecom": "0.06"},
+    )
+    copy.refresh_from_db()
+    assert copy.tax_rates["telecom"] == "0.06"
+    assert PriceChange.objects.filter(price_book=copy, what="PriceBook tax_rates").exists()
