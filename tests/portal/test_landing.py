@@ -99,3 +99,12 @@ def test_everyone_lands_on_a_page_of_their_own(client, demo, username, landing):
     assert response.status_code == 302, response.content.decode()[:500]
     assert response["Location"] == url(landing)
     assert client.get(response["Location"]).status_code == 200
+
+
+def test_the_back_office_carries_the_product_name(client, demo, settings):
+    client.force_login(get_user_model().objects.get(username="admin"))
+    for lang in ("en", "zh-hans"):
+        with override(lang):
+            html = client.get(reverse("admin:index")).content.decode()
+        assert "Django" not in html.split("</title>")[0]
+        assert settings.PORTAL_PROVIDER_BRAND in html
