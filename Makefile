@@ -7,10 +7,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test setup system-deps services lint format messages bench clean-var
 
-run: setup ## Embedded default: SQLite, filesystem broker, simulated hardware, demo data
+PORT ?= 8000
+ADDR ?= 127.0.0.1
+
+run: setup ## Embedded default: SQLite, filesystem broker, simulated hardware, demo data (PORT=8001 for another port)
 	DJANGO_DEBUG=1 $(PY) manage.py migrate --noinput
 	DJANGO_DEBUG=1 $(PY) manage.py seed_demo
-	DJANGO_DEBUG=1 $(PY) manage.py run_embedded
+	DJANGO_DEBUG=1 $(PY) manage.py run_embedded --addr $(ADDR) --port $(PORT)
 
 test: setup services ## Lint and the whole test suite against PostgreSQL and Redis
 	$(VENV)/bin/ruff check .

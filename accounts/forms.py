@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 
 from accounts.models import (
     COUNTRY_CHOICES,
+    FapiaoType,
     Invitation,
     MemberRole,
     Organisation,
@@ -125,6 +126,27 @@ class OrganisationForm(forms.Form):
         required=False,
         help_text=_("Where invoices and payment reminders go."),
     )
+    fapiao_type = forms.ChoiceField(
+        label=_("Fapiao type"), choices=FapiaoType.choices, required=False
+    )
+    fapiao_title = forms.CharField(
+        label=_("Fapiao title"),
+        max_length=200,
+        required=False,
+        help_text=_("The buyer's name on the fapiao; the legal name when empty."),
+    )
+    fapiao_address_phone = forms.CharField(
+        label=_("Registered address and phone"),
+        max_length=300,
+        required=False,
+        help_text=_("For a special VAT fapiao (专票)."),
+    )
+    fapiao_bank_account = forms.CharField(
+        label=_("Bank and account number"),
+        max_length=300,
+        required=False,
+        help_text=_("For a special VAT fapiao (专票)."),
+    )
 
     @classmethod
     def for_organisation(cls, organisation: Organisation, data: Any = None) -> OrganisationForm:
@@ -135,6 +157,10 @@ class OrganisationForm(forms.Form):
             "tax_id": organisation.tax_id,
             "billing_address": organisation.billing_address,
             "billing_email": organisation.billing_email,
+            "fapiao_type": organisation.fapiao_type,
+            "fapiao_title": organisation.fapiao_title,
+            "fapiao_address_phone": organisation.fapiao_address_phone,
+            "fapiao_bank_account": organisation.fapiao_bank_account,
         }
         form = cls(data, initial=initial)
         known = dict(COUNTRY_CHOICES)

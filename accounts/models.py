@@ -14,6 +14,13 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 
+class FapiaoType(models.TextChoices):
+    """The kind of 发票 the customer wants from the tax system (mainland China)."""
+
+    ORDINARY = "ordinary", _("ordinary VAT fapiao (普票)")
+    SPECIAL = "special", _("special VAT fapiao (专票)")
+
+
 class Organisation(models.Model):
     """A customer company: what quotes, orders, contracts and invoices belong to."""
 
@@ -25,6 +32,20 @@ class Organisation(models.Model):
     billing_address = models.TextField(_("billing address"), blank=True)
     country = models.CharField(_("country"), max_length=2, default="CN")
     billing_email = models.EmailField(_("billing email"), blank=True)
+    # The 发票 request, printed on mainland payment requests as "fapiao to be issued to".
+    fapiao_type = models.CharField(
+        _("fapiao type"), max_length=10, choices=FapiaoType.choices, default=FapiaoType.ORDINARY
+    )
+    fapiao_title = models.CharField(
+        _("fapiao title"),
+        max_length=200,
+        blank=True,
+        help_text=_("The buyer's name on the fapiao; the legal name when empty."),
+    )
+    fapiao_address_phone = models.CharField(
+        _("registered address and phone"), max_length=300, blank=True
+    )
+    fapiao_bank_account = models.CharField(_("bank and account number"), max_length=300, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
@@ -41,6 +62,27 @@ class Organisation(models.Model):
         problem = tax_id_problem(country=self.country, tax_id=self.tax_id)
         if problem:
             raise ValidationError({"tax_id": problem})
+        if self.fapiao_type == FapiaoType.SPECIAL and not (
+            self.tax_id and self.fapiao_address_phone and self.fapiao_bank_account
+        ):
+            raise ValidationError(
+                {
+                    "fapiao_type": gettext(
+                        "A special VAT fapiao (专票) needs the tax ID, the registered address "
+                        "and phone, and the bank and account number."
+                    )
+                }
+            )
+
+    @property
+    def fapiao_buyer(self) -> str:
+        """The buyer's name on the fapiao."""
+        return self.fapiao_title or self.legal_name or self.name
+
+    @property
+    def legal_details_complete(self) -> bool:
+        """Whether the legal details are given (legal name, and a tax ID in China)."""
+        return bool(self.legal_name and (self.tax_id or self.country != "CN"))
 
 
 class MemberRole(models.TextChoices):
@@ -103,6 +145,15 @@ COUNTRY_CHOICES: list[tuple[str, str]] = [
 # 统一社会信用代码 (GB 32100-2015): 18 characters, digits and upper-case letters except
 # I, O, S, V and Z.
 USCC_RE = re.compile(r"[0-9A-HJ-NP-RTUW-Y]{18}")
+USCC_ALPHABET = "0123456789ABCDEFGHJKLMNPQRTUWXY"  # value = position (31 characters)
+USCC_WEIGHTS = (1, 3, 9, 27, 19, 26, 16, 17, 20, 29, 25, 13, 8, 24, 10, 30, 28)
+
+
+def uscc_check_character(first17: str) -> str:
+    """The 18th character of a 统一社会信用代码 (GB 32100-2015): 31 − (Σ value × weight
+    mod 31), with 31 written as 0."""
+    total = sum(USCC_ALPHABET.index(c) * w for c, w in zip(first17, USCC_WEIGHTS, strict=True))
+    return USCC_ALPHABET[(31 - total % 31) % 31]
 
 
 def tax_id_normalise(*, country: str, tax_id: str) -> str:
@@ -123,6 +174,11 @@ def tax_id_problem(*, country: str, tax_id: str) -> str | None:
         return gettext(
             "A unified social credit code (统一社会信用代码) has 18 characters: digits and "
             "capital letters except I, O, S, V and Z."
+        )
+    if country == "CN" and tax_id and uscc_check_character(tax_id[:17]) != tax_id[17]:
+        return gettext(
+            "This unified social credit code (统一社会信用代码) has a typing error: its last "
+            "character does not match the other 17. Copy it from the business licence."
         )
     return None
 

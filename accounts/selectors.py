@@ -6,9 +6,11 @@ Other apps' pages scope their queries with ``current_organisation(request)`` (or
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AbstractUser, AnonymousUser
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.shortcuts import resolve_url
 from django.utils import timezone
 
 from accounts.models import CustomerProfile, Invitation, Membership, Organisation
@@ -109,3 +111,16 @@ def invitation_by_token(token: str) -> Invitation | None:
 def display_name(user: AbstractUser | AbstractBaseUser) -> str:
     full = user.get_full_name() if isinstance(user, AbstractUser) else ""
     return full or user.get_username()
+
+
+def landing_url(user: AbstractBaseUser) -> str:
+    """Where a user lands after logging in without a ``next``: customers on their
+    organisations; staff on their own pages (``STAFF_LANDING_BY_GROUP``: quotes for sales),
+    the back office otherwise."""
+    if not getattr(user, "is_staff", False):
+        return resolve_url(settings.LOGIN_REDIRECT_URL)
+    names = set(user.groups.values_list("name", flat=True))  # type: ignore[attr-defined]
+    for group, url_name in settings.STAFF_LANDING_BY_GROUP.items():
+        if group in names:
+            return resolve_url(url_name)
+    return resolve_url("admin:index")

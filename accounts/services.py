@@ -336,6 +336,10 @@ def organisation_update(
     billing_address: str,
     country: str,
     billing_email: str,
+    fapiao_type: str = "ordinary",
+    fapiao_title: str = "",
+    fapiao_address_phone: str = "",
+    fapiao_bank_account: str = "",
 ) -> Organisation:
     """Change the details printed on quotes, contracts and fapiao (owners and billing)."""
     organisation = _lock_organisation(organisation)
@@ -351,6 +355,10 @@ def organisation_update(
     organisation.billing_address = billing_address.strip()
     organisation.country = country.strip().upper()
     organisation.billing_email = billing_email.strip().lower()
+    organisation.fapiao_type = fapiao_type or "ordinary"
+    organisation.fapiao_title = " ".join(fapiao_title.split())
+    organisation.fapiao_address_phone = " ".join(fapiao_address_phone.split())
+    organisation.fapiao_bank_account = " ".join(fapiao_bank_account.split())
     if len(organisation.country) != 2 or not organisation.country.isalpha():
         raise DomainError(_("Choose a country."))
     try:

@@ -40,26 +40,42 @@ from core.errors import DomainError
 
 BACKEND = "accounts.backends.EmailBackend"
 PENDING_KEY = "accounts_unverified_user_id"
+# Where a customer who signed up (or logged in unverified) goes once the address is
+# verified: the page that sent them to log in (the configuration they were ordering).
+NEXT_KEY = "accounts_next_after_verify"
 
 
 # --- Helpers ----------------------------------------------------------------------------
 
 
-def _next_url(request: HttpRequest, default: str | None = None) -> str:
-    """Where to go after a form: a same-site ``next``, else ``default`` or the default page."""
-    candidate = request.POST.get("next") or request.GET.get("next") or ""
+def _safe_next(request: HttpRequest, candidate: str) -> str:
+    """``candidate`` when it is a same-site address other than the login pages, else ""."""
     if candidate.split("?")[0] in (reverse("accounts:login"), reverse("accounts:signup")):
-        candidate = ""  # the "Log in" link on the login page itself
+        return ""  # the "Log in" link on the login page itself
     if candidate and url_has_allowed_host_and_scheme(
         candidate, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
         return candidate
-    return resolve_url(default or settings.LOGIN_REDIRECT_URL)
+    return ""
+
+
+def _next_url(request: HttpRequest, default: str | None = None) -> str:
+    """Where to go after a form: a same-site ``next``, else ``default`` or the default page."""
+    candidate = request.POST.get("next") or request.GET.get("next") or ""
+    return _safe_next(request, candidate) or resolve_url(default or settings.LOGIN_REDIRECT_URL)
+
+
+def _keep_next(request: HttpRequest) -> None:
+    """Remember the form's ``next`` for after the email verification (same browser)."""
+    found = _safe_next(request, request.POST.get("next") or request.GET.get("next") or "")
+    if found:
+        request.session[NEXT_KEY] = found
 
 
 def _log_in(request: HttpRequest, user: AbstractBaseUser) -> None:
     auth_login(request, user, backend=BACKEND)
     request.session.pop(PENDING_KEY, None)
+    request.session.pop(NEXT_KEY, None)
     selectors.current_organisation_forget(request)
 
 
@@ -146,6 +162,7 @@ def signup(request: HttpRequest) -> HttpResponse:
                 )
                 return redirect("accounts:organisations")
             request.session[PENDING_KEY] = user.pk
+            _keep_next(request)
             messages.success(
                 request,
                 _("Your account is created. We sent a link to %(email)s to verify it.")
@@ -155,7 +172,12 @@ def signup(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "accounts/signup.html",
-        {"form": form, "invitation": invitation, "token": token},
+        {
+            "form": form,
+            "invitation": invitation,
+            "token": token,
+            "next": _safe_next(request, request.POST.get("next") or request.GET.get("next", "")),
+        },
         status=400 if form.is_bound and form.errors else 200,
     )
 
@@ -208,7 +230,17 @@ def verify(request: HttpRequest, token: str) -> HttpResponse:
         # so a forwarded link cannot sign its opener into the sender's account.
         messages.success(request, _("Your email address is verified. Please log in."))
         return redirect("accounts:login")
+    after = request.session.get(NEXT_KEY, "")
     _log_in(request, user)
+    if after:
+        messages.success(
+            request,
+            _(
+                "Thank you: your email address is verified. Here is the configuration you "
+                "were looking at; add your company's invoice details before paying."
+            ),
+        )
+        return HttpResponseRedirect(after)
     messages.success(
         request,
         _("Thank you: your email address is verified. Please add your company's invoice details."),
@@ -241,6 +273,7 @@ def login(request: HttpRequest) -> HttpResponse:
         elif user is not None:
             if not selectors.email_verified(user):
                 request.session[PENDING_KEY] = user.pk
+                _keep_next(request)
                 messages.warning(
                     request,
                     _(
@@ -251,7 +284,7 @@ def login(request: HttpRequest) -> HttpResponse:
                 )
                 return redirect("accounts:verify_pending")
             _log_in(request, user)
-            return HttpResponseRedirect(_next_url(request))
+            return HttpResponseRedirect(_next_url(request, selectors.landing_url(user)))
         else:
             status = 400
     return render(

@@ -763,6 +763,18 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["CELERY_BROKER_URL"] = "memory://localhost/"
     os.environ["CELERY_RESULT_BACKEND"] = "cache+memory://"
     os.environ.setdefault("DJANGO_LOG_LEVEL", "WARNING")
+    # Card orders need card payment configured (offline keys: no call reaches Stripe when
+    # an order is placed), and the race measures contention, not the per-organisation
+    # hold limits (one organisation places every order here).
+    os.environ.setdefault("STRIPE_SECRET_KEY", "sk_test_bench_offline")
+    os.environ.setdefault("STRIPE_PUBLISHABLE_KEY", "pk_test_bench_offline")
+    for name in (
+        "HOLD_LIMIT_UNPAID_ORDERS",
+        "HOLD_LIMIT_HELD_NODES",
+        "HOLD_LIMIT_UNPAID_ORDERS_UNVERIFIED",
+        "HOLD_LIMIT_HELD_NODES_UNVERIFIED",
+    ):
+        os.environ.setdefault(name, "1000000")
 
     url = bench_database_url_for("ordering")
     started = time.perf_counter()

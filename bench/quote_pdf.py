@@ -51,8 +51,8 @@ ADDON_QUANTITIES = {
     "egress": "50",
     "cross-node-traffic": "1",
     "extra-ip": "16",
-    "ddos-5g": "1",
     "ddos-20g": "1",
+    "ddos-100g": "1",
 }
 
 

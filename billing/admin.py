@@ -51,6 +51,7 @@ from billing.models import (
     QuoteEvent,
     QuoteLine,
     SalesProfile,
+    SellerEntity,
     StripeEvent,
 )
 from billing.services import orders as order_services
@@ -120,7 +121,7 @@ class PriceEntryInline(admin.TabularInline):
 
 class NodePriceInline(PriceEntryInline):
     model = NodePrice
-    fields = ("node_type", "category", "basis", "monthly", "daily", "daily_note")
+    fields = ("node_type", "category", "tax_category", "basis", "monthly", "daily", "daily_note")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[NodePrice]:
         return super().get_queryset(request).select_related("node_type").order_by("node_type__code")
@@ -136,7 +137,17 @@ class CardOptionPriceInline(PriceEntryInline):
 
 class AddonPriceInline(PriceEntryInline):
     model = AddonPrice
-    fields = ("code", "name", "name_zh", "unit", "price", "note", "note_zh", "position")
+    fields = (
+        "code",
+        "name",
+        "name_zh",
+        "unit",
+        "price",
+        "note",
+        "note_zh",
+        "tax_category",
+        "position",
+    )
 
 
 class FreeServiceInline(PriceEntryInline):
@@ -278,6 +289,7 @@ class PriceBookAdmin(DomainErrorMessagesMixin, admin.ModelAdmin):
             "name",
             "effective_from",
             "notes",
+            "tax_rates",
             "state",
             "created_by",
             "created_at",
@@ -291,7 +303,7 @@ class PriceBookAdmin(DomainErrorMessagesMixin, admin.ModelAdmin):
             return ()
         always = ("site", "currency", "state", "created_by", "created_at", "change_log")
         if _frozen(obj):
-            return (*always, "name", "effective_from", "notes")
+            return (*always, "name", "effective_from", "notes", "tax_rates")
         return always
 
     def get_inlines(self, request: HttpRequest, obj: PriceBook | None = None) -> list[type]:
@@ -351,13 +363,18 @@ class PriceBookAdmin(DomainErrorMessagesMixin, admin.ModelAdmin):
         self, request: HttpRequest, obj: PriceBook, form: forms.ModelForm, change: bool
     ) -> None:
         if change:
-            if form.changed_data:
+            # A JSON field reads as changed when only its formatting differs.
+            tax_changed = "tax_rates" in form.changed_data and obj.tax_rates != (
+                form.initial.get("tax_rates") or {}
+            )
+            if (set(form.changed_data) - {"tax_rates"}) or tax_changed:
                 pricebooks.price_book_update(
                     book=obj,
                     actor=request.user,
                     name=obj.name,
                     effective_from=obj.effective_from,
                     notes=obj.notes,
+                    tax_rates=obj.tax_rates if tax_changed else None,
                 )
             return
         book = pricebooks.price_book_create(
@@ -844,6 +861,15 @@ class StripeEventAdmin(ReadOnlyAdmin):
         return format_html(
             "<pre>{}</pre>", json.dumps(obj.payload, ensure_ascii=False, indent=2, sort_keys=True)
         )
+
+
+@admin.register(SellerEntity)
+class SellerEntityAdmin(admin.ModelAdmin):
+    """Who sells at each site: on its quotes and payment documents."""
+
+    list_display = ("legal_name", "site", "registration_kind", "registration_number")
+    list_select_related = ("site",)
+    search_fields = ("legal_name", "legal_name_zh", "registration_number")
 
 
 from billing import admin_contracts  # noqa: E402, F401  (contracts register themselves)

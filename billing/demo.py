@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, time
 from decimal import Decimal
+from typing import Any
 
 from django.contrib.auth import get_user_model
 
@@ -17,6 +18,7 @@ from billing.models import (
     PriceBook,
     Promotion,
     SalesProfile,
+    SellerEntity,
 )
 from inventory.models import GPUModel, NodeType, Site
 
@@ -54,9 +56,23 @@ ADDONS = [
     ("cross-node-traffic", "Cross-node traffic inside the cluster (InfiniBand / RoCE)",
      "集群内跨节点流量（InfiniBand / RoCE）", "month", D("0"), D("0"), "Free", "免费"),
     ("extra-ip", "Extra public IPv4 address", "额外公网 IPv4 地址", "ip_month", D("50"), D("54"), "", ""),
-    ("ddos-5g", "DDoS protection 5 Gb/s", "DDoS 防护 5 Gb/s", "month", D("0"), D("0"), "Free", "免费"),
-    ("ddos-20g", "DDoS protection 20 Gb/s", "DDoS 防护 20 Gb/s", "month", D("2000"), D("2160"), "", ""),
+    # The seeds: "5-20G DDoS 防护" comes free; larger protection is priced (a demo figure).
+    ("ddos-20g", "DDoS protection 5–20 Gb/s", "DDoS 防护 5–20 Gb/s", "month", D("0"), D("0"),
+     "Free", "免费"),
+    ("ddos-100g", "DDoS protection 100 Gb/s", "DDoS 防护 100 Gb/s", "month", D("8000"), D("8640"),
+     "", ""),
 ]  # fmt: skip
+# VAT per tax category and site (data): the seeds' provider holds an IDC licence, so the
+# compute it operates is an IT service at 6%; traffic is basic telecom at 9%; a pure
+# lease of hardware would be 13%. Hong Kong has no VAT.
+TAX_RATES: dict[str, dict[str, str]] = {
+    "SZ": {"it_service": "0.06", "equipment_lease": "0.13", "telecom": "0.09"},
+    "HK": {"it_service": "0", "equipment_lease": "0", "telecom": "0"},
+}
+ADDON_TAX_CATEGORIES = {"egress": "telecom"}
+
+# Add-on codes of earlier demo data, removed when the demo is seeded again.
+RETIRED_ADDONS = ("ddos-5g",)
 FREE_SERVICES = [
     ("Snapshots", "快照"),
     (
@@ -64,6 +80,7 @@ FREE_SERVICES = [
         "环境部署：CUDA 12.4、PyTorch 2.3、DeepSpeed 0.14、FlashAttention-2",
     ),
     ("NCCL tuning sheet", "NCCL 调优参数表"),
+    ("ICP filing support (备案)", "ICP 备案协助"),
 ]
 DISCOUNTS = [
     # code, English, Chinese, term, multiplier, category, GPU model
@@ -85,6 +102,9 @@ def seed_price_books() -> list[PriceBook]:
             effective_from=start,
             defaults={"name": f"{site.name} 2026"},
         )
+        if book.tax_rates != TAX_RATES[site.code]:
+            book.tax_rates = TAX_RATES[site.code]
+            book.save(update_fields=["tax_rates"])
         for code, (basis, category, monthly) in NODE_PRICES[site.code].items():
             if code not in types:
                 continue
@@ -111,6 +131,7 @@ def seed_price_books() -> list[PriceBook]:
                         "max_per_node": 4,
                     },
                 )
+        AddonPrice.objects.filter(price_book=book, code__in=RETIRED_ADDONS).delete()
         for i, (code, name, name_zh, unit, sz, hk, note, note_zh) in enumerate(ADDONS):
             AddonPrice.objects.update_or_create(
                 price_book=book,
@@ -123,6 +144,7 @@ def seed_price_books() -> list[PriceBook]:
                     "note": note,
                     "note_zh": note_zh,
                     "position": i,
+                    "tax_category": ADDON_TAX_CATEGORIES.get(code, "it_service"),
                 },
             )
         FreeService.objects.filter(price_book=book).exclude(
@@ -163,6 +185,10 @@ def seed_price_books() -> list[PriceBook]:
     return books
 
 
+# Valid 统一社会信用代码 (GB 32100-2015 check character; tests/portal/test_uscc.py).
+DEMO_ORGANISATION_TAX_IDS = ("91440300MA5DEM0006",)
+
+
 def seed_sales_and_customers() -> None:
     users = get_user_model().objects
     for username, limit, approves in (("sales", "0.10", False), ("manager", "0.25", True)):
@@ -175,7 +201,7 @@ def seed_sales_and_customers() -> None:
         name="Pearl River AI Lab",
         defaults={
             "legal_name": "深圳珠江智算科技有限公司",
-            "tax_id": "91440300MA5DEM0001",
+            "tax_id": DEMO_ORGANISATION_TAX_IDS[0],
             "billing_address": "深圳市南山区科技园 1 号",
             "country": "CN",
             "billing_email": "finance@pearlriver.example",
@@ -186,3 +212,45 @@ def seed_sales_and_customers() -> None:
         Membership.objects.get_or_create(
             organisation=org, user=customer, defaults={"role": MemberRole.OWNER}
         )
+
+
+# The seller at each site (demo entities and accounts; registration numbers are valid
+# in form: the 统一社会信用代码 carries its GB 32100-2015 check character).
+SELLERS: dict[str, dict[str, Any]] = {
+    "SZ": {
+        "legal_name": "Shenzhen Zhisuan Cloud Technology Co., Ltd.",
+        "legal_name_zh": "深圳市智算云科技有限公司",
+        "registration_kind": "uscc",
+        "registration_number": "91440300MA5H2K8L07",
+        "address": "12/F, Building 8, Science Park South, Nanshan, Shenzhen, Guangdong, China",
+        "address_zh": "中国广东省深圳市南山区科技园南区 8 栋 12 层",
+        "bank_name": "China Merchants Bank, Shenzhen Science Park Sub-branch",
+        "bank_name_zh": "招商银行深圳科技园支行",
+        "account_name": "深圳市智算云科技有限公司",
+        "account_number": "755900000000001",
+        "cnaps_code": "308584001234",
+        "swift_code": "CMBCCNBS",
+        "issues_fapiao": True,
+    },
+    "HK": {
+        "legal_name": "GPU Cloud (Hong Kong) Limited",
+        "legal_name_zh": "智算云（香港）有限公司",
+        "registration_kind": "hk_br",
+        "registration_number": "72345678",
+        "address": "Unit 1201, 12/F, Cyberport 3, 100 Cyberport Road, Hong Kong",
+        "address_zh": "香港數碼港道 100 號數碼港 3 座 12 樓 1201 室",
+        "bank_name": "The Hongkong and Shanghai Banking Corporation Limited",
+        "bank_name_zh": "香港上海滙豐銀行有限公司",
+        "account_name": "GPU Cloud (Hong Kong) Limited",
+        "account_number": "004-123-456789-838",
+        "cnaps_code": "",
+        "swift_code": "HSBCHKHHHKH",
+        "issues_fapiao": False,
+    },
+}
+
+
+def seed_sellers() -> None:
+    for site in Site.objects.filter(code__in=SELLERS):
+        seller, _ = SellerEntity.objects.update_or_create(site=site, defaults=SELLERS[site.code])
+        seller.full_clean()

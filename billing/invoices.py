@@ -25,7 +25,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
@@ -37,22 +36,21 @@ from billing.models import (
     QuoteLine,
 )
 from billing.numerals import rmb_upper
-from billing.quote_pdf import line_note, periods_text, provider, quantity_text
+from billing.quote_pdf import (
+    bank_details,
+    basis_text,
+    line_note,
+    periods_text,
+    provider,
+    quantity_text,
+    single_rate,
+    tax_notes,
+)
 from core.pdf import css_content, normalise_language, render_pdf, store_document
 
 logger = logging.getLogger(__name__)
 
 TEMPLATE = "pdf/invoice.html"
-
-
-def bank_details() -> dict[str, str]:
-    """Where to transfer the money: the portal's bank account from the settings."""
-    return {
-        "account_name": settings.PORTAL_BANK_ACCOUNT_NAME,
-        "account_number": settings.PORTAL_BANK_ACCOUNT_NUMBER,
-        "bank_name": settings.PORTAL_BANK_NAME,
-        "swift": settings.PORTAL_BANK_SWIFT,
-    }
 
 
 def _lines(invoice: Invoice, language: str) -> list[dict[str, Any]]:
@@ -72,8 +70,15 @@ def _lines(invoice: Invoice, language: str) -> list[dict[str, Any]]:
                 "description": line.localized_description(language),
                 "note": line_note(line, addon_notes_zh, language),
                 "quantity": quantity_text(line.quantity, line.unit),
+                "unit_price": line.unit_price,
+                "basis": basis_text(line.unit, line.period_unit),
                 "periods": periods_text(line.periods, line.period_unit),
+                "list": line.list_amount,
+                "discount": line.discount_amount,
                 "net": line.net,
+                "vat_rate": line.vat_rate or quote.vat_rate,
+                "tax_category": line.get_tax_category_display(),
+                "vat": line.vat,
             }
             for line in quote_lines
         ]
@@ -83,8 +88,15 @@ def _lines(invoice: Invoice, language: str) -> list[dict[str, Any]]:
             % {"order": invoice.order.number, "quote": quote.number, "version": quote.version},
             "note": "",
             "quantity": "1",
+            "unit_price": invoice.net_total,
+            "basis": "",
             "periods": "—",
+            "list": invoice.net_total,
+            "discount": Decimal("0"),
             "net": invoice.net_total,
+            "vat_rate": quote.vat_rate,
+            "tax_category": "",
+            "vat": invoice.vat_total,
         }
     ]
 
@@ -103,7 +115,7 @@ def invoice_context(invoice: Invoice, *, language: str) -> dict[str, Any]:
     first_day = timezone.localtime(order.start_at, tz).date()
     last_day = (timezone.localtime(order.end_at, tz) - timedelta(microseconds=1)).date()
     with translation.override(language):
-        the_provider = provider(language)
+        the_provider = provider(language, site)
         party = invoice.organisation.legal_name or invoice.organisation.name
         amount_in_words = ""
         if language.lower().startswith("zh") and invoice.currency == "CNY":
@@ -126,10 +138,17 @@ def invoice_context(invoice: Invoice, *, language: str) -> dict[str, Any]:
             "currency": invoice.currency,
             "vat_rate": quote.vat_rate,
             "vat_applies": quote.vat_rate > Decimal("0"),
-            "lines": _lines(invoice, language),
+            "lines": (lines := _lines(invoice, language)),
+            "tax_notes": tax_notes(quote.lines.all()),
+            "single_rate": single_rate(lines, quote.vat_rate),
             "amount_in_words": amount_in_words,
-            "bank": bank_details(),
-            "running_left_css": css_content(f"{the_provider.brand} · {_('Invoice')}"),
+            "bank": bank_details(site, language),
+            "is_payment_request": the_provider.issues_fapiao,
+            "fapiao_type": invoice.organisation.get_fapiao_type_display(),
+            "running_left_css": css_content(
+                f"{the_provider.brand} · "
+                + (_("Payment request") if the_provider.issues_fapiao else _("Invoice"))
+            ),
             "running_right_css": css_content(f"{invoice.number} · {party}"),
             "footer_left_css": css_content(f"{the_provider.name} · {the_provider.website}"),
         }

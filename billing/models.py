@@ -12,14 +12,16 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from accounts.models import Organisation, SshPublicKey
+from accounts.models import Organisation, SshPublicKey, tax_id_problem
+from billing.periods import end_of_day
 from core.lifecycle import Lifecycle
 from core.models import LifecycleEvent
 from core.money import money_field
@@ -67,6 +69,30 @@ class Category(models.TextChoices):
 # --- Price books ------------------------------------------------------------------------
 
 
+class TaxCategory(models.TextChoices):
+    """What is sold, for VAT: each priced line has one; the rate per category is data on
+    the price book (``PriceBook.tax_rates``)."""
+
+    IT_SERVICE = "it_service", _("IDC / IT service (信息技术服务)")
+    EQUIPMENT_LEASE = "equipment_lease", _("equipment lease (有形动产租赁)")
+    TELECOM = "telecom", _("basic telecom (基础电信服务)")
+
+
+def tax_category_reason(category: str) -> str:
+    """Why a category is taxed as it is (the note under the document's lines)."""
+    reasons = {
+        TaxCategory.IT_SERVICE: gettext(
+            "IDC / IT service: the provider operates the servers, network and data centre "
+            "for you (信息技术服务)."
+        ),
+        TaxCategory.EQUIPMENT_LEASE: gettext(
+            "Equipment lease: hardware leased for the customer's own control (有形动产租赁)."
+        ),
+        TaxCategory.TELECOM: gettext("Basic telecom: bandwidth and traffic (基础电信服务)."),
+    }
+    return reasons.get(category, "")
+
+
 class PriceBook(models.Model):
     """One site's prices in one currency from ``effective_from`` on.
 
@@ -76,6 +102,15 @@ class PriceBook(models.Model):
     """
 
     site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="price_books")
+    tax_rates = models.JSONField(
+        _("VAT rate per tax category"),
+        default=dict,
+        blank=True,
+        help_text=_(
+            'As fractions, e.g. {"it_service": "0.06", "equipment_lease": "0.13", '
+            '"telecom": "0.09"}; a category not listed pays the site\'s VAT rate.'
+        ),
+    )
     name = models.CharField(_("name"), max_length=100)
     currency = models.CharField(_("currency"), max_length=3, choices=Currency.choices)
     effective_from = models.DateTimeField(_("effective from"))
@@ -110,6 +145,12 @@ class NodePrice(models.Model):
     price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="node_prices")
     node_type = models.ForeignKey(NodeType, on_delete=models.PROTECT, related_name="+")
     category = models.CharField(_("category"), max_length=16, choices=Category.choices)
+    tax_category = models.CharField(
+        _("tax category"),
+        max_length=16,
+        choices=TaxCategory.choices,
+        default=TaxCategory.IT_SERVICE,
+    )
     basis = models.CharField(_("priced"), max_length=8, choices=PriceBasis.choices)
     monthly = money_field(_("per unit per month"), validators=[MinValueValidator(0)])
     daily = money_field(_("per unit per day"), validators=[MinValueValidator(0)])
@@ -191,6 +232,12 @@ class AddonPrice(Bilingual):
     price = money_field(_("price per unit"), validators=[MinValueValidator(0)])
     note = models.CharField(_("note"), max_length=200, blank=True)
     note_zh = models.CharField(_("note (Chinese)"), max_length=200, blank=True)
+    tax_category = models.CharField(
+        _("tax category"),
+        max_length=16,
+        choices=TaxCategory.choices,
+        default=TaxCategory.IT_SERVICE,
+    )
     position = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
@@ -490,6 +537,14 @@ class Quote(models.Model):
     def is_editable(self) -> bool:
         return self.status in QUOTE_EDITABLE
 
+    @property
+    def expiry(self) -> Any:
+        """The quote's real expiry: when it stops being open and its holds end (set when
+        sent: the end of the validity day, never past the rental's first day)."""
+        if self.expires_at is not None:
+            return self.expires_at
+        return end_of_day(site=self.site, day=min(self.valid_until, self.start_date))
+
 
 class ItemKind(models.TextChoices):
     NODE = "node", _("nodes")
@@ -560,6 +615,10 @@ class QuoteLine(models.Model):
     adjustments = models.JSONField(default=list)
     note = models.CharField(max_length=200, blank=True)
     note_zh = models.CharField(max_length=200, blank=True)
+    tax_category = models.CharField(
+        _("tax category"), max_length=16, choices=TaxCategory.choices, default="it_service"
+    )
+    vat_rate = fraction_field(_("VAT rate"), default=Decimal("0"))
 
     class Meta:
         ordering = ["position"]
@@ -601,6 +660,121 @@ class QuoteDocument(models.Model):
 
     def __str__(self) -> str:
         return f"{self.quote} [{self.language}] {self.sha256[:12]}"
+
+
+class RegistrationKind(models.TextChoices):
+    USCC = "uscc", _("unified social credit code (统一社会信用代码)")
+    HK_BR = "hk_br", _("Hong Kong business registration number")
+
+
+SWIFT_RE = r"^[A-Z]{6}[A-Z0-9]{2}([A-Z0-9]{3})?$"
+CNAPS_RE = r"^\d{12}$"
+
+
+class SellerEntity(models.Model):
+    """Who sells at a site: the legal entity on its quotes and payment documents, with
+    its registration number and the bank account customers pay into, in both languages.
+
+    A mainland entity (``issues_fapiao``) sends payment requests (付款通知书): only the tax
+    system issues a 发票. A Hong Kong entity issues invoices.
+    """
+
+    site = models.OneToOneField(
+        Site, on_delete=models.PROTECT, related_name="seller", verbose_name=_("site")
+    )
+    legal_name = models.CharField(_("legal name"), max_length=200)
+    legal_name_zh = models.CharField(_("legal name (Chinese)"), max_length=200, blank=True)
+    registration_kind = models.CharField(
+        _("registration"), max_length=8, choices=RegistrationKind.choices
+    )
+    registration_number = models.CharField(_("registration number"), max_length=32)
+    address = models.CharField(_("address"), max_length=300)
+    address_zh = models.CharField(_("address (Chinese)"), max_length=300, blank=True)
+    bank_name = models.CharField(_("bank"), max_length=200)
+    bank_name_zh = models.CharField(_("bank (Chinese)"), max_length=200, blank=True)
+    account_name = models.CharField(
+        _("account name"), max_length=200, help_text=_("Exactly the seller's legal name.")
+    )
+    account_number = models.CharField(_("account number"), max_length=64)
+    cnaps_code = models.CharField(
+        _("CNAPS code"),
+        max_length=12,
+        blank=True,
+        validators=[RegexValidator(CNAPS_RE, _("A CNAPS code has 12 digits."))],
+    )
+    swift_code = models.CharField(
+        _("SWIFT/BIC"),
+        max_length=11,
+        blank=True,
+        validators=[RegexValidator(SWIFT_RE, _("A SWIFT/BIC code has 8 or 11 characters."))],
+    )
+    issues_fapiao = models.BooleanField(
+        _("mainland entity"),
+        default=True,
+        help_text=_(
+            "Payment documents are payment requests (付款通知书) and carry the customer's "
+            "fapiao request; off means invoices (Hong Kong)."
+        ),
+    )
+
+    class Meta:
+        verbose_name = _("seller entity")
+        verbose_name_plural = _("seller entities")
+
+    def __str__(self) -> str:
+        return self.legal_name
+
+    def clean(self) -> None:
+        super().clean()
+        if self.account_name not in (self.legal_name, self.legal_name_zh):
+            raise ValidationError(
+                {"account_name": gettext("The account name must be exactly the legal name.")}
+            )
+        if self.registration_kind == RegistrationKind.USCC:
+            problem = tax_id_problem(country="CN", tax_id=self.registration_number)
+            if problem:
+                raise ValidationError({"registration_number": problem})
+        if self.issues_fapiao and not self.cnaps_code:
+            raise ValidationError(
+                {"cnaps_code": gettext("A mainland account needs its CNAPS code.")}
+            )
+
+    def localized(self, language: str) -> dict[str, str]:
+        zh = language.lower().startswith("zh")
+        return {
+            "legal_name": (self.legal_name_zh if zh else "") or self.legal_name,
+            "address": (self.address_zh if zh else "") or self.address,
+            "bank_name": (self.bank_name_zh if zh else "") or self.bank_name,
+        }
+
+
+class Estimate(models.Model):
+    """A non-binding quote PDF of a configuration, for anyone (no account): no number from
+    the gapless quote sequence, no nodes held. One row per configuration, language, price
+    book and day (``key``), so identical configurations are served from the stored file.
+    The documents queue renders it; ``rendered_at`` is set when the file is stored."""
+
+    key = models.CharField(max_length=64, unique=True)
+    language = models.CharField(max_length=8, choices=settings.LANGUAGES)
+    configuration = models.JSONField()
+    reopen_path = models.CharField(max_length=2000)
+    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="+")
+    file = models.FileField(upload_to="estimates/%Y/", blank=True)
+    sha256 = models.CharField(max_length=64, blank=True)
+    size = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    rendered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("estimate")
+        verbose_name_plural = _("estimates")
+
+    def __str__(self) -> str:
+        return f"estimate {self.key[:12]} [{self.language}]"
+
+    @property
+    def is_ready(self) -> bool:
+        return self.rendered_at is not None and bool(self.file)
 
 
 # --- Orders -----------------------------------------------------------------------------
@@ -654,6 +828,13 @@ class Order(models.Model):
     payment_due_at = models.DateTimeField(
         _("pay by"), null=True, blank=True, help_text=_("Unpaid by then, the order expires.")
     )
+    idempotency_key = models.CharField(
+        _("idempotency key"),
+        max_length=64,
+        blank=True,
+        default="",
+        help_text=_("The configure form's key: accepting the same form twice finds this order."),
+    )
     paid_at = models.DateTimeField(_("paid"), null=True, blank=True)
     image_profile = models.ForeignKey(
         ImageProfile,
@@ -681,6 +862,13 @@ class Order(models.Model):
         indexes = [models.Index(fields=["status", "payment_due_at"], name="order_due_idx")]
         verbose_name = _("order")
         verbose_name_plural = _("orders")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="order_unique_idempotency_key",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.number

@@ -19,6 +19,10 @@ class Place(Protocol):
     def tzinfo(self) -> tzinfo: ...
 
 
+class LeadPlace(Place, Protocol):
+    lead_time_hours: int
+
+
 def rental_period(
     *, site: Place, start_date: date, term: str, duration: int
 ) -> tuple[datetime, datetime]:
@@ -40,3 +44,18 @@ def end_of_day(*, site: Place, day: date) -> datetime:
 def site_today(site: Place, *, now: datetime | None = None) -> date:
     """Today in the site's time zone."""
     return (now or datetime.now(tz=UTC)).astimezone(site.tzinfo).date()
+
+
+def earliest_start_date(site: LeadPlace, *, now: datetime | None = None) -> date:
+    """The first day whose midnight (site time) is at least the site's lead time away."""
+    ready = (now or datetime.now(tz=UTC)) + timedelta(hours=site.lead_time_hours)
+    local = ready.astimezone(site.tzinfo)
+    day = local.date()
+    if local.time() != time.min:
+        day += timedelta(days=1)
+    return day
+
+
+def latest_start_date(site: Place, *, months: int, now: datetime | None = None) -> date:
+    """The last start day within the price book horizon (``months`` from today)."""
+    return site_today(site, now=now) + relativedelta(months=months)

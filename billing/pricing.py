@@ -94,6 +94,7 @@ class NodePrice:
     daily: Decimal  # per unit per day (its own price-book entry)
     gpu_model: str | None = None
     options: tuple[CardOption, ...] = ()
+    tax_category: str = "it_service"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +104,7 @@ class AddonPrice:
     unit: AddonUnit
     price: Decimal  # per unit; 0 for a free tier
     note: str = ""
+    tax_category: str = "it_service"
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +172,8 @@ class PriceBook:
     discounts: tuple[DiscountRule, ...] = ()
     promotions: tuple[Promotion, ...] = ()
     free_services: tuple[str, ...] = ()
+    # VAT rate per tax category (what is sold); a category not listed pays ``vat_rate``.
+    tax_rates: dict[str, Decimal] = field(default_factory=dict)
 
 
 # --- Requests -------------------------------------------------------------------------
@@ -259,6 +263,8 @@ class PricedLine:
     vat: Decimal
     gross: Decimal
     note: str = ""
+    tax_category: str = "it_service"
+    vat_rate: Decimal = Decimal("0")
 
     @property
     def discount_total(self) -> Decimal:
@@ -390,7 +396,8 @@ def _line(
     period_unit: str,
     list_amount: Decimal,
     adjustments: Sequence[Adjustment],
-    vat_rate: Decimal,
+    book: PriceBook,
+    tax_category: str = "it_service",
     note: str = "",
 ) -> PricedLine:
     net = list_amount
@@ -398,6 +405,7 @@ def _line(
         net += a.amount
     if net < 0:  # adjustments are capped below; this is a guard, not a path
         raise PricingError(f"{description}: adjustments exceed the list price")
+    vat_rate = book.tax_rates.get(tax_category, book.vat_rate)
     vat = _vat(net, vat_rate)
     return PricedLine(
         kind=kind,
@@ -414,6 +422,8 @@ def _line(
         vat=vat,
         gross=net + vat,
         note=note,
+        tax_category=tax_category,
+        vat_rate=vat_rate,
     )
 
 
@@ -556,7 +566,8 @@ def price_quote(book: PriceBook, request: QuoteRequest) -> PricedQuote:
                     gpu_model=np.gpu_model,
                     category=np.category,
                 ),
-                vat_rate=book.vat_rate,
+                book=book,
+                tax_category=np.tax_category,
                 note=f"{nr.quantity} × {np.units_per_node} GPU" if unit == "GPU" else "",
             )
         )
@@ -591,7 +602,8 @@ def price_quote(book: PriceBook, request: QuoteRequest) -> PricedQuote:
                         gpu_model=opt.gpu_model,
                         category=Category.GPU,
                     ),
-                    vat_rate=book.vat_rate,
+                    book=book,
+                    tax_category=np.tax_category,
                     note=f"{nr.quantity} node(s) × {per_node}",
                 )
             )
@@ -616,7 +628,8 @@ def price_quote(book: PriceBook, request: QuoteRequest) -> PricedQuote:
                 period_unit="month" if recurring else "once",
                 list_amount=money(addon.price * ar.quantity * addon_periods),
                 adjustments=(),
-                vat_rate=book.vat_rate,
+                book=book,
+                tax_category=addon.tax_category,
                 note=addon.note,
             )
         )
@@ -646,7 +659,7 @@ def price_quote(book: PriceBook, request: QuoteRequest) -> PricedQuote:
                 period_unit="once",
                 list_amount=custom_list,
                 adjustments=adjustments,
-                vat_rate=book.vat_rate,
+                book=book,
             )
         )
 
@@ -663,7 +676,7 @@ def price_quote(book: PriceBook, request: QuoteRequest) -> PricedQuote:
                 period_unit="once",
                 list_amount=ZERO,
                 adjustments=(),
-                vat_rate=book.vat_rate,
+                book=book,
                 note="included",
             )
         )
@@ -688,4 +701,29 @@ def price_quote(book: PriceBook, request: QuoteRequest) -> PricedQuote:
         net_total=net_total,
         vat_total=vat_total,
         gross_total=net_total + vat_total,
+    )
+
+
+# --- Comparable prices ------------------------------------------------------------------
+
+# Hours in an average month (365 × 24 / 12): how public GPU clouds turn a monthly price
+# into an hourly one.
+HOURS_PER_MONTH = Decimal("730")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuEquivalent:
+    per_gpu_month: Decimal
+    per_gpu_hour: Decimal
+
+
+def gpu_equivalent(*, amount: Decimal, gpus: int, months: Decimal) -> GpuEquivalent | None:
+    """``amount`` (net, for ``gpus`` GPUs over ``months``) per GPU-month and per GPU-hour,
+    rounded half up to the cent; ``None`` without GPUs or months."""
+    if gpus <= 0 or months <= 0:
+        return None
+    per_month = amount / Decimal(gpus) / months
+    return GpuEquivalent(
+        per_gpu_month=per_month.quantize(CENT, rounding=ROUND_HALF_UP),
+        per_gpu_hour=(per_month / HOURS_PER_MONTH).quantize(CENT, rounding=ROUND_HALF_UP),
     )

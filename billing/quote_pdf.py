@@ -22,13 +22,35 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.utils import translation
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from billing.models import AddonPrice, ItemKind, Quote, QuoteDocument, QuoteLine, QuoteStatus, Term
+from billing.models import (
+    AddonPrice,
+    ItemKind,
+    PaymentMethod,
+    Quote,
+    QuoteDocument,
+    QuoteLine,
+    QuoteStatus,
+    RegistrationKind,
+    SellerEntity,
+    TaxCategory,
+    Term,
+    tax_category_reason,
+)
 from billing.numerals import rmb_upper
 from billing.periods import rental_period
+from billing.pricing import GpuEquivalent, gpu_equivalent
+from billing.services.orders import (
+    CARD_HOLD,
+    CARD_METHODS,
+    hold_terms,
+    payment_methods_offered,
+    payment_methods_text,
+    transfer_refusal,
+)
 from core.pdf import css_content, normalise_language, render_pdf, store_document
 from inventory.models import Fabric
 
@@ -51,7 +73,8 @@ FROZEN_STATUSES = frozenset(
 
 @dataclass(frozen=True)
 class Provider:
-    """Who issues the quote (a constant: the demo provider, no settings involved)."""
+    """Who issues the document: the site's seller entity (``SellerEntity``), or the
+    provider block from settings where a site has none."""
 
     brand: str
     name: str
@@ -59,11 +82,36 @@ class Provider:
     email: str
     phone: str
     website: str
+    registration_label: str = ""
+    registration_number: str = ""
+    issues_fapiao: bool = True
 
 
-def provider(language: str) -> Provider:
-    """The provider block on quotes and invoices, from settings (``PORTAL_PROVIDER_*``)."""
+def seller_for(site: Any) -> SellerEntity | None:
+    if site is None:
+        return None
+    return SellerEntity.objects.filter(site=site).first()
+
+
+def provider(language: str, site: Any = None) -> Provider:
+    """The provider block on quotes and payment documents: the site's seller entity in
+    the document's language, else the settings (``PORTAL_PROVIDER_*``)."""
     zh = language.lower().startswith("zh")
+    seller = seller_for(site)
+    if seller is not None:
+        with translation.override(language):
+            texts = seller.localized(language)
+            return Provider(
+                brand=settings.PORTAL_PROVIDER_BRAND,
+                name=texts["legal_name"],
+                address=texts["address"],
+                email=settings.PORTAL_PROVIDER_EMAIL,
+                phone=settings.PORTAL_PROVIDER_PHONE,
+                website=settings.PORTAL_PROVIDER_WEBSITE,
+                registration_label=str(RegistrationKind(seller.registration_kind).label),
+                registration_number=seller.registration_number,
+                issues_fapiao=seller.issues_fapiao,
+            )
     return Provider(
         brand=settings.PORTAL_PROVIDER_BRAND,
         name=(settings.PORTAL_PROVIDER_NAME_ZH if zh else "") or settings.PORTAL_PROVIDER_NAME,
@@ -73,6 +121,27 @@ def provider(language: str) -> Provider:
         phone=settings.PORTAL_PROVIDER_PHONE,
         website=settings.PORTAL_PROVIDER_WEBSITE,
     )
+
+
+def bank_details(site: Any = None, language: str = "en") -> dict[str, str]:
+    """Where to transfer the money: the site's seller account (bank name in the
+    document's language), else the account in the settings."""
+    seller = seller_for(site)
+    if seller is not None:
+        return {
+            "account_name": seller.account_name,
+            "account_number": seller.account_number,
+            "bank_name": seller.localized(language)["bank_name"],
+            "swift": seller.swift_code,
+            "cnaps": seller.cnaps_code,
+        }
+    return {
+        "account_name": settings.PORTAL_BANK_ACCOUNT_NAME,
+        "account_number": settings.PORTAL_BANK_ACCOUNT_NUMBER,
+        "bank_name": settings.PORTAL_BANK_NAME,
+        "swift": settings.PORTAL_BANK_SWIFT,
+        "cnaps": "",
+    }
 
 
 def duration_label(term: str, duration: int) -> str:
@@ -167,7 +236,7 @@ def line_note(line: QuoteLine, addon_notes_zh: dict[tuple[str, str], str], langu
     return note
 
 
-def _specs(node_type: Any) -> list[tuple[str, str]]:
+def node_specs(node_type: Any) -> list[tuple[str, str]]:
     gpu = node_type.gpu_model
     rows = [
         (_("CPU"), node_type.cpu),
@@ -205,7 +274,7 @@ def _configurations(quote: Quote) -> list[dict[str, Any]]:
             continue
         nt = item.node_type
         config = configs.setdefault(
-            nt.pk, {"node_type": nt, "count": 0, "specs": _specs(nt), "cards": []}
+            nt.pk, {"node_type": nt, "count": 0, "specs": node_specs(nt), "cards": []}
         )
         config["count"] += int(item.quantity)
         if item.card_gpu_model is not None and item.cards_per_node:
@@ -252,17 +321,34 @@ def _configuration_rows(configs: list[dict[str, Any]], per_row: int = 3) -> list
 
 def _placement(quote: Quote) -> dict[str, str]:
     """Node type code -> where its nodes are held: leaf switches, racks, fabric."""
+    return placement_texts(quote.placement or {})
+
+
+def placement_texts(placement: dict[str, Any]) -> dict[str, str]:
+    """Node type code -> the placement in words, from a placement record's groups."""
     out: dict[str, str] = {}
-    for g in (quote.placement or {}).get("groups", []):
+    for g in placement.get("groups", []):
         code = g.get("fabric_code", "")
         fabric = str(Fabric(code).label) if code in Fabric.values else g.get("fabric", "")
         leaves = len(g.get("leaves", []))
         racks = int(g.get("racks", 0))
+        nodes = ngettext("%(n)s node", "%(n)s nodes", g.get("count", 0)) % {"n": g.get("count", 0)}
+        units = int(g.get("units", 0) or 0)
+        if units:
+            # Rail-optimised: say what the customer gets, a scalable unit and its rails.
+            where = (
+                ngettext("in %(n)s scalable unit", "in %(n)s scalable units", units) % {"n": units}
+                + ", "
+                + ngettext("%(n)s rail switch", "%(n)s rail switches", int(g.get("rails", 0)))
+                % {"n": int(g.get("rails", 0))}
+            )
+        else:
+            where = ngettext("under %(n)s leaf switch", "under %(n)s leaf switches", leaves) % {
+                "n": leaves
+            }
         out[g.get("node_type", "")] = _("%(nodes)s %(leaves)s, %(racks)s, %(fabric)s") % {
-            "nodes": ngettext("%(n)s node", "%(n)s nodes", g.get("count", 0))
-            % {"n": g.get("count", 0)},
-            "leaves": ngettext("under %(n)s leaf switch", "under %(n)s leaf switches", leaves)
-            % {"n": leaves},
+            "nodes": nodes,
+            "leaves": where,
             "racks": ngettext("in %(n)s rack", "in %(n)s racks", racks) % {"n": racks},
             "fabric": fabric,
         }
@@ -276,10 +362,92 @@ def _last_day(quote: Quote) -> date:
     return (end - timedelta(days=1)).date()
 
 
+def quote_holds(quote: Quote) -> list[dict[str, Any]]:
+    """What the quote states about holds once accepted, per payment method offered: the
+    same ``hold_terms`` the order will get (self-service quotes are accepted when sent)."""
+    methods = payment_methods_offered()
+    now = quote.sent_at or timezone.now()
+    rows = []
+    online = [m for m in methods if m in CARD_METHODS]
+    if online:
+        rows.append(
+            {
+                "online": True,
+                "methods": payment_methods_text(online),
+                "minutes": int(CARD_HOLD.total_seconds() // 60),
+            }
+        )
+    if PaymentMethod.BANK_TRANSFER in methods:
+        terms = hold_terms(
+            site=quote.site,
+            start_date=quote.start_date,
+            method=PaymentMethod.BANK_TRANSFER,
+            quote_expires_at=quote.expiry,
+            self_service=not quote.created_by.is_staff,
+            now=now,
+        )
+        rows.append(
+            {
+                "online": False,
+                "possible": terms.possible,
+                "pay_by": terms.pay_by.astimezone(quote.site.tzinfo).strftime("%Y-%m-%d %H:%M"),
+                "refusal": "" if terms.possible else transfer_refusal(terms),
+            }
+        )
+    return rows
+
+
+def tax_notes(lines: Any) -> list[str]:
+    """One note per tax category on the document: what it is and its rate."""
+    seen: dict[str, Decimal] = {}
+    for line in lines:
+        if line.kind == "free":
+            continue
+        seen.setdefault(line.tax_category, line.vat_rate)
+    return [
+        _("%(category)s: VAT %(rate)s. %(reason)s")
+        % {
+            "category": str(TaxCategory(code).label).capitalize(),
+            "rate": f"{(rate * 100).normalize():f}%",
+            "reason": tax_category_reason(code),
+        }
+        for code, rate in seen.items()
+        if code in TaxCategory.values
+    ]
+
+
+def single_rate(lines: Any, default: Decimal) -> Decimal | None:
+    """The one VAT rate of all lines, or ``None`` when the lines have several."""
+    rates = {
+        (line["vat_rate"] if isinstance(line, dict) else line.vat_rate) or default
+        for line in lines
+        if (line.get("kind") if isinstance(line, dict) else line.kind) != "free"
+    }
+    if len(rates) <= 1:
+        return next(iter(rates), default)
+    return None
+
+
+def quote_gpu_equivalent(quote: Quote, lines: list[QuoteLine]) -> GpuEquivalent | None:
+    """The quote's nodes and cards per GPU-month and GPU-hour (net), or ``None``."""
+    gpus = 0
+    for item in quote.items.all():
+        if item.kind == ItemKind.NODE and item.node_type is not None:
+            per_node = item.node_type.gpu_count or item.cards_per_node
+            gpus += int(item.quantity) * per_node
+    priced = [ln for ln in lines if ln.kind in ("node", "card")]
+    if not priced or not gpus:
+        return None
+    first = priced[0]
+    months = first.periods if first.period_unit == "month" else first.periods / Decimal(30)
+    amount = sum((ln.net for ln in priced), Decimal("0"))
+    return gpu_equivalent(amount=amount, gpus=gpus, months=months)
+
+
 def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
     """Everything ``pdf/quote.html`` shows, translated into ``language``."""
     quote = (
-        Quote.objects.select_related("organisation", "site", "created_by")
+        Quote.objects.select_related("organisation", "site", "created_by", "price_book")
         .prefetch_related("lines", "items__node_type__gpu_model", "items__card_gpu_model")
         .get(pk=quote.pk)
     )
@@ -305,7 +473,7 @@ def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
             amount_in_words = rmb_upper(quote.gross_total)
         creator = quote.created_by
         party = quote.organisation.legal_name or quote.organisation.name
-        the_provider = provider(language)
+        the_provider = provider(language, quote.site)
         configurations = _configurations(quote)
         return {
             "quote": quote,
@@ -328,8 +496,20 @@ def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
             "currency": quote.currency,
             "vat_applies": quote.vat_rate > Decimal("0"),
             "amount_in_words": amount_in_words,
-            "prepared_by": creator.get_full_name() or creator.get_username(),
-            "prepared_by_email": creator.email,
+            "expiry": quote.expiry.astimezone(tz).strftime("%Y-%m-%d %H:%M"),
+            "gpu_equivalent": quote_gpu_equivalent(quote, lines),
+            "tax_notes": tax_notes(lines),
+            "single_rate": single_rate(lines, quote.vat_rate),
+            "holds": quote_holds(quote),
+            "payment_methods_text": payment_methods_text(payment_methods_offered()),
+            "bank": bank_details(quote.site, language),
+            # A self-service quote is prepared by the provider's sales team, not the customer.
+            "prepared_by": (creator.get_full_name() or creator.get_username())
+            if creator.is_staff
+            else settings.PORTAL_SALES_CONTACT_NAME or _("Sales team"),
+            "prepared_by_email": creator.email
+            if creator.is_staff
+            else settings.PORTAL_PROVIDER_EMAIL,
         }
 
 

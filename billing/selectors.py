@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from django.db.models import Prefetch, Q, QuerySet
@@ -66,6 +67,7 @@ def engine_node_price(
         daily=np.daily,
         gpu_model=nt.gpu_model.name if nt.gpu_model else None,
         options=options,
+        tax_category=np.tax_category,
     )
 
 
@@ -137,7 +139,12 @@ def price_book_snapshot(*, book: PriceBook) -> BookSnapshot:
     addons = {}
     for a in book.addons.all():
         addons[a.code] = pricing.AddonPrice(
-            code=a.code, name=a.name, unit=pricing.AddonUnit(a.unit), price=a.price, note=a.note
+            code=a.code,
+            name=a.name,
+            unit=pricing.AddonUnit(a.unit),
+            price=a.price,
+            note=a.note,
+            tax_category=a.tax_category,
         )
         if a.name_zh:
             names_zh[f"addon:{a.code}"] = a.name_zh
@@ -165,6 +172,7 @@ def price_book_snapshot(*, book: PriceBook) -> BookSnapshot:
         discounts=discounts,
         promotions=promotions,
         free_services=tuple(free),
+        tax_rates={k: Decimal(str(v)) for k, v in (book.tax_rates or {}).items()},
     )
     return BookSnapshot(book=book, engine=engine, names_zh=names_zh)
 

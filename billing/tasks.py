@@ -16,7 +16,7 @@ from django.db import InterfaceError, OperationalError
 from billing import contract_pdf, invoices, quote_pdf
 from billing.models import Contract, Invoice, Quote
 from billing.services import contracts as contract_services
-from billing.services import orders, payments, sweeps
+from billing.services import estimates, orders, payments, sweeps
 from billing.services import quotes as quote_services
 from billing.services.quotes.emails import quote_email_send
 
@@ -66,6 +66,19 @@ def document_render_quote(quote_id: int, language: str) -> str:
     stored document is returned as it is, never re-rendered."""
     quote = Quote.objects.get(pk=quote_id)
     return quote_pdf.quote_document(quote=quote, language=language).sha256
+
+
+@shared_task(
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    max_retries=3,
+    **PDF_LIMITS,
+)
+def document_render_estimate(estimate_id: int) -> str:
+    """Render and store an anonymous estimate's PDF; return its SHA-256. Idempotent."""
+    return estimates.estimate_render(estimate_id=estimate_id)
 
 
 @shared_task(

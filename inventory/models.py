@@ -63,6 +63,15 @@ class Site(models.Model):
         validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
         help_text=_("As a fraction: 0.0600 is 6%."),
     )
+    lead_time_hours = models.PositiveIntegerField(
+        _("lead time (hours)"),
+        default=24,
+        validators=[MaxValueValidator(24 * 90)],
+        help_text=_(
+            "How long the site needs to prepare nodes: the earliest start of an order is "
+            "this long after it is paid."
+        ),
+    )
 
     class Meta:
         ordering = ["code"]
@@ -133,6 +142,21 @@ class Switch(models.Model):
     fabric = models.CharField(_("fabric"), max_length=16, choices=Fabric.choices)
     port_speed_gbps = models.PositiveIntegerField(_("port speed (Gb/s)"))
     port_count = models.PositiveIntegerField(_("ports"), default=64)
+    node_ports = models.PositiveIntegerField(
+        _("ports for nodes"),
+        null=True,
+        blank=True,
+        help_text=_("Ports nodes may use (the rest go up to the spine); empty: half the ports."),
+    )
+    scalable_unit = models.CharField(
+        _("scalable unit"),
+        max_length=32,
+        blank=True,
+        help_text=_(
+            "The rail switches of one scalable unit share this name and form one leaf group: "
+            "an 8-NIC node connects one NIC to each of them."
+        ),
+    )
     uplinks = models.ManyToManyField(
         "self",
         symmetrical=False,
@@ -156,6 +180,12 @@ class Switch(models.Model):
     def clean(self) -> None:
         if self.rack_id and self.site_id and self.rack.site_id != self.site_id:
             raise ValidationError({"rack": _("The rack is in another site.")})
+        if self.node_ports is not None and self.node_ports > self.port_count:
+            raise ValidationError({"node_ports": _("More ports for nodes than the switch has.")})
+
+    @property
+    def ports_for_nodes(self) -> int:
+        return self.node_ports if self.node_ports is not None else self.port_count // 2
 
 
 class GPUModel(models.Model):

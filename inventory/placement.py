@@ -178,3 +178,12 @@ def leaf_summary(placement: Placement) -> list[tuple[str, int]]:
     for c in placement.nodes:
         counts[c.leaf] += 1
     return heapq.nsmallest(len(counts), counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def unit_summary(
+    leaves: Sequence[tuple[str, int]], units: dict[str, tuple[str, int]]
+) -> tuple[int, int]:
+    """(scalable units, rail switches) a placement's leaves make up; (0, 0) when none of
+    them is in a scalable unit."""
+    chosen = {units[name] for name, _n in leaves if name in units}
+    return len(chosen), sum(rails for _unit, rails in chosen)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -17,6 +18,8 @@ from inventory.models import (
     NodeType,
     Reservation,
     Site,
+    Switch,
+    SwitchRole,
 )
 from inventory.placement import Candidate, Placement, earliest_full_start, place
 
@@ -188,3 +191,22 @@ def catalog_node_types() -> list[NodeType]:
 def node_counts_by_site_and_type() -> dict[tuple[int, int], int]:
     rows = Node.objects.order_by().values("site_id", "node_type_id").annotate(n=Count("pk"))
     return {(r["site_id"], r["node_type_id"]): r["n"] for r in rows}
+
+
+def leaf_units(*, site: Site, leaves: Sequence[str]) -> dict[str, tuple[str, int]]:
+    """Leaf switch name -> (its scalable unit, the unit's rail switches) for the leaves
+    that belong to one (one query); leaves outside a scalable unit are left out."""
+    rows = list(
+        Switch.objects.filter(site=site, role=SwitchRole.LEAF)
+        .exclude(scalable_unit="")
+        .filter(
+            scalable_unit__in=Switch.objects.filter(site=site, name__in=list(leaves)).values(
+                "scalable_unit"
+            )
+        )
+        .values_list("name", "scalable_unit")
+    )
+    size: dict[str, int] = {}
+    for _name, unit in rows:
+        size[unit] = size.get(unit, 0) + 1
+    return {name: (unit, size[unit]) for name, unit in rows if name in set(leaves)}

@@ -8,8 +8,10 @@ from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from core import lifecycle
 from core.errors import DomainError, DoubleBooking
@@ -20,8 +22,11 @@ from inventory.models import (
     MaintenanceWindow,
     Node,
     NodeStatus,
+    NodeType,
     Reservation,
     ReservationStatus,
+    Switch,
+    SwitchRole,
 )
 
 EXCLUSION_CONSTRAINT = "reservation_no_overlap"
@@ -68,6 +73,47 @@ def node_bulk_transition(
     return moved, refused
 
 
+def leaf_group(leaf: Switch) -> list[Switch]:
+    """The switches of a leaf's group: the rail switches of its scalable unit, or itself."""
+    if not leaf.scalable_unit:
+        return [leaf]
+    return list(
+        Switch.objects.filter(
+            site_id=leaf.site_id, scalable_unit=leaf.scalable_unit, role=SwitchRole.LEAF
+        ).order_by("name")
+    )
+
+
+def port_budget_check(
+    *, leaf_switch_id: int, node_type_id: int, exclude_node_id: int | None
+) -> None:
+    """A node under a leaf group must find a free port for each of its NICs: the group's
+    ports for nodes against the NICs of the nodes already under it (retired ones left
+    out). Raises ``DomainError`` with the figures."""
+    leaf = Switch.objects.select_for_update().get(pk=leaf_switch_id)
+    group = leaf_group(leaf)
+    budget = sum(s.ports_for_nodes for s in group)
+    nodes = Node.objects.filter(leaf_switch__in=group).exclude(status=NodeStatus.RETIRED)
+    if exclude_node_id is not None:
+        nodes = nodes.exclude(pk=exclude_node_id)
+    used = nodes.aggregate(n=Sum("node_type__nic_count"))["n"] or 0
+    needs = NodeType.objects.values_list("nic_count", flat=True).get(pk=node_type_id)
+    if used + needs > budget:
+        name = leaf.scalable_unit or leaf.name
+        raise DomainError(
+            ngettext(
+                "Leaf group %(group)s (%(n)s switch) has %(budget)s ports for nodes; its nodes "
+                "use %(used)s and this node needs %(needs)s more. Put it under another leaf "
+                "group, or give the switch more ports for nodes.",
+                "Leaf group %(group)s (%(n)s switches) has %(budget)s ports for nodes; its "
+                "nodes use %(used)s and this node needs %(needs)s more. Put it under another "
+                "leaf group, or give the switches more ports for nodes.",
+                len(group),
+            )
+            % {"group": name, "n": len(group), "budget": budget, "used": used, "needs": needs}
+        )
+
+
 @transaction.atomic
 def node_create(
     *,
@@ -94,6 +140,9 @@ def node_create(
         status=status,
     )
     node.full_clean()
+    port_budget_check(
+        leaf_switch_id=leaf_switch_id, node_type_id=node_type_id, exclude_node_id=None
+    )
     node.save()
     lifecycle.record_creation([node], actor=actor, reason=reason or _("Added to the inventory."))
     return node
@@ -163,6 +212,12 @@ def node_update(
             node.full_clean(exclude=["status"])
         except ValidationError as exc:
             raise DomainError(" ".join(exc.messages)) from exc
+        if {"leaf_switch", "node_type"} & set(changed):
+            port_budget_check(
+                leaf_switch_id=node.leaf_switch_id,
+                node_type_id=node.node_type_id,
+                exclude_node_id=node.pk,
+            )
         node.save(update_fields=changed)
     if status is not None and status != node.status:
         node = node_transition(node=node, to_status=status, actor=actor, reason=reason)

@@ -10,6 +10,16 @@ class PortalConfig(AppConfig):
     verbose_name = _("Customer portal")
 
     def ready(self) -> None:
+        # The back office carries the product's name, not "Django administration".
+        from django.conf import settings
+        from django.contrib import admin
+        from django.utils.text import format_lazy
+
+        admin.site.site_header = format_lazy(
+            "{} · {}", settings.PORTAL_PROVIDER_BRAND, _("back office")
+        )
+        admin.site.site_title = admin.site.site_header
+        admin.site.index_title = _("Inventory, quotes and payments")
         # Services enqueue tasks by name (core.jobs); register every app's tasks in each
         # process (web, worker, shell), so that a name always resolves to its task.
         for config in apps.get_app_configs():

@@ -12,9 +12,10 @@ from django.utils.translation import gettext_lazy as _
 
 from billing import sizing
 from billing.models import PaymentMethod, Term
-from billing.periods import site_today
+from billing.periods import earliest_start_date
 from billing.pricing import TERM_DURATION
 from billing.pricing import Term as PricingTerm
+from billing.services.orders import payment_methods_offered
 from billing.services.selfservice import (
     Configuration,
     ConfigurationInvalid,
@@ -236,7 +237,9 @@ class ConfigureForm(forms.Form):
         self.fields["site"].choices = [(s.code, s.name) for s in sites]
         self.fields["node_type"].choices = [(nt.code, nt.name) for nt in node_types]
         self.fields["term"].choices = Term.choices
-        self.fields["payment_method"].choices = PaymentMethod.choices
+        self.fields["payment_method"].choices = [
+            (m, PaymentMethod(m).label) for m in payment_methods_offered()
+        ]
         self.card_options: dict[int, list[Any]] = {}
         self.addon_rows: list[dict[str, Any]] = []
         self.included_addons: list[Any] = []
@@ -325,7 +328,8 @@ class ConfigureForm(forms.Form):
 
     @classmethod
     def defaults(cls, *, site: Any, node_types: list[Any], snapshot: Any) -> dict[str, str]:
-        """The configuration a bare /configure/ shows: one node, a month, from tomorrow."""
+        """The configuration a bare /configure/ shows: one node, a month, from the earliest
+        start the site can deliver, paid by the first method offered."""
         priced = set(snapshot.engine.nodes) if snapshot is not None else set()
         node_type = next((nt for nt in node_types if nt.code in priced), None)
         data = {
@@ -334,8 +338,8 @@ class ConfigureForm(forms.Form):
             "node_count": "1",
             "term": "month",
             "duration": "1",
-            "start_date": (site_today(site) + timedelta(days=1)).isoformat(),
-            "payment_method": "card",
+            "start_date": earliest_start_date(site).isoformat(),
+            "payment_method": payment_methods_offered()[0],
         }
         if snapshot is not None:
             form = cls(None, sites=[site], node_types=node_types, snapshot=snapshot)

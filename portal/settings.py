@@ -113,6 +113,9 @@ AUTH_PASSWORD_VALIDATORS = [
 AUTHENTICATION_BACKENDS = ["accounts.backends.EmailBackend"]  # email or username
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "accounts:organisations"
+# Staff land on their own pages after logging in (group name -> URL name); other staff
+# land in the back office.
+STAFF_LANDING_BY_GROUP = {"Sales": "sales:quote_list", "Sales managers": "sales:quote_list"}
 LOGOUT_REDIRECT_URL = "catalog"
 # Login throttling (accounts/throttle.py), for every login form (the admin's too), built
 # so that an attacker cannot lock users out. MAX_FAILURES failures for one account from one
@@ -254,6 +257,27 @@ CELERY_BEAT_SCHEDULE = {
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(_CELERY_DIR / "beat-schedule")
 
+# Self-service starts are priced up to this many months ahead (the price book horizon).
+PRICE_BOOK_HORIZON_MONTHS = env.int("PRICE_BOOK_HORIZON_MONTHS", default=12)
+
+# Self-service holds per organisation: unpaid orders and the nodes they hold at once
+# (lower until the organisation's legal name and tax ID are on file).
+SELF_SERVICE_HOLD_LIMITS = {
+    "verified": {
+        "unpaid_orders": env.int("HOLD_LIMIT_UNPAID_ORDERS", default=3),
+        "held_nodes": env.int("HOLD_LIMIT_HELD_NODES", default=64),
+    },
+    "unverified": {
+        "unpaid_orders": env.int("HOLD_LIMIT_UNPAID_ORDERS_UNVERIFIED", default=1),
+        "held_nodes": env.int("HOLD_LIMIT_HELD_NODES_UNVERIFIED", default=8),
+    },
+}
+
+# Anonymous estimates (non-binding quote PDFs): new renders per client and hour, and how
+# many days their prices are stated as valid.
+ESTIMATE_RENDERS_PER_HOUR = env.int("ESTIMATE_RENDERS_PER_HOUR", default=20)
+ESTIMATE_VALID_DAYS = env.int("ESTIMATE_VALID_DAYS", default=7)
+
 # Absolute address of the portal, for links in emails and PDFs.
 PORTAL_BASE_URL = env.str("PORTAL_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
@@ -272,6 +296,8 @@ PORTAL_PROVIDER_ADDRESS_ZH = env.str(
 )
 PORTAL_PROVIDER_EMAIL = env.str("PORTAL_PROVIDER_EMAIL", default="sales@gpucloud.example")
 PORTAL_PROVIDER_PHONE = env.str("PORTAL_PROVIDER_PHONE", default="+86 755 0000 0000")
+# Who "prepared" a self-service quote: the provider's sales contact (blank: "Sales team").
+PORTAL_SALES_CONTACT_NAME = env.str("PORTAL_SALES_CONTACT_NAME", default="")
 PORTAL_PROVIDER_WEBSITE = env.str("PORTAL_PROVIDER_WEBSITE", default="gpucloud.example")
 
 # --- Security (production) ------------------------------------------------------------

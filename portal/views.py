@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from decimal import Decimal
 from typing import Any
 from urllib.parse import urlencode
@@ -9,10 +10,18 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    JsonResponse,
+    QueryDict,
+)
 from django.shortcuts import redirect, render, resolve_url
 from django.urls import NoReverseMatch, reverse
 from django.utils.cache import patch_vary_headers
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
@@ -21,9 +30,12 @@ from accounts.throttle import client_ip
 from billing import catalog as shop
 from billing import selectors as billing_selectors
 from billing import sizing
-from billing.models import CardOptionPrice
+from billing.models import CardOptionPrice, Estimate, PaymentMethod
 from billing.models import Term as BillingTerm
 from billing.periods import rental_period
+from billing.pricing import LineKind, gpu_equivalent
+from billing.services import estimates
+from billing.services.orders import CARD_HOLD, hold_terms, payment_methods_offered, transfer_refusal
 from billing.services.quotes import ItemSpec, priced_lines_as_rows, quote_price_preview
 from billing.services.selfservice import (
     CapacityTaken,
@@ -33,7 +45,7 @@ from billing.services.selfservice import (
 from core.errors import DomainError, NotEnoughCapacity
 from inventory import selectors
 from inventory.models import NodeType
-from inventory.placement import leaf_summary
+from inventory.placement import leaf_summary, unit_summary
 from portal.forms import ConfigureForm, WizardForm
 
 
@@ -367,21 +379,33 @@ def _configure_context(
         end_at=end_at,
         availability=found,
         gpu_note=form.gpu_note,
+        holds=_holds(config),
+        gpu_equivalent=_gpu_equivalent(config, priced),
+        idempotency_key=uuid.uuid4().hex,
         hidden=[
             (name, data.get(name))
             for name in form.fields
             if name != "payment_method" and data.get(name) not in (None, "")
         ],
         share_url=_query(form),
+        estimate_url=_query(form).replace(reverse("configure"), reverse("configure_estimate"), 1),
     )
     if found.placement is not None:
+        leaves = leaf_summary(found.placement)
+        units, rails = (0, 0)
+        if config.node_type.nic_count > 1:  # only multi-NIC types sit in scalable units
+            units, rails = unit_summary(
+                leaves, selectors.leaf_units(site=config.site, leaves=[n for n, _c in leaves])
+            )
         context["placement"] = {
             "groups": [
                 {
                     "count": config.node_count,
                     "node_type_name": config.node_type.name,
                     "fabric": config.node_type.get_fabric_display(),
-                    "leaves": leaf_summary(found.placement),
+                    "leaves": leaves,
+                    "units": units,
+                    "rails": rails,
                     "racks": len(found.placement.racks),
                 }
             ]
@@ -402,6 +426,32 @@ def _configure_context(
             ),
         )
     return context
+
+
+def _gpu_equivalent(config: Any, priced: Any) -> Any:
+    """The bill's nodes (and cards) per GPU-month and GPU-hour, net of discounts."""
+    per_node = config.node_type.gpu_count or config.cards_per_node
+    amount = sum(
+        (ln.net for ln in priced.lines if ln.kind in (LineKind.NODE, LineKind.CARD)), Decimal(0)
+    )
+    return gpu_equivalent(amount=amount, gpus=config.node_count * per_node, months=priced.months)
+
+
+def _holds(config: Any) -> list[dict[str, Any]]:
+    """For each payment method offered, how long the nodes are held (``hold_terms``)."""
+    rows = []
+    for method in payment_methods_offered():
+        terms = hold_terms(site=config.site, start_date=config.start_date, method=method)
+        rows.append(
+            {
+                "method": method,
+                "label": PaymentMethod(method).label,
+                "terms": terms,
+                "refusal": "" if terms.possible else transfer_refusal(terms),
+                "minutes": int(CARD_HOLD.total_seconds() // 60),
+            }
+        )
+    return rows
 
 
 def _configure_render(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
@@ -462,8 +512,9 @@ def configure_accept(request: HttpRequest) -> HttpResponse:
             duration=config.duration,
             start_date=config.start_date,
             addons=dict(config.addons),
-            payment_method=form.cleaned_data.get("payment_method") or "card",
+            payment_method=form.cleaned_data.get("payment_method") or payment_methods_offered()[0],
             ip=client_ip(request),
+            idempotency_key=request.POST.get("idempotency_key", ""),
         )
     except DomainError as exc:
         context = _configure_context(request, request.POST)
@@ -490,3 +541,70 @@ def configure_accept(request: HttpRequest) -> HttpResponse:
             },
         )
         return redirect("catalog")
+
+
+# --- Anonymous estimate (a non-binding quote PDF) -------------------------------------------
+
+
+@require_GET
+def configure_estimate(request: HttpRequest) -> HttpResponse:
+    """A quote PDF of exactly the configuration on screen, for anyone: no account, no
+    nodes held, no quote number. The documents queue renders it; the page that follows
+    says it is being prepared and offers the file when it is there."""
+    context = _configure_context(request, request.GET)
+    config = context.get("config")
+    if config is None or not context.get("priced"):
+        messages.error(request, estimates.estimate_refused_message())
+        return redirect(f"{reverse('configure')}?{urlencode(_form_data(request.GET, {}))}")
+    try:
+        ticket = estimates.estimate_request(
+            config=config,
+            book=context["snapshot"].book,
+            language=get_language() or "zh-hans",
+            reopen_path=context["share_url"],
+            client=client_ip(request) or "unknown",
+        )
+    except estimates.EstimateRateLimited as exc:
+        response = render(
+            request,
+            "portal/estimate.html",
+            {"estimate": None, "refusal": exc.message, "back_url": context["share_url"]},
+            status=429,
+        )
+        response["Retry-After"] = str(estimates.RATE_WINDOW_S)
+        return response
+    return redirect("estimate_status", ticket.estimate.key)
+
+
+@require_GET
+def estimate_status(request: HttpRequest, key: str) -> HttpResponse:
+    """ "Being prepared" until the documents queue has stored the PDF (htmx polls this
+    page), then the link to download it. One query."""
+    estimate = (
+        Estimate.objects.filter(key=key)
+        .only("key", "file", "rendered_at", "reopen_path", "language", "created_at")
+        .first()
+    )
+    if estimate is None:
+        raise Http404
+    context = {"estimate": estimate, "back_url": estimate.reopen_path}
+    partial = request.htmx and not request.htmx.history_restore_request
+    template = "portal/_estimate.html" if partial else "portal/estimate.html"
+    response = render(request, template, context)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+@require_GET
+def estimate_pdf(request: HttpRequest, key: str) -> HttpResponse:
+    """The stored estimate PDF (never rendered here: 404 until the queue has made it)."""
+    estimate = Estimate.objects.filter(key=key).first()
+    if estimate is None or not estimate.is_ready:
+        raise Http404
+    day = estimate.created_at.date().isoformat()
+    return FileResponse(
+        estimate.file.open("rb"),
+        as_attachment=True,
+        filename=f"estimate-{day}-{estimate.key[:8]}.pdf",
+        content_type="application/pdf",
+    )

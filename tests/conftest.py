@@ -23,6 +23,15 @@ def demo(db, media):
 
 
 @pytest.fixture
+def online_payments(settings):
+    """Stripe keys are set (offline values): card, Alipay and WeChat Pay are offered."""
+    settings.STRIPE_SECRET_KEY = "sk_test_offline"
+    settings.STRIPE_PUBLISHABLE_KEY = "pk_test_offline"
+    settings.STRIPE_PAYMENT_METHODS = ["card", "alipay", "wechat_pay"]
+    return settings
+
+
+@pytest.fixture
 def sz(db):
     return factories.site("SZ")
 

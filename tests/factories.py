@@ -66,11 +66,18 @@ def rack(s: Site, name: str) -> Rack:
     return Rack.objects.get_or_create(site=s, name=name)[0]
 
 
-def leaf(s: Site, name: str, fabric: str = Fabric.IB_NDR) -> Switch:
+def leaf(s: Site, name: str, fabric: str = Fabric.IB_NDR, *, ports: int = 8192) -> Switch:
+    """A leaf switch; by default with room for any test's nodes (the port budget itself is
+    tested in tests/inventory/test_port_budget.py)."""
     return Switch.objects.get_or_create(
         site=s,
         name=name,
-        defaults={"role": SwitchRole.LEAF, "fabric": fabric, "port_speed_gbps": 400},
+        defaults={
+            "role": SwitchRole.LEAF,
+            "fabric": fabric,
+            "port_speed_gbps": 400,
+            "port_count": ports,
+        },
     )[0]
 
 

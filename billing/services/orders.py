@@ -1,7 +1,8 @@
 """Orders and invoices: created on acceptance, paid (card or bank transfer), or expired.
 
 An accepted quote's holds become the order's holds, kept until the payment deadline
-(30 minutes for card payments, the quote's validity for bank transfer). Payment makes
+(``hold_terms``: 30 minutes for card payments; for bank transfer the quote's expiry, at
+most two days for self-service, never past the start minus the site's lead time). Payment makes
 them firm and starts provisioning (after commit); an unpaid order expires in Celery beat
 and frees its nodes.
 """
@@ -9,7 +10,8 @@ and frees its nodes.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.db import transaction
@@ -17,6 +19,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import SshPublicKey
+from billing import stripe_api
 from billing.models import (
     Invoice,
     InvoiceStatus,
@@ -27,7 +30,7 @@ from billing.models import (
     PaymentStatus,
     Quote,
 )
-from billing.periods import rental_period, site_today
+from billing.periods import earliest_start_date, rental_period, site_today
 from billing.services.contracts import contract_draft_if_needed
 from billing.services.gate import (  # noqa: F401 - the task name, re-exported
     PROVISIONING_START_TASK,
@@ -38,7 +41,7 @@ from core import jobs, lifecycle
 from core.errors import DomainError
 from core.types import Actor
 from inventory import services as inventory_services
-from inventory.models import ImageProfile, Reservation, ReservationStatus
+from inventory.models import ImageProfile, Reservation, ReservationStatus, Site
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +50,8 @@ CARD_HOLD = timedelta(minutes=30)
 # moment (Alipay, 3-D Secure) still finds its nodes; unpaid orders expire after it too.
 PAYMENT_GRACE = timedelta(minutes=15)
 SELF_SERVICE_TRANSFER_HOLD = timedelta(days=2)
+# A bank transfer needs a working day to arrive; a shorter deadline is not offered.
+TRANSFER_MIN_WINDOW = timedelta(hours=24)
 CARD_METHODS = (PaymentMethod.CARD, PaymentMethod.ALIPAY, PaymentMethod.WECHAT_PAY)
 
 
@@ -75,17 +80,97 @@ def invoices_move(
     )
 
 
-def payment_deadline(*, quote: Quote, method: str, now: datetime | None = None) -> datetime:
-    """Card, Alipay, WeChat Pay: 30 minutes. Bank transfer: the quote's validity (which
-    never runs past the rental's first day); for self-service orders at most two days, so
-    nobody can block nodes for weeks without paying."""
+@dataclass(frozen=True)
+class HoldTerms:
+    """How long an order's nodes are held and when it must be paid, for one method.
+
+    The one rule every page, PDF and email states (``hold_terms``): card, Alipay and
+    WeChat Pay 30 minutes; bank transfer until the quote's expiry (self-service: at most
+    two days), never later than the start minus the site's lead time.
+    """
+
+    method: str
+    pay_by: datetime  # the payment deadline; unpaid by then the order expires
+    possible: bool = True  # False: a transfer cannot arrive before the start's lead time
+    transfer_start: date | None = None  # when not possible: the earliest start that works
+
+    @property
+    def held_until(self) -> datetime:
+        return self.pay_by + PAYMENT_GRACE
+
+    @property
+    def is_card(self) -> bool:
+        return self.method in CARD_METHODS
+
+
+def hold_terms(
+    *,
+    site: Site,
+    start_date: date,
+    method: str,
+    quote_expires_at: datetime | None = None,
+    self_service: bool = True,
+    now: datetime | None = None,
+) -> HoldTerms:
+    """The payment deadline (and so the hold) of an order paid by ``method``: the one
+    function behind the configure page, the quote page and PDF, the pay page and emails."""
     now = now or timezone.now()
     if method in CARD_METHODS:
-        return now + CARD_HOLD
-    due = quote.expires_at or now + SELF_SERVICE_TRANSFER_HOLD
-    if not quote.created_by.is_staff:  # the customer configured it themself
+        return HoldTerms(method=method, pay_by=now + CARD_HOLD)
+    due = quote_expires_at or now + SELF_SERVICE_TRANSFER_HOLD
+    if self_service:
         due = min(due, now + SELF_SERVICE_TRANSFER_HOLD)
-    return max(due, now + timedelta(hours=1))
+    start_at, _end = rental_period(site=site, start_date=start_date, term="day", duration=1)
+    latest = start_at - timedelta(hours=site.lead_time_hours)
+    due = min(due, latest)
+    if due < now + TRANSFER_MIN_WINDOW:
+        moved = earliest_start_date(site, now=now + TRANSFER_MIN_WINDOW)
+        return HoldTerms(
+            method=method,
+            pay_by=max(due, now + timedelta(hours=1)),
+            possible=False,
+            transfer_start=moved,
+        )
+    return HoldTerms(method=method, pay_by=due)
+
+
+def transfer_refusal(terms: HoldTerms) -> str:
+    """What the customer reads when a bank transfer cannot arrive in time for the start."""
+    return _(
+        "A bank transfer cannot arrive before this start date (the nodes need preparing): "
+        "pay online, or start on %(date)s or later."
+    ) % {"date": terms.transfer_start.isoformat() if terms.transfer_start else "—"}
+
+
+def payment_methods_offered() -> list[str]:
+    """The payment methods this portal can take, in the order offered: the online ones
+    configured on Stripe (``STRIPE_PAYMENT_METHODS``, only when its keys are set), then
+    bank transfer. Pages, forms and documents mention only these."""
+    online: list[str] = []
+    if stripe_api.is_configured():
+        online = [m for m in stripe_api.payment_methods() if m in CARD_METHODS]
+    return [*online, PaymentMethod.BANK_TRANSFER]
+
+
+def payment_methods_text(methods: list[str]) -> str:
+    """``card, Alipay or bank transfer``: the offered methods in a sentence."""
+    labels = [str(PaymentMethod(m).label) for m in methods]
+    if len(labels) <= 1:
+        return labels[0] if labels else ""
+    return _("%(first)s or %(last)s") % {"first": _(", ").join(labels[:-1]), "last": labels[-1]}
+
+
+def payment_deadline(*, quote: Quote, method: str, now: datetime | None = None) -> datetime:
+    """The deadline of an order for ``quote`` paid by ``method`` (see ``hold_terms``)."""
+    terms = hold_terms(
+        site=quote.site,
+        start_date=quote.start_date,
+        method=method,
+        quote_expires_at=quote.expires_at,
+        self_service=not quote.created_by.is_staff,
+        now=now,
+    )
+    return terms.pay_by
 
 
 def order_create_from_quote(
@@ -95,12 +180,21 @@ def order_create_from_quote(
 
     Runs inside the accepting transaction; the quote's holds must still be held.
     """
-    if payment_method not in PaymentMethod.values:
+    if payment_method not in payment_methods_offered():
         raise DomainError(_("Choose a payment method."))
     start_at, end_at = rental_period(
         site=quote.site, start_date=quote.start_date, term=quote.term, duration=quote.duration
     )
-    due = payment_deadline(quote=quote, method=payment_method)
+    terms = hold_terms(
+        site=quote.site,
+        start_date=quote.start_date,
+        method=payment_method,
+        quote_expires_at=quote.expires_at,
+        self_service=not quote.created_by.is_staff,
+    )
+    if not terms.possible:
+        raise DomainError(transfer_refusal(terms))
+    due = terms.pay_by
     year = site_today(quote.site).year
     order = Order.objects.create(
         number=next_number(kind="O", site=quote.site, year=year),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from datetime import date, datetime
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any, TypeAlias
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -36,6 +36,7 @@ from billing.models import (
     Promotion,
     Quote,
     QuoteStatus,
+    TaxCategory,
 )
 from core.errors import DomainError
 from inventory.models import Site
@@ -60,7 +61,7 @@ ENTRY_MODELS: tuple[type[models.Model], ...] = (
 UNSENT_STATUSES = (QuoteStatus.DRAFT, QuoteStatus.PENDING_APPROVAL, QuoteStatus.APPROVED)
 # The fields a change log records: everything but the key and the book itself.
 _NOT_LOGGED = frozenset({"id", "price_book"})
-_BOOK_FIELDS = ("name", "effective_from", "notes")
+_BOOK_FIELDS = ("name", "effective_from", "notes", "tax_rates")
 
 
 # --- Reads the rules need ---------------------------------------------------------------
@@ -392,6 +393,8 @@ def price_book_create(
         effective_from=effective_from,
         notes=notes,
         created_by=_user(actor),
+        # The VAT rates per tax category carry over to the copy (data, edited in the admin).
+        tax_rates=dict(copy_from.tax_rates or {}) if copy_from is not None else {},
     )
     after: dict[str, Any] = {
         "site": site.code,
@@ -415,9 +418,16 @@ def price_book_create(
 
 @transaction.atomic
 def price_book_update(
-    *, book: PriceBook, actor: Actor, name: str, effective_from: datetime, notes: str
+    *,
+    book: PriceBook,
+    actor: Actor,
+    name: str,
+    effective_from: datetime,
+    notes: str,
+    tax_rates: dict[str, Any] | None = None,
 ) -> PriceBook:
-    """Rename a book, move its start or change its notes; logged like any price change."""
+    """Rename a book, move its start, change its notes or its VAT rates per tax category;
+    logged like any price change."""
     stored = _lock_book(book.pk)
     _check_editable(stored)
     if not name.strip():
@@ -441,7 +451,8 @@ def price_book_update(
             _("%(site)s already has a price book in %(currency)s starting at that moment.")
             % {"site": stored.site.display_name, "currency": stored.currency}
         )
-    new = {"name": name.strip(), "effective_from": effective_from, "notes": notes}
+    new: dict[str, Any] = {"name": name.strip(), "effective_from": effective_from, "notes": notes}
+    new["tax_rates"] = stored.tax_rates if tax_rates is None else _tax_rates_check(tax_rates)
     changed = [f for f in _BOOK_FIELDS if getattr(stored, f) != new[f]]
     if not changed:
         return stored
@@ -457,6 +468,26 @@ def price_book_update(
         {f: _book_json(getattr(stored, f)) for f in changed},
     )
     return stored
+
+
+def _tax_rates_check(rates: Any) -> dict[str, str]:
+    """VAT rates per tax category: known categories, fractions from 0 to 1."""
+    if not isinstance(rates, dict):
+        raise DomainError(_("Give the VAT rates as an object: category → rate."))
+    clean: dict[str, str] = {}
+    for category, rate in rates.items():
+        if category not in TaxCategory.values:
+            raise DomainError(_("Unknown tax category “%(c)s”.") % {"c": category})
+        try:
+            value = Decimal(str(rate))
+        except (InvalidOperation, ValueError):
+            value = Decimal(-1)
+        if not (Decimal(0) <= value <= Decimal(1)):
+            raise DomainError(
+                _("The VAT rate of %(c)s must be a fraction from 0 to 1.") % {"c": category}
+            )
+        clean[category] = str(value)
+    return clean
 
 
 def _book_json(value: Any) -> Any:

@@ -1,8 +1,8 @@
 """Self-service ordering: a customer configures, sees the instant quote, and accepts.
 
 ``order_self_service`` creates the quote, sends it (which places and holds the nodes) and
-accepts it at once, so the order holds the nodes until its payment deadline (30 minutes
-for card, Alipay and WeChat Pay; the quote's validity for bank transfer). When another
+accepts it at once, so the order holds the nodes until its payment deadline
+(``billing.services.orders.hold_terms``). When another
 customer takes the nodes first, it tries the placement again (they may have taken only
 some), then raises ``CapacityTaken`` with the nearest alternatives.
 """
@@ -14,17 +14,20 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
-from django.db import transaction
+from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from accounts.models import Membership, Organisation
 from billing import catalog, pricing
-from billing.models import ItemKind, Order, PaymentMethod, Term
-from billing.periods import rental_period, site_today
+from billing.models import ItemKind, Order, OrderStatus, Term
+from billing.periods import earliest_start_date, latest_start_date, rental_period, site_today
 from billing.pricing import TERM_DURATION
 from billing.pricing import Term as PricingTerm
 from billing.selectors import BookSnapshot
+from billing.services.orders import payment_methods_offered
 from billing.services.quotes import (
     ItemSpec,
     NodesGone,
@@ -34,7 +37,7 @@ from billing.services.quotes import (
 )
 from core.errors import DomainError, DoubleBooking, NotEnoughCapacity
 from core.types import Actor
-from inventory.models import NodeType, Site
+from inventory.models import NodeType, Reservation, ReservationStatus, Site
 from inventory.selectors import availability_search
 
 logger = logging.getLogger(__name__)
@@ -161,10 +164,23 @@ def configuration_check(
                 "units": term_units(term),
             }
     today = site_today(site)
+    earliest = earliest_start_date(site)
+    latest = latest_start_date(site, months=settings.PRICE_BOOK_HORIZON_MONTHS)
     if start_date < today:
         errors["start_date"] = _(
             "The start date is in the past: today in %(site)s is %(today)s."
         ) % {"site": site.display_name, "today": today.isoformat()}
+    elif start_date < earliest:
+        errors["start_date"] = ngettext(
+            "%(site)s needs %(hours)s hour to prepare the nodes: the earliest start is %(date)s.",
+            "%(site)s needs %(hours)s hours to prepare the nodes: the earliest start is %(date)s.",
+            site.lead_time_hours,
+        ) % {"site": site.display_name, "hours": site.lead_time_hours, "date": earliest.isoformat()}
+    elif start_date > latest:
+        errors["start_date"] = _(
+            "Prices are published for starts up to %(date)s (%(months)s months ahead): "
+            "choose an earlier start, or ask our sales team for a quote."
+        ) % {"date": latest.isoformat(), "months": settings.PRICE_BOOK_HORIZON_MONTHS}
     if errors or count is None:
         raise ConfigurationInvalid(errors)
     return count
@@ -260,6 +276,61 @@ def _alternatives(config: Configuration) -> list:
     )
 
 
+class HoldLimitReached(DomainError):
+    """The organisation holds as many unpaid orders or nodes as it may."""
+
+
+def hold_limits(organisation: Organisation) -> dict[str, int]:
+    """How many unpaid orders and held nodes an organisation may have at once
+    (``SELF_SERVICE_HOLD_LIMITS``; lower without verified legal details)."""
+    limits = settings.SELF_SERVICE_HOLD_LIMITS
+    key = "verified" if organisation.legal_details_complete else "unverified"
+    return limits[key]
+
+
+def hold_limits_check(*, organisation: Organisation, node_count: int) -> None:
+    """Refuse an order that would take the organisation past its hold limits."""
+    limits = hold_limits(organisation)
+    unpaid = Order.objects.filter(
+        organisation=organisation, status=OrderStatus.AWAITING_PAYMENT
+    ).values("reservation_group")
+    orders = unpaid.count()
+    held = Reservation.objects.filter(group__in=unpaid, status=ReservationStatus.HOLD).count()
+    hint = (
+        ""
+        if organisation.legal_details_complete
+        else " "
+        + _(
+            "Organisations with their legal name and tax ID on file may hold more: add them "
+            "in the organisation's settings."
+        )
+    )
+    if orders + 1 > limits["unpaid_orders"]:
+        raise HoldLimitReached(
+            ngettext(
+                "Your organisation already has %(n)s unpaid order, the most it may have at "
+                "once: pay or cancel it first.",
+                "Your organisation already has %(n)s unpaid orders, the most it may have at "
+                "once: pay or cancel one first.",
+                orders,
+            )
+            % {"n": orders}
+            + hint
+        )
+    if held + node_count > limits["held_nodes"]:
+        raise HoldLimitReached(
+            ngettext(
+                "Unpaid orders may hold at most %(max)s node for your organisation at once; "
+                "%(held)s are held now and this order asks for %(n)s.",
+                "Unpaid orders may hold at most %(max)s nodes for your organisation at once; "
+                "%(held)s are held now and this order asks for %(n)s.",
+                limits["held_nodes"],
+            )
+            % {"max": limits["held_nodes"], "held": held, "n": node_count}
+            + hint
+        )
+
+
 def order_self_service(
     *,
     user: Actor,
@@ -275,6 +346,7 @@ def order_self_service(
     addons: dict[str, Decimal],
     payment_method: str,
     ip: str | None,
+    idempotency_key: str = "",
 ) -> Order:
     """Quote, send (placing and holding the nodes) and accept in one go: an order awaiting
     payment whose nodes are held until its payment deadline.
@@ -286,7 +358,15 @@ def order_self_service(
     """
     if not Membership.objects.filter(user=user, organisation=organisation).exists():
         raise DomainError(_("You are not a member of this organisation."))
-    if payment_method not in PaymentMethod.values:
+    idempotency_key = idempotency_key.strip()[:64]
+    if idempotency_key:
+        # The same configure form accepted again (Back, then Accept): its order.
+        existing = Order.objects.filter(
+            organisation=organisation, idempotency_key=idempotency_key
+        ).first()
+        if existing is not None:
+            return existing
+    if payment_method not in payment_methods_offered():
         raise DomainError(_("Choose a payment method."))
     configuration_check(
         site=site,
@@ -308,6 +388,7 @@ def order_self_service(
         cards_per_node=cards_per_node,
         addons=tuple(sorted((c, q) for c, q in addons.items() if q > 0)),
     )
+    hold_limits_check(organisation=organisation, node_count=node_count)
     items = configuration_items(config)
     name, email = _contact(user, organisation)
     language = translation.get_language() or "zh-hans"
@@ -329,9 +410,22 @@ def order_self_service(
                     notes=_("Self-service order."),
                 )
                 quote = quote_send(quote=quote, actor=user)
-                return quote_accept(
+                order = quote_accept(
                     quote=quote, user=user, name=name, ip=ip, payment_method=payment_method
                 )
+                if idempotency_key:
+                    order.idempotency_key = idempotency_key
+                    with transaction.atomic():
+                        order.save(update_fields=["idempotency_key"])
+                return order
+        except IntegrityError:
+            # The same form accepted twice at once: the other request's order stands.
+            found = Order.objects.filter(
+                organisation=organisation, idempotency_key=idempotency_key
+            ).first()
+            if found is None:
+                raise
+            return found
         except (DoubleBooking, NotEnoughCapacity, NodesGone) as exc:
             last = exc
             logger.info(

@@ -9,7 +9,7 @@ from django import template
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from billing import quote_pdf
+from billing import pricing, quote_pdf
 
 register = template.Library()
 
@@ -102,3 +102,13 @@ def adjustment_reason(adj: dict[str, Any]) -> str:
 def line_note(line: Any) -> str:
     """A priced line's note in the active language (the engine writes English notes)."""
     return quote_pdf.line_note(line, {}, translation.get_language() or "en")
+
+
+@register.filter
+def per_gpu(per_node_month: Decimal | str | None, gpus: int | None) -> Any:
+    """A per-node monthly price per GPU-month and GPU-hour (``None`` without GPUs)."""
+    if per_node_month in (None, ""):
+        return None
+    return pricing.gpu_equivalent(
+        amount=Decimal(str(per_node_month)), gpus=int(gpus or 0), months=Decimal(1)
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import DataError
@@ -16,9 +17,10 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.models import Membership
-from billing import invoices, stripe_api
+from billing import quote_pdf, stripe_api
 from billing.models import InvoiceStatus, Order, OrderStatus
 from billing.services import payments
+from billing.services.orders import CARD_METHODS, payment_methods_offered, payment_methods_text
 from core.errors import DomainError
 
 
@@ -60,8 +62,11 @@ def order_pay(request: HttpRequest, number: str) -> HttpResponse:
     context.update(
         {
             "card_configured": stripe_api.is_configured(),
+            "online_methods": payment_methods_text(
+                [m for m in payment_methods_offered() if m in CARD_METHODS]
+            ),
             "not_configured_message": payments.not_configured_message(),
-            "bank": invoices.bank_details(),
+            "bank": quote_pdf.bank_details(order.site, translation.get_language() or "en"),
         }
     )
     return render(request, "billing/pay/order_pay.html", context)
@@ -92,7 +97,7 @@ def order_pay_card(request: HttpRequest, number: str) -> HttpResponse:
     context["stripe_config"] = {
         "publishableKey": stripe_api.publishable_key(),
         "clientSecret": client_secret,
-        "returnUrl": request.build_absolute_uri(reverse("order_pay_return", args=[order.number])),
+        "returnUrl": settings.PORTAL_BASE_URL + reverse("order_pay_return", args=[order.number]),
         "locale": "zh" if language.startswith("zh") else "en",
     }
     context["payment"] = payment

@@ -52,6 +52,8 @@ def quote_public(request: HttpRequest, token: str) -> HttpResponse:
             "newer": newer if newer and newer.status in QUOTE_CUSTOMER_VISIBLE else None,
             "can_decide": quote.status == QuoteStatus.SENT,
             "order": order,
+            "expiry": quote.expiry,
+            "holds": quote_pdf.quote_holds(quote) if quote.status == QuoteStatus.SENT else [],
             "default_name": request.user.get_full_name() if request.user.is_authenticated else "",
         },
     )

@@ -6,6 +6,7 @@ from decimal import Decimal
 
 import pytest
 import stripe
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.shortcuts import resolve_url
 from django.urls import reverse
@@ -20,6 +21,7 @@ from billing.models import (
     Payment,
     PaymentMethod,
     PaymentStatus,
+    SellerEntity,
 )
 from billing.services import payments
 from billing.services import quotes as qs
@@ -170,7 +172,9 @@ def test_card_payment_says_it_is_not_configured_and_bank_transfer_works(client, 
     assert "js.stripe.com" not in html
     assert order.number in html and invoice.number in html
     assert invoice.bank_reference in html
-    assert "7559 0000 0000 0001" in html  # the demo account from settings
+    seller = SellerEntity.objects.get(site=demo["sz"])
+    assert seller.account_number in html  # the Shenzhen seller's account
+    assert seller.account_name in html and seller.cnaps_code in html
     assert "CMBCCNBS" in html
     assert f"{invoice.gross_total:,.2f}" in html
     due = timezone.localtime(order.payment_due_at, demo["sz"].tzinfo)
@@ -256,7 +260,8 @@ def test_the_card_page_mounts_the_payment_element(client, demo, fake_stripe):
     html = page.content.decode()
     assert '<script src="https://js.stripe.com/v3/"></script>' in html
     assert "pk_test_offline" in html and "pi_test_1_secret_abc" in html
-    assert "http://testserver" + pay_url("order_pay_return", order) in html
+    # Absolute links use the configured public URL, not the request's host (issue 9, 5).
+    assert settings.PORTAL_BASE_URL + pay_url("order_pay_return", order) in html
 
 
 def test_the_return_page_tells_the_status(client, demo, fake_stripe):

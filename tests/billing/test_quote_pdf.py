@@ -138,7 +138,7 @@ def test_chinese_pdf_text_totals_fonts_and_amount_in_words(demo, tmp_path):
 
     assert quote.number in text
     assert LEGAL_NAME_ZH in flat
-    assert "91440300MA5DEM0001" in text  # tax ID
+    assert "91440300MA5DEM0006" in text  # tax ID
     assert "深圳市南山区科技园1号" in flat  # billing address
     # Chinese names come from the price book's data, not from translations.
     assert "检查点存储（分布式三副本）" in flat

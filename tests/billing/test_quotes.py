@@ -79,7 +79,7 @@ def test_quote_stores_the_engine_pricing(demo):
     assert quote.net_total == sum(line.net for line in quote.lines.all())
     assert quote.vat_total == Decimal("122400.00")  # 6%
     assert quote.gross_total == quote.net_total + quote.vat_total
-    assert quote.lines.filter(kind="free").count() == 3
+    assert quote.lines.filter(kind="free").count() == 4  # with ICP filing support
 
 
 def test_send_holds_nodes_under_one_leaf_until_the_quote_expires(demo):
@@ -340,7 +340,7 @@ def test_lines_keep_their_notes_in_both_languages(demo):
     assert line_note(egress) == "Estimated; billed on use"
 
 
-def test_an_unpaid_order_expires_and_frees_its_nodes(demo):
+def test_an_unpaid_order_expires_and_frees_its_nodes(demo, online_payments):
     from billing.models import InvoiceStatus
     from inventory.selectors import availability_search
 
@@ -406,7 +406,7 @@ def test_a_quote_cannot_be_accepted_once_its_rental_has_started(demo):
         qs.quote_accept(quote=quote, user=None, name="Li Wei", ip=None)
 
 
-def test_money_after_the_nodes_were_taken_never_marks_the_order_paid(demo):
+def test_money_after_the_nodes_were_taken_never_marks_the_order_paid(demo, online_payments):
     quote = qs.quote_send(quote=make_quote(demo, nodes=2), actor=demo["sales"])
     order = qs.quote_accept(
         quote=quote, user=demo["customer"], name="Li Wei", ip=None, payment_method="card"
@@ -426,7 +426,7 @@ def test_money_after_the_nodes_were_taken_never_marks_the_order_paid(demo):
     assert order.status == OrderStatus.AWAITING_PAYMENT
 
 
-def test_an_accepted_quote_whose_order_lapsed_can_be_revised_and_sent_again(demo):
+def test_an_accepted_quote_whose_order_lapsed_can_be_revised_and_sent_again(demo, online_payments):
     quote = qs.quote_send(quote=make_quote(demo), actor=demo["sales"])
     order = qs.quote_accept(
         quote=quote, user=demo["customer"], name="Li Wei", ip=None, payment_method="card"

@@ -181,6 +181,9 @@ class SentTask:
     kwargs: dict[str, Any]
 
 
+IN_PLACE_TASKS = frozenset({"billing.tasks.document_render_estimate"})
+
+
 @pytest.fixture
 def celery_sent(monkeypatch: pytest.MonkeyPatch) -> list[SentTask]:
     """Tasks the live server enqueues (after commit), recorded instead of published
@@ -205,8 +208,9 @@ def celery_sent(monkeypatch: pytest.MonkeyPatch) -> list[SentTask]:
         **options: Any,
     ) -> Any:
         sent.append(SentTask(name=name, args=list(args or ()), kwargs=dict(kwargs or {})))
-        if name.startswith("accounts.tasks."):
-            # Account emails: run them here as a worker would, so the mail box has them.
+        if name.startswith("accounts.tasks.") or name in IN_PLACE_TASKS:
+            # Account emails and anonymous estimates: run them here as a worker would, so
+            # the mail box and the estimate page have them.
             app.tasks[name].apply(args=args, kwargs=kwargs)
         return (result_cls or app.AsyncResult)(task_id or uuid())
 

@@ -1,13 +1,16 @@
-"""A customer's whole journey in a real browser against the live server: sign up, verify
-the email, configure two H100 nodes for a month, accept, pay by bank transfer; finance
-marks the transfer paid in the back office; the customer sees the order paid."""
+"""A customer's whole journey in a real browser against the live server: an anonymous
+visitor gets a quote PDF in at most three clicks (counted), configures two H100 nodes for
+a month, logs in to order, signs up, verifies the email and lands back on the same
+configuration; accepts, pays by bank transfer; finance marks the transfer paid in the back
+office; the customer sees the order paid."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from datetime import datetime, timedelta
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -17,9 +20,10 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from playwright.sync_api import expect
 
-from billing.models import Invoice, InvoiceStatus, Order, OrderStatus
+from billing.models import Invoice, InvoiceStatus, Order, OrderStatus, Quote
 from billing.templatetags.billing_tags import money
 from inventory.models import Reservation, ReservationStatus, Site
+from portal.management.commands.seed_demo import DEMO_BOOKING
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -53,29 +57,37 @@ def test_sign_up_configure_pay_by_transfer_and_see_the_order_paid(pages, settle_
     start = datetime.now(ZoneInfo(shenzhen.timezone)).date() + timedelta(days=7)
     customer = pages.new("customer")
 
-    # --- Sign up from the English catalog, verify the address from the email --------------
+    # --- An anonymous visitor gets a quote PDF in at most three clicks --------------------
     customer.goto("/en/")
     expect(customer.locator("h1")).to_have_text("GPU servers and clusters")
-    customer.get_by_role("link", name="Sign up", exact=True).click()
-    expect(customer.locator("h1")).to_have_text("Sign up")
-    signup = customer.locator("main form")
-    signup.locator("[name=email]").fill(EMAIL)
-    signup.locator("[name=full_name]").fill("Mei Lin")
-    signup.locator("[name=company_name]").fill("Zhujiang AI Lab")
-    signup.locator("[name=password1]").fill(PASSWORD)
-    signup.locator("[name=password2]").fill(PASSWORD)
-    customer.get_by_role("button", name="Create the account").click()
-    expect(customer.locator("ul.messages")).to_contain_text(
-        f"We sent a link to {EMAIL} to verify it."
-    )
-    customer.goto(_verification_path())
-    expect(customer.locator("ul.messages")).to_contain_text("your email address is verified")
-    expect(customer.locator("header .who")).to_have_text(EMAIL)
+    clicks = 0
+    customer.get_by_role("link", name="Configure and get an instant quote").first.click()
+    clicks += 1
+    expect(customer.locator("h1")).to_have_text("Configure your servers or cluster")
+    settle_htmx(customer)
+    customer.get_by_role("link", name="Quote PDF (no account needed)").click()
+    clicks += 1
+    expect(customer.locator("h1")).to_have_text("Your quote PDF")
+    # The documents queue renders it (here run in place by celery_sent, as a worker
+    # would, so it is often ready at once); the page polls until it offers the file.
+    download_link = customer.get_by_role("link", name="Download the quote PDF")
+    expect(download_link).to_be_visible(timeout=15_000)
+    with customer.expect_download() as downloaded:
+        download_link.click()
+    clicks += 1
+    assert clicks <= 3
+    pdf = downloaded.value.path()
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True
+    ).stdout
+    assert "ESTIMATE" in text and "Non-binding estimate" in " ".join(text.split())
+    assert "Included at no charge" in text
+    assert not Order.objects.exists() and not Quote.objects.exists()
+    assert not Reservation.objects.exclude(owner_ref=DEMO_BOOKING).exists()
     pages.assert_no_server_errors()
 
     # --- Configure 2 × H100 in Shenzhen, monthly, one month, from a week ahead ------------
-    customer.get_by_role("link", name="Catalog", exact=True).click()
-    customer.get_by_role("link", name="Configure and get an instant quote").click()
+    customer.get_by_role("link", name="Back to the configuration").click()
     expect(customer.locator("h1")).to_have_text("Configure your servers or cluster")
     settle_htmx(customer)
     form = customer.locator("#configure form.configure-form")
@@ -106,6 +118,34 @@ def test_sign_up_configure_pay_by_transfer_and_see_the_order_paid(pages, settle_
     expect(quote.locator(".summary")).to_contain_text("2 × H100 8-GPU NVLink in Shenzhen")
     expect(quote.locator(".summary")).to_contain_text(f"from {start.isoformat()} to ")
     expect(quote.locator(".available")).to_contain_text("free for the whole period")
+    configured = customer.url
+    pages.assert_no_server_errors()
+
+    # --- "Log in to order" → sign up → verify → back on the same configuration ------------
+    quote.get_by_role("link", name="Log in to order").click()
+    expect(customer.locator("h1")).to_have_text("Log in")
+    customer.locator("main").get_by_role("link", name="Sign up", exact=True).click()
+    expect(customer.locator("h1")).to_have_text("Sign up")
+    signup = customer.locator("main form")
+    signup.locator("[name=email]").fill(EMAIL)
+    signup.locator("[name=full_name]").fill("Mei Lin")
+    signup.locator("[name=company_name]").fill("Zhujiang AI Lab")
+    signup.locator("[name=password1]").fill(PASSWORD)
+    signup.locator("[name=password2]").fill(PASSWORD)
+    customer.get_by_role("button", name="Create the account").click()
+    expect(customer.locator("ul.messages")).to_contain_text(
+        f"We sent a link to {EMAIL} to verify it."
+    )
+    customer.goto(_verification_path())
+    expect(customer.locator("ul.messages")).to_contain_text("your email address is verified")
+    expect(customer.locator("header .who")).to_have_text(EMAIL)
+    expect(customer.locator("h1")).to_have_text("Configure your servers or cluster")
+    assert urlsplit(customer.url).path == urlsplit(configured).path
+    # The same configuration (the page's pushed URL also lists the empty fields).
+    assert parse_qs(urlsplit(customer.url).query) == parse_qs(urlsplit(configured).query)
+    quote = customer.locator("#instant-quote")
+    expect(quote.locator(".summary")).to_contain_text("2 × H100 8-GPU NVLink in Shenzhen")
+    expect(quote.locator(".summary")).to_contain_text(f"from {start.isoformat()} to ")
     accept = quote.get_by_role("button", name=re.compile(r"^Accept and hold the nodes \("))
     expect(accept).to_be_visible()
     quoted_total = re.search(r"\((.+)\)", accept.inner_text()).group(1)

@@ -446,13 +446,18 @@ def test_owner_edits_the_details_and_the_chinese_tax_id_format_is_checked():
     org.refresh_from_db()
     assert org.tax_id == ""
 
-    data["tax_id"] = "91440300 ma5d1234x8"  # spaces and lower case are tidied
+    data["tax_id"] = "91440300MA5D1234X8"  # the check character (GB 32100-2015) is wrong
+    response = c.post(url("accounts:organisation_settings"), data)
+    assert response.status_code == 400
+    assert re.search(r"field-tax_id has-error.*?typing error", text(response), re.S)
+
+    data["tax_id"] = "91440300 ma5d1234x7"  # spaces and lower case are tidied
     response = c.post(url("accounts:organisation_settings"), data)
     assert "The organisation&#x27;s details are saved." in followed_text(c, response)
     org.refresh_from_db()
     assert (org.legal_name, org.tax_id, org.billing_email) == (
         "深圳艾克米智能科技有限公司",
-        "91440300MA5D1234X8",
+        "91440300MA5D1234X7",
         "finance@acme.example",
     )
 

@@ -45,7 +45,7 @@ from inventory.models import (
 )
 from tests import factories
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("online_payments")]
 
 MAX_QUERIES = 15
 
@@ -121,17 +121,18 @@ def test_instant_quote_shows_the_full_bill_with_every_add_on(client, demo):
     assert money(expected.gross_total, "CNY") in html
     # Every add-on of the price book is visible: ordered, included free, or priced to add.
     bill = {line.code for line in priced.lines}
-    assert {"checkpoint-storage", "egress", "cross-node-traffic", "ddos-5g"} <= bill
+    assert {"checkpoint-storage", "egress", "cross-node-traffic", "ddos-20g"} <= bill
     for addon in AddonPrice.objects.filter(price_book__site=demo):
         assert addon.name in html, addon.name
     not_ordered = {a.code for a in response.context["not_ordered"]}
-    assert not_ordered == {"extra-ip", "ddos-20g"}
+    assert not_ordered == {"extra-ip", "ddos-100g"}
     # The free ones are lines of the bill at zero, not hidden.
-    free_lines = [ln for ln in priced.lines if ln.code in ("cross-node-traffic", "ddos-5g")]
+    free_lines = [ln for ln in priced.lines if ln.code in ("cross-node-traffic", "ddos-20g")]
     assert all(ln.net == 0 for ln in free_lines)
     assert "Snapshots" in html
     # The placement preview: two H100 nodes under one leaf switch, InfiniBand.
-    assert "under 1 leaf switch" in html
+    # The 8-NIC H100 nodes sit in a rail-optimised scalable unit: the page says so.
+    assert "in 1 scalable unit, 8 rail switches" in html
     assert "InfiniBand NDR 400G" in html
     assert 'action="/en/configure/accept"' not in html  # anonymous: a log-in link instead
     assert "Log in to order" in html

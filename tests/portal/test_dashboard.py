@@ -189,7 +189,8 @@ def test_order_page_shows_timeline_nodes_placement_and_documents(client, demo):
         assert hostname in body
     assert order.start_at.astimezone(demo["sz"].tzinfo).strftime("%Y-%m-%d %H:%M") in body
     group = order.quote.placement["groups"][0]
-    assert f"2 × {group['node_type_name']} under 1 leaf switch" in body
+    # The 8-NIC H100 nodes sit in a rail-optimised scalable unit (issue 9, point 15).
+    assert f"2 × {group['node_type_name']} in 1 scalable unit, 8 rail switches" in body
     assert group["fabric"] in body
     # Documents: the quote and invoice PDFs, the contract to sign; no acceptance report yet.
     assert url("dashboard_quote_pdf", order.number) in body

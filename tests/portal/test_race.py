@@ -29,6 +29,16 @@ from inventory.models import (
     Site,
 )
 
+pytestmark = pytest.mark.usefixtures("online_payments")
+
+
+@pytest.fixture(autouse=True)
+def generous_hold_limits(settings):
+    """These tests race for capacity, not against the hold limits (tested in
+    tests/portal/test_hold_limits.py)."""
+    limit = {"unpaid_orders": 100, "held_nodes": 1000}
+    settings.SELF_SERVICE_HOLD_LIMITS = {"verified": limit, "unverified": limit}
+
 
 @pytest.fixture
 def no_quote_emails(monkeypatch):
@@ -201,7 +211,9 @@ def test_asking_for_more_than_is_free_is_refused_with_alternatives(no_quote_emai
     h100 = NodeType.objects.get(code="h100-8x-nvlink")
     user, org = _customer("dave")
     with pytest.raises(CapacityTaken) as caught:
-        _order(user, org, site=hk, node_type=h100, count=20, start=site_today(hk))
+        _order(
+            user, org, site=hk, node_type=h100, count=20, start=site_today(hk) + timedelta(days=2)
+        )
     kinds = {alt.kind for alt in caught.value.alternatives}
     assert "site" in kinds  # Shenzhen has enough H100 nodes
     assert not Order.objects.exists()

@@ -54,6 +54,11 @@ NOT_ORG_SCOPED: dict[str, str] = {
         "are tested in tests/portal/test_accounts.py"
     ),
     "accounts:password_reset_confirm": "Django's password-reset token for one user",
+    "estimate_status": (
+        "an anonymous estimate's key (a SHA-256): a configuration and prices, no "
+        "organisation, customer or holds in it"
+    ),
+    "estimate_pdf": "the same anonymous estimate's PDF: no organisation's data in it",
 }
 
 # Which of organisation A's objects fill a route's parameters.

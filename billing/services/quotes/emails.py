@@ -25,7 +25,12 @@ def quote_email_send(*, quote_id: int) -> str:
     document = quote_pdf.quote_document(quote=quote, language=quote.language)
     with translation.override(quote.language):
         link = settings.PORTAL_BASE_URL + reverse("quote_public", args=[quote.token])
-        context = {"quote": quote, "link": link}
+        context = {
+            "quote": quote,
+            "link": link,
+            "expiry": quote.expiry.astimezone(quote.site.tzinfo).strftime("%Y-%m-%d %H:%M"),
+            "holds": quote_pdf.quote_holds(quote),
+        }
         subject = render_to_string("email/quote_sent_subject.txt", context).strip()
         body = render_to_string("email/quote_sent.txt", context)
     message = EmailMessage(

@@ -15,7 +15,7 @@ from core.types import Actor
 from inventory import selectors as inventory_selectors
 from inventory import services as inventory_services
 from inventory.models import Node, NodeType
-from inventory.placement import leaf_summary
+from inventory.placement import leaf_summary, unit_summary
 
 
 def place_and_hold(quote: Quote, actor: Actor) -> None:
@@ -39,25 +39,31 @@ def place_and_hold(quote: Quote, actor: Actor) -> None:
             site=quote.site, node_type=nt, count=count, start_at=start_at, end_at=end_at
         )
         if found.placement is None:
-            when = (
-                found.earliest_start.astimezone(quote.site.tzinfo).strftime("%Y-%m-%d %H:%M")
-                if found.earliest_start
-                else _("not within a year")
-            )
-            raise NotEnoughCapacity(
-                _(
+            values = {
+                "free": found.free_count,
+                "count": count,
+                "type": nt.name,
+                "site": quote.site.display_name,
+            }
+            if found.earliest_start:
+                values["when"] = found.earliest_start.astimezone(quote.site.tzinfo).strftime(
+                    "%Y-%m-%d %H:%M"
+                )
+                message = _(
                     "Only %(free)s of %(count)s %(type)s nodes are free at %(site)s for the "
                     "whole period; the full count is free from %(when)s."
                 )
-                % {
-                    "free": found.free_count,
-                    "count": count,
-                    "type": nt.name,
-                    "site": quote.site.display_name,
-                    "when": when,
-                }
-            )
+            else:
+                message = _(
+                    "Only %(free)s of %(count)s %(type)s nodes are free at %(site)s for the "
+                    "whole period, and the full count is not free within a year."
+                )
+            raise NotEnoughCapacity(message % values)
         chosen.extend(found.placement.node_ids)
+        leaves = leaf_summary(found.placement)
+        unit_count, rails = unit_summary(
+            leaves, inventory_selectors.leaf_units(site=quote.site, leaves=[n for n, _c in leaves])
+        )
         placement["groups"].append(
             {
                 "node_type": nt.code,
@@ -65,7 +71,9 @@ def place_and_hold(quote: Quote, actor: Actor) -> None:
                 "count": count,
                 "fabric": nt.get_fabric_display(),
                 "fabric_code": nt.fabric,
-                "leaves": leaf_summary(found.placement),
+                "leaves": leaves,
+                "units": unit_count,
+                "rails": rails,
                 "racks": len(found.placement.racks),
                 "hostnames": [c.hostname for c in found.placement.nodes],
             }

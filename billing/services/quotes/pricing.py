@@ -115,6 +115,8 @@ def priced_lines_as_rows(
             vat=line.vat,
             gross=line.gross,
             note=line.note,
+            tax_category=line.tax_category,
+            vat_rate=line.vat_rate,
             note_zh=(
                 snapshot.names_zh.get(f"addon_note:{line.code}", "")
                 if line.kind == pricing.LineKind.ADDON

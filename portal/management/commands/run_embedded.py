@@ -20,6 +20,15 @@ from portal import queues
 from portal.management.commands.seed_demo import DEMO_USERS
 
 
+def portal_base_url(environ: Any, *, addr: str, port: str) -> str:
+    """``PORTAL_BASE_URL`` when set, else the address this command serves on."""
+    given = (environ.get("PORTAL_BASE_URL") or "").strip()
+    if given:
+        return given.rstrip("/")
+    host = "127.0.0.1" if addr in ("0.0.0.0", "") else addr  # noqa: S104
+    return f"http://{host}:{port}"
+
+
 class Command(BaseCommand):
     help = "Start the web server, a Celery worker and Celery beat together (development)."
 
@@ -39,12 +48,17 @@ class Command(BaseCommand):
                     f"{options['addr']}:{options['port']}"],
         }  # fmt: skip
         url = f"http://{options['addr']}:{options['port']}/"
+        base_url = portal_base_url(os.environ, addr=options["addr"], port=options["port"])
+        # Links in emails and PDFs point at this server (the worker renders them too),
+        # unless PORTAL_BASE_URL says otherwise.
+        os.environ["PORTAL_BASE_URL"] = base_url
         self.stdout.write(
             self.style.SUCCESS(f"\nGPU portal: {url}   (back office: {url}zh-hans/admin/)\n")
         )
         self.stdout.write("Demo logins (user / password):")
         for user in DEMO_USERS:
             self.stdout.write(f"  {user['username']:<9} {user['password']}")
+        self.stdout.write(f"Links in emails and PDFs: {base_url}")
         self.stdout.write(
             f"Broker: {settings.CELERY_BROKER_URL}  Database: "
             f"{settings.DATABASES['default']['NAME']}\nCtrl-C stops everything.\n"

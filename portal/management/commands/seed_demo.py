@@ -150,6 +150,8 @@ NODE_TYPES: list[dict[str, Any]] = [
     },
 ]
 
+NODE_TYPES_NICS = {nt["code"]: nt["nic_count"] for nt in NODE_TYPES}
+
 SITES: list[dict[str, Any]] = [
     {
         "code": "SZ",
@@ -172,6 +174,9 @@ SITES: list[dict[str, Any]] = [
         "vat_rate": Decimal("0.0000"),
     },
 ]
+
+
+RAILS = 8  # rail switches per scalable unit for the 8-NIC (rail-optimised) node types
 
 
 @dataclass(frozen=True)
@@ -299,6 +304,7 @@ class Command(BaseCommand):
         if settings.PORTAL_SEED_DEMO_CONTRACT:
             contract = demo_contracts.demo_signed_contract()
             self.stdout.write(f"signed demo contract: {contract.number}")
+        billing_demo.seed_sellers()
         self.stdout.write(
             self.style.SUCCESS(
                 f"Demo data ready: {Site.objects.count()} sites, {NodeType.objects.count()} "
@@ -326,6 +332,23 @@ class Command(BaseCommand):
             },
         )[0]
         leaf.uplinks.add(spine)
+        if NODE_TYPES_NICS.get(pod.node_type, 0) == RAILS:
+            # Rail-optimised: one scalable unit of RAILS rail switches (this leaf is rail
+            # 1); each node connects one NIC to each rail, so the unit is the leaf group.
+            unit = pod.leaf.replace("leaf", "su")
+            Switch.objects.filter(pk=leaf.pk).update(scalable_unit=unit)
+            for rail in range(2, RAILS + 1):
+                extra = Switch.objects.update_or_create(
+                    site=site,
+                    name=f"{pod.leaf}-rail{rail}",
+                    defaults={
+                        "role": SwitchRole.LEAF,
+                        "fabric": pod.fabric,
+                        "port_speed_gbps": pod.port_speed_gbps,
+                        "scalable_unit": unit,
+                    },
+                )[0]
+                extra.uplinks.add(spine)
         existing = set(Node.objects.filter(leaf_switch=leaf).values_list("hostname", flat=True))
         offset = sum(
             p.nodes for p in PODS[: PODS.index(pod)] if p.site == pod.site and p.short == pod.short
