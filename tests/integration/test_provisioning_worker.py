@@ -1,19 +1,30 @@
 """Provisioning end to end: a paid order's run executed by a real Celery worker over Redis
 against PostgreSQL with the simulated driver under a small time scale: delivered, a
 failing node swapped for a spare, a worker killed mid-run and the run resumed, and
-cleaning at the end returning the nodes to available."""
+cleaning at the end returning the nodes to available; then the Redfish driver against
+``sushy-emulator --fake``, where a node missing from its BMC fails with the reason and a
+spare is swapped in."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
+import os
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+import uuid
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
 
 from billing.models import Order, OrderStatus
 from billing.services.orders import order_mark_paid
-from inventory.models import Node, NodeStatus
+from inventory.models import ImageProfile, Node, NodeStatus
 from provisioning import services
 from provisioning.models import (
     NodeStep,
@@ -28,6 +39,7 @@ from provisioning.models import (
     StepStatus,
 )
 from tests.billing.test_payments import make_order
+from tests.integration import test_redfish_driver as redfish_tests
 from tests.integration.workers import Worker, scratch_broker_url, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -197,5 +209,104 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_finishes(demo, settings
     assert not Node.objects.filter(
         status__in=[NodeStatus.PROVISIONING, NodeStatus.VALIDATING]
     ).exists()
+    order.refresh_from_db()
+    assert order.status == OrderStatus.READY
+
+
+@pytest.fixture
+def image_server(tmp_path):
+    """A local HTTP server with a small "ISO": the emulator downloads an inserted image."""
+    root = tmp_path / "images"
+    root.mkdir()
+    (root / "ubuntu.iso").write_bytes(b"\0" * 4096)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def start_bmc(folder: Path, hostnames: list[str]) -> tuple[subprocess.Popen, str]:
+    """sushy-emulator --fake with one fake system per hostname (its UUID from the name)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    systems = [
+        {"uuid": str(uuid.uuid5(uuid.NAMESPACE_DNS, h)), "name": h, "power_state": "Off"}
+        for h in hostnames
+    ]
+    config = folder / "emulator.conf"
+    config.write_text(
+        "SUSHY_EMULATOR_FAKE_DRIVER = True\n"
+        f"SUSHY_EMULATOR_STATE_DIR = {str(folder / 'state')!r}\n"
+        f"SUSHY_EMULATOR_FAKE_SYSTEMS = {systems!r}\n"
+    )
+    port = redfish_tests.free_port()
+    log = (folder / "emulator.log").open("w")
+    proc = subprocess.Popen(
+        [redfish_tests.emulator_binary(), "--fake", "-i", "127.0.0.1", "-p", str(port),
+         "--config", str(config)],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            with urllib.request.urlopen(f"{url}/redfish/v1/", timeout=1) as rsp:  # noqa: S310
+                return rsp.status == 200
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return proc.poll() is not None  # died: stop waiting, the assert below says so
+
+    wait_for(answers, timeout=20, what="sushy-emulator to answer")
+    assert proc.poll() is None, (folder / "emulator.log").read_text()[-3000:]
+    return proc, url
+
+
+def test_a_node_missing_from_its_bmc_fails_with_the_reason_and_a_spare_is_swapped_in(
+    demo, settings, tmp_path, image_server
+):
+    """Redfish against sushy-emulator: every H100 at SZ is driven through the emulator,
+    whose fake systems lack one of the order's nodes."""
+    settings.CELERY_BROKER_URL = broker = scratch_broker_url()
+    order, booked = paid_order(demo, nodes=2)
+    victim = booked[0]
+    fleet = list(Node.objects.filter(site=demo["sz"], node_type=demo["h100"]))
+    present = [n.hostname for n in fleet if n.pk != victim.pk]
+    emulator, url = start_bmc(tmp_path / "bmc", present)
+    for node in fleet:
+        Node.objects.filter(pk=node.pk).update(
+            driver="redfish",
+            bmc_address=url,
+            bmc_system_id=str(uuid.uuid5(uuid.NAMESPACE_DNS, node.hostname)),
+        )
+    ImageProfile.objects.filter(pk=order.image_profile_id).update(
+        image_url=f"{image_server}/ubuntu.iso"
+    )
+    env = worker_env(
+        tmp_path,
+        PORTAL_REDFISH_IN_BAND="simulated",
+        PORTAL_REDFISH_POLL_S="0.5",
+        PORTAL_REDFISH_POWER_TIMEOUT_S="30",
+    )
+    worker = Worker(broker, env=env)
+    try:
+        run = finished_run(order)
+    finally:
+        log = worker.stop()
+        redfish_tests.stop(emulator)
+    assert run.status == RunStatus.DELIVERED, (run.message, log[-4000:])
+    assert run.driver == "redfish"
+    victim.refresh_from_db()
+    assert victim.status == NodeStatus.FAULTY
+    failed = NodeStep.objects.get(run=run, node=victim, status=StepStatus.FAILED)
+    # The first step that talks to the BMC says what is wrong, in words.
+    assert failed.name == StepName.POWER_OFF
+    assert "has no system" in failed.message and "BMC system id" in failed.message
+    swap = NodeSwap.objects.get(order=order)
+    assert swap.failed_node == victim and "has no system" in swap.reason
+    assert swap.spare_node is not None and swap.spare_node.hostname in present
+    active = [rn.node for rn in RunNode.objects.filter(run=run, state=RunNodeState.ACTIVE)]
+    assert sorted(n.pk for n in active) == sorted([booked[1].pk, swap.spare_node.pk])
+    assert {n.status for n in active} == {NodeStatus.IN_SERVICE}
+    done_once(run)
     order.refresh_from_db()
     assert order.status == OrderStatus.READY
