@@ -331,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         result["scale"] = args.scale
         result["processes"] = args.processes
+        result["conn_max_age"] = int(os.environ.get("DATABASE_CONN_MAX_AGE") or 0)
         result["goals"] = {
             "ratio_64_to_8": GOAL_RATIO,
             "simulated_minutes_16": GOAL_SIMULATED_MINUTES,
