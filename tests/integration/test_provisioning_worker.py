@@ -177,10 +177,16 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_finishes(demo, settings
             timeout=60,
             what="the run to be created",
         )
+        # Some steps done, and the worker inside an OS install (about 2 s at this scale).
         wait_for(
-            lambda: NodeStep.objects.filter(run=run, status=StepStatus.DONE).count() >= 10,
+            lambda: (
+                NodeStep.objects.filter(run=run, status=StepStatus.DONE).count() >= 10
+                and NodeStep.objects.filter(
+                    run=run, status=StepStatus.RUNNING, name=StepName.INSTALL
+                ).exists()
+            ),
             timeout=RUN_TIMEOUT,
-            what="some steps done",
+            what="some steps done and an install running",
         )
     finally:
         first_log = first.kill()
@@ -188,22 +194,31 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_finishes(demo, settings
     assert 10 <= done_at_kill < total, first_log[-3000:]
     run.refresh_from_db()
     assert run.status == RunStatus.RUNNING
-    # Nothing moves while no worker runs.
+    # Nothing moves while no worker runs; the install the worker held stays running under
+    # its lease (an hour: the reaper leaves it alone until then).
     assert NodeStep.objects.filter(run=run, status=StepStatus.DONE).count() == done_at_kill
+    held = list(
+        NodeStep.objects.filter(run=run, status=StepStatus.RUNNING).values_list("pk", flat=True)
+    )
+    assert len(held) == 1, first_log[-3000:]
+    assert services.reaper()["reaped"] == 0
 
     second = Worker(broker, env={**env, "PORTAL_BROKER_VISIBILITY_TIMEOUT": "2"})
     try:
         # What beat's reaper does once the dead worker's leases are over.
         result = services.reaper(now=timezone.now() + timedelta(hours=2))
         assert result["relaunched"] == 1 and result["failed"] == 0, result
+        assert result["reaped"] == len(held), result
         run = finished_run(order)
     finally:
         second_log = second.stop()
     assert run.status == RunStatus.DELIVERED, (run.message, second_log[-4000:])
     done_once(run)
     assert NodeStep.objects.filter(run=run).count() == total
-    # A step the killed worker held was run again (attempt 2), no step finished twice.
-    assert max(NodeStep.objects.filter(run=run).values_list("attempt", flat=True)) <= 2
+    # The step the killed worker held ran again (attempt 2); every other step ran once.
+    attempts = dict(NodeStep.objects.filter(run=run).values_list("pk", "attempt"))
+    assert {pk for pk, n in attempts.items() if n != 1} == set(held), attempts
+    assert all(attempts[pk] == 2 for pk in held)
     nodes = Node.objects.filter(run_nodes__run=run)
     assert {n.status for n in nodes} == {NodeStatus.IN_SERVICE}
     assert not Node.objects.filter(
