@@ -1,0 +1,351 @@
+"""Benchmark of provisioning: paid → delivered through real Celery workers over Redis
+against PostgreSQL, with the simulated hardware driver.
+
+(a) Fan-out overhead: zero hardware delay (time scale 0), validation accepting at once,
+    orders of 8, 64 and 256 nodes, one after the other, on one ``celery worker`` with 2
+    prefork processes. Prints each time (order marked paid → run delivered) and
+    ``ratio_64_to_8`` (goal ≤ 2).
+(b) Realistic step times (``SimulatedTimings``' defaults: POST 3 min, OS install 15 min,
+    ...) for 16 H100 nodes under a time scale (default 0.01: a simulated minute in 0.6 s),
+    on a worker with one thread per node (the hardware waits of real BMCs overlap). Prints
+    ``simulated_minutes_16`` (wall time / scale, goal ≤ 45) and ``overhead_share``: the
+    portal's own time (wall minus the longest node's simulated hardware time, validation
+    included, both in real seconds) over that hardware time (goal ≤ 1 %).
+
+**Benchmark only, not the product's behaviour**: the workers run with cluster validation
+replaced by a stand-in that accepts every node (after ``--validation-s`` simulated seconds
+in (b), none in (a)), because the point is the portal's overhead, not the validation
+suite's CPU run (``tests/integration/test_validation_worker.py`` covers that).
+
+A dedicated PostgreSQL database (``portal_bench_provisioning``, dropped and created; see
+``bench/_common.py``) and a Redis database (``--broker``, default: the database after
+``REDIS_URL``'s + 3, **emptied first**) are used. Extra H100 nodes are added to the demo
+data so that every order finds free nodes.
+
+Usage, from the repository root::
+
+    .venv/bin/python bench/provisioning.py                # 8, 64, 256 nodes; 16 realistic
+    .venv/bin/python bench/provisioning.py --sizes 8,64   # quicker
+    .venv/bin/python bench/provisioning.py --scale 0.005
+
+The last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
+
+if __package__ in {None, ""}:  # run as a script: make ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import (
+    ROOT,
+    bench_database_url_for,
+    drop_database,
+    recreate_database,
+    setup_django,
+    stopwatch,
+)
+
+if TYPE_CHECKING:
+    from billing.models import Order
+    from provisioning.models import ProvisioningRun
+
+GOAL_RATIO = 2.0
+GOAL_SIMULATED_MINUTES = 45.0
+GOAL_OVERHEAD_SHARE = 0.01
+SIMULATED_LINE = re.compile(r"^\S+: ([0-9.e+-]+) s \(simulated\)", re.MULTILINE)
+
+
+# --- the worker (a child process of this script) ---------------------------------------
+
+
+def worker_main(validation_s: float, scale: float, celery_argv: list[str]) -> None:
+    """A Celery worker whose cluster validation is the benchmark's stand-in."""
+    import django
+
+    django.setup()
+    from provisioning import services
+    from provisioning.validation import contract
+
+    def accept_all(  # BENCHMARK STAND-IN: no validation suite runs
+        targets: list[contract.NodeTarget], **kwargs: object
+    ) -> contract.ValidationOutcome:
+        time.sleep(validation_s * scale)
+        return contract.ValidationOutcome(
+            [
+                contract.NodeResult(t.node_id, t.hostname, True, [], {"bench": True})
+                for t in targets
+            ],
+            True,
+        )
+
+    services.contract.validate_nodes = accept_all
+    from portal.celery import app
+
+    app.worker_main(["worker", *celery_argv])
+
+
+class Workers:
+    def __init__(
+        self, env: dict[str, str], *, pool: str, concurrency: int, validation_s: float
+    ) -> None:
+        from portal import queues
+
+        scale = env["PORTAL_SIMULATED_TIME_SCALE"]
+        args = [
+            sys.executable, __file__, "--worker", str(validation_s), scale, "--",
+            "-Q", ",".join(queues.ALL), "-P", pool, "-c", str(concurrency),
+            "-n", f"bench-{os.getpid()}-{pool}@%h", "--loglevel=WARNING",
+            "--without-mingle", "--without-gossip", "--without-heartbeat",
+        ]  # fmt: skip
+        self.log = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self.log, stderr=self.log)
+
+    def stop(self) -> str:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.seek(0)
+        return self.log.read()
+
+
+# --- data -------------------------------------------------------------------------------
+
+
+def add_nodes(count: int) -> None:
+    """``count`` more available H100 nodes at SZ, spread over the demo's leaves and racks."""
+    from inventory.models import Node, NodeStatus
+    from tests import factories
+
+    demo = factories.demo_objects()
+    models = list(Node.objects.filter(site=demo["sz"], node_type=demo["h100"]))
+    Node.objects.bulk_create(
+        [
+            Node(
+                site=demo["sz"],
+                node_type=demo["h100"],
+                hostname=f"bench-h100-{i:04d}",
+                serial=f"BENCH-{i:06d}",
+                rack_id=models[i % len(models)].rack_id,
+                leaf_switch_id=models[i % len(models)].leaf_switch_id,
+                status=NodeStatus.AVAILABLE,
+            )
+            for i in range(count)
+        ]
+    )
+
+
+def paid_order(nodes: int) -> Order:
+    """A signed sales quote's order for ``nodes`` H100 nodes, marked paid (the gate opens:
+    provisioning_start is published after commit). Returns the order."""
+    from django.utils import timezone
+
+    from billing.services import quotes as qs
+    from tests import factories
+
+    demo = factories.demo_objects()
+    quote = qs.quote_create(
+        site=demo["sz"],
+        organisation=demo["org"],
+        contact_name="Li Wei",
+        contact_email="li.wei@example.com",
+        term="month",
+        duration=1,
+        start_date=timezone.now().date() + timedelta(days=7),
+        items=[qs.ItemSpec(kind="node", quantity=Decimal(nodes), node_type_id=demo["h100"].pk)],
+        actor=demo["sales"],
+        extra_discount=Decimal("0"),
+    )
+    quote = qs.quote_send(quote=quote, actor=demo["sales"])
+    order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+    factories.contract_signed_shortcut(order)
+    return order
+
+
+def provision(nodes: int, *, timeout: float) -> tuple[float, ProvisioningRun]:
+    """Seconds from marking an order of ``nodes`` paid to its run delivered."""
+    from billing.services.orders import order_mark_paid
+    from provisioning.models import ProvisioningRun, RunStatus
+
+    order = paid_order(nodes)
+    t0 = time.perf_counter()
+    order_mark_paid(order=order)
+    deadline = t0 + timeout
+    while time.perf_counter() < deadline:
+        run = ProvisioningRun.objects.filter(
+            order=order, status__in=[RunStatus.DELIVERED, RunStatus.FAILED]
+        ).first()
+        if run is not None:
+            elapsed = time.perf_counter() - t0
+            if run.status != RunStatus.DELIVERED:
+                raise SystemExit(f"run of {nodes} nodes failed: {run.message}")
+            return elapsed, run
+        time.sleep(0.02)
+    raise SystemExit(f"run of {nodes} nodes not delivered within {timeout} s")
+
+
+def hardware_seconds(run: ProvisioningRun) -> float:
+    """The longest node's simulated hardware time (its steps' simulated seconds)."""
+    from provisioning.models import NodeStep
+
+    per_node: dict[int, float] = {}
+    for node_id, log in NodeStep.objects.filter(run=run).values_list("node_id", "log_excerpt"):
+        per_node[node_id] = per_node.get(node_id, 0.0) + sum(
+            float(s) for s in SIMULATED_LINE.findall(log or "")
+        )
+    return max(per_node.values())
+
+
+# --- main -------------------------------------------------------------------------------
+
+
+def default_broker() -> str:
+    parts = urlsplit(os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0")
+    db = (int(parts.path.lstrip("/") or 0) + 3) % 16
+    return urlunsplit((parts.scheme, parts.netloc, f"/{db}", "", ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--worker":
+        worker_main(float(argv[1]), float(argv[2]), argv[4:])
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="8,64,256", help="node counts of part (a)")
+    parser.add_argument("--processes", type=int, default=2, help="worker processes of (a)")
+    parser.add_argument("--realistic-nodes", type=int, default=16)
+    parser.add_argument("--scale", type=float, default=0.01, help="time scale of part (b)")
+    parser.add_argument(
+        "--validation-s", type=float, default=120.0, help="simulated validation time in (b)"
+    )
+    parser.add_argument("--broker", default=None, help="Redis URL (emptied first)")
+    parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+
+    url = bench_database_url_for("provisioning")
+    broker = args.broker or default_broker()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-provisioning-"))
+    base_env = {
+        "DJANGO_SETTINGS_MODULE": "portal.settings_test",
+        "DATABASE_URL": url,
+        "REDIS_URL": broker,
+        "CELERY_BROKER_URL": broker,
+        "CELERY_RESULT_BACKEND": broker,
+        "PORTAL_VAR_DIR": str(tmp / "var"),
+        "DJANGO_MEDIA_ROOT": str(tmp / "media"),
+        "DJANGO_LOG_LEVEL": "WARNING",
+        "PORTAL_HARDWARE_DRIVER": "simulated",
+        "PORTAL_SIMULATED_FAILURE_RATE": "0",
+        "PORTAL_OUTBOX_RELAY_EVERY": "1",
+    }
+    os.environ.update(base_env)
+    import redis
+
+    redis.Redis.from_url(broker).flushdb()
+    recreate_database(url)
+    timings: dict[str, float] = {}
+    result: dict[str, object] = {}
+    try:
+        setup_django(url)
+        from django.core.management import call_command
+
+        with stopwatch("migrate and seed", timings):
+            call_command("migrate", verbosity=0)
+            call_command("seed_demo", stdout=io.StringIO())
+            add_nodes(sum(sizes) + args.realistic_nodes + 16)
+
+        # (a) zero delay, 2 processes
+        env = {**os.environ, **base_env, "PORTAL_PROVISIONING_AUTOSTART": "1"}
+        env["PORTAL_SIMULATED_TIME_SCALE"] = "0"
+        print(
+            f"(a) zero delay, validation stand-in accepting at once, "
+            f"{args.processes} worker processes (prefork)",
+            flush=True,
+        )
+        workers = Workers(env, pool="prefork", concurrency=args.processes, validation_s=0)
+        try:
+            warm, _ = provision(2, timeout=180)  # the workers up, imports warm
+            print(f"  warm-up, 2 nodes: {warm:.2f} s", flush=True)
+            seconds: dict[int, float] = {}
+            for n in sizes:
+                seconds[n], _ = provision(n, timeout=600)
+                print(
+                    f"  {n} nodes: {seconds[n]:.2f} s ({seconds[n] / n * 1000:.1f} ms a node)",
+                    flush=True,
+                )
+        finally:
+            log = workers.stop()
+            if "Traceback" in log:
+                print(log[-3000:], file=sys.stderr)
+        for n, s in seconds.items():
+            result[f"seconds_{n}"] = round(s, 3)
+        if 8 in seconds and 64 in seconds:
+            result["ratio_64_to_8"] = round(seconds[64] / seconds[8], 2)
+
+        # (b) realistic step times under the time scale, a thread per node
+        env["PORTAL_SIMULATED_TIME_SCALE"] = repr(args.scale)
+        n = args.realistic_nodes
+        print(
+            f"(b) {n} H100 nodes, realistic step times at time scale {args.scale:g}, "
+            f"{n} worker threads, validation stand-in {args.validation_s:g} simulated s",
+            flush=True,
+        )
+        workers = Workers(env, pool="threads", concurrency=n, validation_s=args.validation_s)
+        try:
+            provision(1, timeout=300)  # warm-up
+            wall, run = provision(n, timeout=600)
+        finally:
+            log = workers.stop()
+            if "Traceback" in log:
+                print(log[-3000:], file=sys.stderr)
+        hardware = (hardware_seconds(run) + args.validation_s) * args.scale
+        overhead = max(wall - hardware, 0.0)
+        result["simulated_minutes_16" if n == 16 else f"simulated_minutes_{n}"] = round(
+            wall / args.scale / 60, 1
+        )
+        result["hardware_minutes"] = round(hardware / args.scale / 60, 1)
+        result["overhead_share"] = round(overhead / hardware, 4)
+        print(
+            f"  wall {wall:.2f} s = {wall / args.scale / 60:.1f} simulated min; "
+            f"hardware {hardware:.2f} s; portal overhead {overhead:.2f} s "
+            f"({overhead / hardware:.1%})",
+            flush=True,
+        )
+        result["scale"] = args.scale
+        result["processes"] = args.processes
+        result["conn_max_age"] = int(os.environ.get("DATABASE_CONN_MAX_AGE") or 0)
+        result["goals"] = {
+            "ratio_64_to_8": GOAL_RATIO,
+            "simulated_minutes_16": GOAL_SIMULATED_MINUTES,
+            "overhead_share": GOAL_OVERHEAD_SHARE,
+        }
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        if not args.keep:
+            drop_database(url)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
