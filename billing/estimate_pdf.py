@@ -16,7 +16,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 from billing import selectors
-from billing.models import PaymentMethod, PriceBook, Term
+from billing.models import PriceBook, Term
 from billing.numerals import rmb_upper
 from billing.periods import rental_period
 from billing.pricing import LineKind, gpu_equivalent
@@ -31,12 +31,9 @@ from billing.quote_pdf import (
     quantity_text,
 )
 from billing.services.orders import (
-    CARD_HOLD,
-    CARD_METHODS,
-    hold_terms,
+    hold_rows,
     payment_methods_offered,
     payment_methods_text,
-    transfer_refusal,
 )
 from billing.services.quotes import priced_lines_as_rows
 from billing.services.selfservice import Configuration, configuration_price
@@ -47,33 +44,7 @@ from inventory.selectors import availability_search, leaf_units
 
 def estimate_holds(config: Configuration, *, now: datetime) -> list[dict[str, Any]]:
     """The hold and payment deadline per method offered, as an order placed now gets it."""
-    methods = payment_methods_offered()
-    rows: list[dict[str, Any]] = []
-    online = [m for m in methods if m in CARD_METHODS]
-    if online:
-        rows.append(
-            {
-                "online": True,
-                "methods": payment_methods_text(online),
-                "minutes": int(CARD_HOLD.total_seconds() // 60),
-            }
-        )
-    if PaymentMethod.BANK_TRANSFER in methods:
-        terms = hold_terms(
-            site=config.site,
-            start_date=config.start_date,
-            method=PaymentMethod.BANK_TRANSFER,
-            now=now,
-        )
-        rows.append(
-            {
-                "online": False,
-                "possible": terms.possible,
-                "pay_by": terms.pay_by.astimezone(config.site.tzinfo).strftime("%Y-%m-%d %H:%M"),
-                "refusal": "" if terms.possible else transfer_refusal(terms),
-            }
-        )
-    return rows
+    return hold_rows(site=config.site, start_date=config.start_date, now=now)
 
 
 def estimate_context(

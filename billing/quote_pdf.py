@@ -29,7 +29,6 @@ from django.utils.translation import ngettext
 from billing.models import (
     AddonPrice,
     ItemKind,
-    PaymentMethod,
     Quote,
     QuoteDocument,
     QuoteLine,
@@ -44,12 +43,9 @@ from billing.numerals import rmb_upper
 from billing.periods import rental_period
 from billing.pricing import GpuEquivalent, gpu_equivalent
 from billing.services.orders import (
-    CARD_HOLD,
-    CARD_METHODS,
-    hold_terms,
+    hold_rows,
     payment_methods_offered,
     payment_methods_text,
-    transfer_refusal,
 )
 from core.pdf import css_content, normalise_language, render_pdf, store_document
 from inventory.models import Fabric
@@ -363,38 +359,15 @@ def _last_day(quote: Quote) -> date:
 
 
 def quote_holds(quote: Quote) -> list[dict[str, Any]]:
-    """What the quote states about holds once accepted, per payment method offered: the
-    same ``hold_terms`` the order will get (self-service quotes are accepted when sent)."""
-    methods = payment_methods_offered()
-    now = quote.sent_at or timezone.now()
-    rows = []
-    online = [m for m in methods if m in CARD_METHODS]
-    if online:
-        rows.append(
-            {
-                "online": True,
-                "methods": payment_methods_text(online),
-                "minutes": int(CARD_HOLD.total_seconds() // 60),
-            }
-        )
-    if PaymentMethod.BANK_TRANSFER in methods:
-        terms = hold_terms(
-            site=quote.site,
-            start_date=quote.start_date,
-            method=PaymentMethod.BANK_TRANSFER,
-            quote_expires_at=quote.expiry,
-            self_service=not quote.created_by.is_staff,
-            now=now,
-        )
-        rows.append(
-            {
-                "online": False,
-                "possible": terms.possible,
-                "pay_by": terms.pay_by.astimezone(quote.site.tzinfo).strftime("%Y-%m-%d %H:%M"),
-                "refusal": "" if terms.possible else transfer_refusal(terms),
-            }
-        )
-    return rows
+    """What the quote states about holds once accepted (self-service quotes are accepted
+    when sent): the rows of ``hold_rows`` for its site, start and expiry."""
+    return hold_rows(
+        site=quote.site,
+        start_date=quote.start_date,
+        now=quote.sent_at or timezone.now(),
+        quote_expires_at=quote.expiry,
+        self_service=not quote.created_by.is_staff,
+    )
 
 
 def tax_notes(lines: Any) -> list[str]:

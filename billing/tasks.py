@@ -25,6 +25,16 @@ SWEEP_LIMITS = {"soft_time_limit": 120, "time_limit": 150}
 PDF_LIMITS = {"soft_time_limit": 120, "time_limit": 150}
 MAIL_LIMITS = {"soft_time_limit": 60, "time_limit": 90}
 STRIPE_LIMITS = {"soft_time_limit": 60, "time_limit": 90}
+# Document renders are safe to run twice (stored once per owner and language): they are
+# acknowledged late, re-run when their worker dies, and retried on database errors.
+DOCUMENT_TASK = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": (OperationalError, InterfaceError),
+    "retry_backoff": True,
+    "max_retries": 3,
+    **PDF_LIMITS,
+}
 
 
 @shared_task(**SWEEP_LIMITS)
@@ -53,14 +63,7 @@ def quote_email(quote_id: int) -> str:
 # --- Documents (routed to the ``documents`` queue by the ``document_`` prefix) ----------
 
 
-@shared_task(
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=True,
-    max_retries=3,
-    **PDF_LIMITS,
-)
+@shared_task(**DOCUMENT_TASK)
 def document_render_quote(quote_id: int, language: str) -> str:
     """Render and store a quote's PDF; return its SHA-256. Idempotent: a sent quote's
     stored document is returned as it is, never re-rendered."""
@@ -68,27 +71,13 @@ def document_render_quote(quote_id: int, language: str) -> str:
     return quote_pdf.quote_document(quote=quote, language=language).sha256
 
 
-@shared_task(
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=True,
-    max_retries=3,
-    **PDF_LIMITS,
-)
+@shared_task(**DOCUMENT_TASK)
 def document_render_estimate(estimate_id: int) -> str:
     """Render and store an anonymous estimate's PDF; return its SHA-256. Idempotent."""
     return estimates.estimate_render(estimate_id=estimate_id)
 
 
-@shared_task(
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=True,
-    max_retries=3,
-    **PDF_LIMITS,
-)
+@shared_task(**DOCUMENT_TASK)
 def document_render_invoice(invoice_id: int, language: str) -> str:
     """Render and store an invoice's PDF for its current status; return its SHA-256.
     Idempotent: the stored document for the same status is returned as it is."""
@@ -144,14 +133,7 @@ def documents_sweep_task(older_than_minutes: int = 5) -> dict[str, int]:
 # --- Contracts --------------------------------------------------------------------------
 
 
-@shared_task(
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=True,
-    max_retries=3,
-    **PDF_LIMITS,
-)
+@shared_task(**DOCUMENT_TASK)
 def document_render_contract(contract_id: int, language: str) -> str:
     """Render and keep the contract's PDF for signature; return its SHA-256. Idempotent:
     a stored draft is returned as it is."""
@@ -161,14 +143,7 @@ def document_render_contract(contract_id: int, language: str) -> str:
     return document.sha256
 
 
-@shared_task(
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=True,
-    max_retries=3,
-    **PDF_LIMITS,
-)
+@shared_task(**DOCUMENT_TASK)
 def document_seal_contract(contract_id: int, language: str) -> str:
     """Render the countersigned contract with its audit page and seal it (PAdES); return
     the SHA-256. Idempotent: a sealed document is never made twice."""

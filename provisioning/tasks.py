@@ -27,6 +27,15 @@ from provisioning.models import NodeStep, ProvisioningRun, RunKind, RunNode, Run
 logger = logging.getLogger(__name__)
 
 DB_ERRORS = (OperationalError, InterfaceError)
+# Tasks that are safe to run twice: acknowledged late (a dead worker's message is run
+# again) and retried on database errors with backoff.
+IDEMPOTENT = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": DB_ERRORS,
+    "retry_backoff": True,
+    "max_retries": 5,
+}
 ADVANCE_LIMIT_S = settings.CELERY_LONGEST_TASK_S - 60
 
 
@@ -38,11 +47,7 @@ def _advance_limit(names: tuple[str, ...], upto: str) -> int:
 
 
 @shared_task(
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=DB_ERRORS,
-    retry_backoff=True,
-    max_retries=5,
+    **IDEMPOTENT,
     soft_time_limit=60,
     time_limit=90,
 )
@@ -56,11 +61,7 @@ def provisioning_start(order_id: int) -> str:
 
 
 @shared_task(
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=DB_ERRORS,
-    retry_backoff=True,
-    max_retries=5,
+    **IDEMPOTENT,
     soft_time_limit=60,
     time_limit=90,
 )
@@ -126,11 +127,7 @@ def provisioning_slot_advance(self: Task, run_id: int, slot: int, upto: str, lau
 
 
 @shared_task(
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=DB_ERRORS,
-    retry_backoff=True,
-    max_retries=5,
+    **IDEMPOTENT,
     soft_time_limit=services.STEP_LIMIT_S["validate"],
     time_limit=services.STEP_LIMIT_S["validate"] + 60,
 )
@@ -140,11 +137,7 @@ def provisioning_validate(run_id: int, launch: int) -> str:
 
 
 @shared_task(
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=DB_ERRORS,
-    retry_backoff=True,
-    max_retries=5,
+    **IDEMPOTENT,
     soft_time_limit=60,
     time_limit=90,
 )
@@ -153,11 +146,7 @@ def provisioning_deliver(run_id: int, launch: int) -> str:
 
 
 @shared_task(
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=DB_ERRORS,
-    retry_backoff=True,
-    max_retries=5,
+    **IDEMPOTENT,
     soft_time_limit=60,
     time_limit=90,
 )

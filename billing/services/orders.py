@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -158,6 +159,47 @@ def payment_methods_text(methods: list[str]) -> str:
     if len(labels) <= 1:
         return labels[0] if labels else ""
     return _("%(first)s or %(last)s") % {"first": _(", ").join(labels[:-1]), "last": labels[-1]}
+
+
+def hold_rows(
+    *,
+    site: Site,
+    start_date: date,
+    now: datetime,
+    quote_expires_at: datetime | None = None,
+    self_service: bool = True,
+) -> list[dict[str, Any]]:
+    """What a document states about holds, one row per payment method offered: the same
+    ``hold_terms`` the order will get (quotes, estimates, their emails and pages)."""
+    methods = payment_methods_offered()
+    rows: list[dict[str, Any]] = []
+    online = [m for m in methods if m in CARD_METHODS]
+    if online:
+        rows.append(
+            {
+                "online": True,
+                "methods": payment_methods_text(online),
+                "minutes": int(CARD_HOLD.total_seconds() // 60),
+            }
+        )
+    if PaymentMethod.BANK_TRANSFER in methods:
+        terms = hold_terms(
+            site=site,
+            start_date=start_date,
+            method=PaymentMethod.BANK_TRANSFER,
+            quote_expires_at=quote_expires_at,
+            self_service=self_service,
+            now=now,
+        )
+        rows.append(
+            {
+                "online": False,
+                "possible": terms.possible,
+                "pay_by": terms.pay_by.astimezone(site.tzinfo).strftime("%Y-%m-%d %H:%M"),
+                "refusal": "" if terms.possible else transfer_refusal(terms),
+            }
+        )
+    return rows
 
 
 def payment_deadline(*, quote: Quote, method: str, now: datetime | None = None) -> datetime:
