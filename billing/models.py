@@ -23,7 +23,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts.models import Organisation, SshPublicKey, tax_id_problem
 from billing.periods import end_of_day
 from core.lifecycle import Lifecycle
-from core.models import LifecycleEvent
+from core.models import LifecycleEvent, StoredDocument
 from core.money import money_field
 from inventory.models import Currency, GPUModel, ImageProfile, NodeType, Site
 
@@ -643,15 +643,11 @@ class QuoteEvent(LifecycleEvent):
         return f"{self.quote_id}: {self.from_status or '∅'} → {self.to_status}"
 
 
-class QuoteDocument(models.Model):
+class QuoteDocument(StoredDocument):
     """A rendered quote PDF, stored once per version and language, with its SHA-256."""
 
     quote = models.ForeignKey(Quote, on_delete=models.CASCADE, related_name="documents")
-    language = models.CharField(max_length=8, choices=settings.LANGUAGES)
     file = models.FileField(upload_to="quotes/%Y/")
-    sha256 = models.CharField(max_length=64)
-    size = models.PositiveIntegerField()
-    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
@@ -1049,15 +1045,11 @@ class StripeEvent(models.Model):
         return f"{self.stripe_id} {self.type} {self.status}"
 
 
-class InvoiceDocument(models.Model):
+class InvoiceDocument(StoredDocument):
     """A rendered invoice PDF, stored once per invoice and language, with its SHA-256."""
 
     invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="documents")
-    language = models.CharField(max_length=8, choices=settings.LANGUAGES)
     file = models.FileField(upload_to="invoices/%Y/")
-    sha256 = models.CharField(max_length=64)
-    size = models.PositiveIntegerField()
-    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [

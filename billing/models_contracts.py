@@ -25,7 +25,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts.models import Organisation
 from billing.models import Order, Quote
 from core.lifecycle import Lifecycle
-from core.models import LifecycleEvent
+from core.models import LifecycleEvent, StoredDocument
 from inventory.models import Site
 
 __all__ = [
@@ -176,16 +176,12 @@ class ContractDocumentKind(models.TextChoices):
     SEALED = "sealed", _("signed and sealed")
 
 
-class ContractDocument(models.Model):
+class ContractDocument(StoredDocument):
     """A contract's PDF: the draft the customer signs, then the sealed final one."""
 
     contract = models.ForeignKey(Contract, on_delete=models.CASCADE, related_name="documents")
     kind = models.CharField(max_length=8, choices=ContractDocumentKind.choices)
-    language = models.CharField(max_length=8, choices=settings.LANGUAGES)
     file = models.FileField(upload_to="contracts/%Y/")
-    sha256 = models.CharField(max_length=64)
-    size = models.PositiveIntegerField()
-    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [

@@ -37,6 +37,20 @@ class LifecycleEvent(models.Model):
         return f"{self.from_status or '∅'} → {self.to_status}"
 
 
+class StoredDocument(models.Model):
+    """A rendered document kept once per owner and language with the SHA-256 of its exact
+    bytes (``core.pdf.store_document`` writes them). Subclasses add the foreign key to
+    their owner and the ``file`` field with its upload folder."""
+
+    language = models.CharField(max_length=8, choices=settings.LANGUAGES)
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+
+
 class OutboxStatus(models.TextChoices):
     PENDING = "pending", _("waiting to be published")
     PUBLISHED = "published", _("published")

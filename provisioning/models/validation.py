@@ -22,7 +22,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from core.lifecycle import Lifecycle
-from core.models import LifecycleEvent
+from core.models import LifecycleEvent, StoredDocument
 from inventory.models import Node
 from provisioning.validation import rules as pure
 
@@ -361,15 +361,11 @@ class ValidationArtifact(models.Model):
         return f"{self.check_name} {self.sha256[:12]}"
 
 
-class ValidationReport(models.Model):
+class ValidationReport(StoredDocument):
     """The acceptance report PDF of a run, stored once per language with its SHA-256."""
 
     run = models.ForeignKey(ValidationRun, on_delete=models.CASCADE, related_name="reports")
-    language = models.CharField(max_length=8, choices=settings.LANGUAGES)
     file = models.FileField(upload_to="acceptance/%Y/")
-    sha256 = models.CharField(max_length=64)
-    size = models.PositiveIntegerField()
-    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         verbose_name = _("acceptance report")
