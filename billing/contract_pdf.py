@@ -33,7 +33,7 @@ from billing.models import (
     ContractDocumentKind,
     ItemKind,
 )
-from billing.quote_pdf import duration_label, provider
+from billing.quote_pdf import bank_details, duration_label, provider
 from core.pdf import css_content, normalise_language, render_pdf, store_document
 
 TEMPLATE = "pdf/contract.html"
@@ -142,7 +142,9 @@ def contract_context(contract: Contract, *, language: str, sealed: bool = False)
     order = contract.order
     tz = contract.site.tzinfo
     with translation.override(language):
-        the_provider = provider(language)
+        # The provider party is the site's seller entity (as on quotes and payment
+        # documents): legal name, registration number, address and bank account.
+        the_provider = provider(language, contract.site)
         equipment = _equipment(contract)
         gpus = _gpus(equipment)
         periods = contract_schedule(contract)
@@ -153,6 +155,7 @@ def contract_context(contract: Contract, *, language: str, sealed: bool = False)
             "order": order,
             "site": contract.site,
             "provider": the_provider,
+            "bank": bank_details(contract.site, language),
             "customer": customer,
             "issued": timezone.localtime(contract.created_at, tz),
             "start": timezone.localtime(order.start_at, tz),
@@ -238,7 +241,7 @@ def sealed_document(*, contract: Contract, language: str | None = None) -> Seale
     data = render_contract_pdf(contract=contract, language=language, sealed=True)
     sealed = signatures.seal_pdf(
         data,
-        reason=f"{contract.number} countersigned by {settings.PORTAL_PROVIDER_NAME}",
+        reason=f"{contract.number} countersigned by {provider('en', contract.site).name}",
         location=contract.site.code,
     )
     document = store_document(
