@@ -46,6 +46,14 @@ class Organisation(models.Model):
         _("registered address and phone"), max_length=300, blank=True
     )
     fapiao_bank_account = models.CharField(_("bank and account number"), max_length=300, blank=True)
+    auto_renew = models.BooleanField(
+        _("renew rentals automatically"),
+        default=False,
+        help_text=_(
+            "When on, the renewal quote made before a rental ends is accepted for the "
+            "organisation at once (its contract or terms and payment follow as usual)."
+        ),
+    )
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:

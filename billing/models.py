@@ -918,6 +918,9 @@ class Invoice(models.Model):
     gross_total = money_field(_("total"))
     issued_at = models.DateTimeField(_("issued"), default=timezone.now)
     due_at = models.DateTimeField(_("due"))
+    # The billing period this invoice pays for (``[start, end)``); empty: the whole order.
+    period_start = models.DateTimeField(_("period starts"), null=True, blank=True)
+    period_end = models.DateTimeField(_("period ends"), null=True, blank=True)
     bank_reference = models.CharField(
         _("transfer reference"),
         max_length=32,
@@ -1062,3 +1065,4 @@ class InvoiceDocument(StoredDocument):
 
 # Contracts, signatures, the provisioning gate, schedules, dunning, renewals, SLA credits.
 from billing.models_contracts import *  # noqa: E402, F403
+from billing.models_dunning import *  # noqa: E402, F403

@@ -16,7 +16,7 @@ from django.db import InterfaceError, OperationalError
 from billing import contract_pdf, invoices, quote_pdf
 from billing.models import Contract, Invoice, Quote
 from billing.services import contracts as contract_services
-from billing.services import estimates, orders, payments, sweeps
+from billing.services import dunning, dunning_emails, estimates, orders, payments, renewals, sweeps
 from billing.services import quotes as quote_services
 from billing.services.quotes.emails import quote_email_send
 
@@ -157,3 +157,51 @@ def document_seal_contract(contract_id: int, language: str) -> str:
 def contracts_activate_task() -> int:
     """Countersigned contracts become active at the start and end at the end (beat)."""
     return contract_services.contracts_activate_and_end()
+
+
+# --- Dunning and renewals ---------------------------------------------------------------
+
+
+@shared_task(**SWEEP_LIMITS)
+def dunning_run_task() -> dict[str, int]:
+    """Reminders, suspensions and resumptions of unpaid invoices (beat). Idempotent."""
+    result = dunning.dunning_run()
+    return {
+        "reminders": result.reminders,
+        "skipped": result.skipped,
+        "suspended": result.suspended,
+        "resumed": result.resumed,
+    }
+
+
+@shared_task(**SWEEP_LIMITS)
+def renewals_offer_task() -> dict[str, int]:
+    """Renewal quotes for orders ending within ``PORTAL_RENEWAL_DAYS`` (beat). Idempotent."""
+    result = renewals.renewals_offer()
+    return {"offered": result.offered, "unavailable": result.unavailable}
+
+
+_MAIL_TASK = {
+    "autoretry_for": (SMTPException, ConnectionError, TimeoutError),
+    "retry_backoff": True,
+    "max_retries": 5,
+    **MAIL_LIMITS,
+}
+
+
+@shared_task(**_MAIL_TASK)
+def dunning_notice_email(notice_id: int) -> str:
+    """Email one dunning reminder; sends once (see the service)."""
+    return dunning_emails.dunning_notice_email_send(notice_id=notice_id)
+
+
+@shared_task(**_MAIL_TASK)
+def suspension_email(suspension_id: int, kind: str) -> str:
+    """Tell the customer their order was suspended or resumed; sends once each."""
+    return dunning_emails.suspension_email_send(suspension_id=suspension_id, kind=kind)
+
+
+@shared_task(**_MAIL_TASK)
+def renewal_email(renewal_id: int) -> str:
+    """Email the renewal offer; sends once."""
+    return dunning_emails.renewal_email_send(renewal_id=renewal_id)

@@ -359,6 +359,13 @@ PORTAL_SIGNING_P12_PASSPHRASE = env.str(
 PORTAL_SIGNING_TSA_URL = env.str("PORTAL_SIGNING_TSA_URL", default="")
 PORTAL_TERMS_VERSION = env.str("PORTAL_TERMS_VERSION", default="2026-01")
 PORTAL_RENEWAL_DAYS = env.int("PORTAL_RENEWAL_DAYS", default=30)
+# Dunning (reminders, suspension, resumption; the policy is data in the admin) and renewal
+# quotes for orders ending within PORTAL_RENEWAL_DAYS: both beat jobs are idempotent.
+CELERY_BEAT_SCHEDULE["dunning-run"] = {"task": "billing.tasks.dunning_run_task", "schedule": 600.0}
+CELERY_BEAT_SCHEDULE["renewals-offer"] = {
+    "task": "billing.tasks.renewals_offer_task",
+    "schedule": 3600.0,
+}
 # seed_demo makes one signed contract (two PDF renderings; the test suite turns it off).
 PORTAL_SEED_DEMO_CONTRACT = env.bool("PORTAL_SEED_DEMO_CONTRACT", default=True)
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from portal import dashboard, dashboard_contracts
+from portal import dashboard, dashboard_contracts, dashboard_service
 
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
@@ -39,5 +39,15 @@ urlpatterns = [
     ),
     path(
         "orders/<slug:number>/terms", dashboard_contracts.order_terms, name="dashboard_order_terms"
+    ),
+    path(
+        "orders/<slug:number>/suspension/",
+        dashboard_service.order_suspension,
+        name="dashboard_order_suspension",
+    ),
+    path(
+        "orders/<slug:number>/renewal/",
+        dashboard_service.order_renewal,
+        name="dashboard_order_renewal",
     ),
 ]

@@ -21,7 +21,8 @@ from django.urls import reverse
 from django.utils import translation
 
 from accounts.models import Membership
-from provisioning import services
+from provisioning import services, suspension
+from provisioning.drivers.base import TransientDriverError
 from provisioning.models import NodeStep, ProvisioningRun, RunKind, RunNode, RunNodeState
 
 logger = logging.getLogger(__name__)
@@ -206,3 +207,17 @@ def provisioning_email(run_id: int, kind: str) -> int:
         subject = render_to_string("provisioning/email_subject.txt", context).strip()
         body = render_to_string("provisioning/email_body.txt", context)
     return send_mail(subject, body, None, emails)
+
+
+@shared_task(
+    **{**IDEMPOTENT, "autoretry_for": (*DB_ERRORS, TransientDriverError)},
+    soft_time_limit=1200,
+    time_limit=1260,
+)
+def order_power_sync(order_id: int) -> dict[str, object]:
+    """Power an order's nodes off while it is suspended, on once it resumes (enqueued by
+    billing's dunning). Reads the state, not the message: safe to run twice."""
+    result = suspension.order_power_sync(order_id=order_id)
+    if result.transient:
+        raise TransientDriverError(f"power {result.target}: {result.failed}")
+    return {"target": result.target, "changed": result.changed, "failed": result.failed}

@@ -127,6 +127,9 @@ ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
     "dashboard_contract_code": ("order", NOT_FOUND),
     "dashboard_contract_sign": ("order", NOT_FOUND),
     "dashboard_order_terms": ("order", NOT_FOUND),
+    # Dunning and renewals: the order's suspension and renewal pages.
+    "dashboard_order_suspension": ("order", NOT_FOUND),
+    "dashboard_order_renewal": ("order", NOT_FOUND),
     # Members and invitations (portal/accounts/urls.py).
     "accounts:member_role": ("membership_pk", NOT_FOUND),
     "accounts:member_remove": ("membership_pk", NOT_FOUND),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -15,11 +16,15 @@ from core.types import Actor
 from inventory import selectors as inventory_selectors
 from inventory import services as inventory_services
 from inventory.models import Node, NodeType
-from inventory.placement import leaf_summary, unit_summary
+from inventory.placement import leaf_summary, place, unit_summary
 
 
-def place_and_hold(quote: Quote, actor: Actor) -> None:
-    """Choose concrete nodes per node type (topology-aware) and hold them until expiry."""
+def place_and_hold(quote: Quote, actor: Actor, prefer: Collection[int] = ()) -> None:
+    """Choose concrete nodes per node type (topology-aware) and hold them until expiry.
+
+    ``prefer`` (node ids, e.g. a renewal's current nodes): where enough of them are free
+    for the whole period they are the ones held; else the nearest placement is."""
+    preferred_ids = set(prefer)
     start_at, end_at = rental_period(
         site=quote.site, start_date=quote.start_date, term=quote.term, duration=quote.duration
     )
@@ -38,7 +43,11 @@ def place_and_hold(quote: Quote, actor: Actor) -> None:
         found = inventory_selectors.availability_search(
             site=quote.site, node_type=nt, count=count, start_at=start_at, end_at=end_at
         )
-        if found.placement is None:
+        preferred = tuple(c for c in found.free if c.node_id in preferred_ids)
+        chosen_placement = found.placement
+        if preferred_ids and len(preferred) >= count:
+            chosen_placement = place(preferred, count)
+        if chosen_placement is None:
             values = {
                 "free": found.free_count,
                 "count": count,
@@ -59,8 +68,8 @@ def place_and_hold(quote: Quote, actor: Actor) -> None:
                     "whole period, and the full count is not free within a year."
                 )
             raise NotEnoughCapacity(message % values)
-        chosen.extend(found.placement.node_ids)
-        leaves = leaf_summary(found.placement)
+        chosen.extend(chosen_placement.node_ids)
+        leaves = leaf_summary(chosen_placement)
         unit_count, rails = unit_summary(
             leaves, inventory_selectors.leaf_units(site=quote.site, leaves=[n for n, _c in leaves])
         )
@@ -74,8 +83,8 @@ def place_and_hold(quote: Quote, actor: Actor) -> None:
                 "leaves": leaves,
                 "units": unit_count,
                 "rails": rails,
-                "racks": len(found.placement.racks),
-                "hostnames": [c.hostname for c in found.placement.nodes],
+                "racks": len(chosen_placement.racks),
+                "hostnames": [c.hostname for c in chosen_placement.nodes],
             }
         )
     if not chosen:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
@@ -200,8 +201,9 @@ def quote_revise(*, quote: Quote, actor: Actor) -> Quote:
 
 
 @transaction.atomic
-def quote_send(*, quote: Quote, actor: Actor) -> Quote:
+def quote_send(*, quote: Quote, actor: Actor, prefer_nodes: Collection[int] = ()) -> Quote:
     """Freeze the quote, hold its nodes until it expires, then email it with its PDF.
+    ``prefer_nodes``: hold these where they are free (a renewal's current nodes).
 
     Every other open version of the same number is superseded (and its holds released);
     if a version was accepted already, nothing is sent.
@@ -247,7 +249,7 @@ def quote_send(*, quote: Quote, actor: Actor) -> Quote:
     # Open until the end of the validity day, but never past the rental's first day.
     quote.expires_at = end_of_day(site=quote.site, day=min(quote.valid_until, quote.start_date))
     supersede_others(others, by=quote, actor=actor)
-    place_and_hold(quote, actor)
+    place_and_hold(quote, actor, prefer=prefer_nodes)
     move(quote, QuoteStatus.SENT, actor)
     quote.sent_at = timezone.now()
     quote.save()

@@ -1,0 +1,163 @@
+"""Dunning, suspension and renewal emails, in the customer's language (their quote's).
+
+Each send claims its row's ``*_emailed_at`` first, so a second run (a retry, a second
+worker) finds it claimed and sends nothing; a failed send gives the claim back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import EmailMessage
+from django.db.models import Model
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone, translation
+
+from billing.models import DunningNotice, Order, Renewal, Suspension, SuspensionStatus
+
+
+def recipients(order: Order) -> list[str]:
+    """The organisation's billing address and the contact of the order's quote."""
+    found = [order.organisation.billing_email, order.quote.contact_email]
+    return list(dict.fromkeys(a for a in found if a))
+
+
+def _local(order: Order, value: Any) -> str:
+    return timezone.localtime(value, order.site.tzinfo).strftime("%Y-%m-%d")
+
+
+def _send_once(
+    *,
+    model: type[Model],
+    pk: int,
+    field: str,
+    order: Order,
+    template: str,
+    context: Callable[[], dict[str, Any]],
+) -> str:
+    language = order.quote.language
+    with translation.override(language):
+        values = {
+            "order": order,
+            "order_link": settings.PORTAL_BASE_URL
+            + reverse("dashboard_order", args=[order.number]),
+            **context(),
+        }
+        subject = render_to_string(f"email/{template}_subject.txt", values).strip()
+        body = render_to_string(f"email/{template}.txt", values)
+    to = recipients(order)
+    if not to:
+        return "skipped"
+    claimed = model._default_manager.filter(pk=pk, **{f"{field}__isnull": True}).update(
+        **{field: timezone.now()}
+    )
+    if not claimed:
+        return "skipped"
+    try:
+        EmailMessage(subject=subject, body=body, to=to).send()
+    except Exception:
+        model._default_manager.filter(pk=pk).update(**{field: None})
+        raise
+    return "sent"
+
+
+def dunning_notice_email_send(*, notice_id: int) -> str:
+    """The reminder of one dunning step, once."""
+    notice = DunningNotice.objects.select_related(
+        "invoice__order__organisation", "invoice__order__quote", "invoice__order__site", "step"
+    ).get(pk=notice_id)
+    if notice.emailed_at is not None:
+        return "skipped"
+    invoice = notice.invoice
+    order = invoice.order
+    # Worded by the step (7 days before, on, 3 days after the due date), whenever the
+    # email goes out.
+    offset = notice.step.offset_days
+
+    def context() -> dict[str, Any]:
+        return {
+            "invoice": invoice,
+            "due": _local(order, invoice.due_at),
+            "days": -offset,
+            "overdue_days": offset,
+            "suspend_on": _local(order, notice.suspend_on) if notice.suspend_on else "",
+        }
+
+    return _send_once(
+        model=DunningNotice,
+        pk=notice.pk,
+        field="emailed_at",
+        order=order,
+        template="dunning_reminder",
+        context=context,
+    )
+
+
+def suspension_email_send(*, suspension_id: int, kind: str) -> str:
+    """The customer is told their order was suspended, or resumed, once each."""
+    suspension = Suspension.objects.select_related(
+        "order__organisation", "order__quote", "order__site", "invoice"
+    ).get(pk=suspension_id)
+    order = suspension.order
+    suspended = kind == SuspensionStatus.SUSPENDED
+    field = "suspended_emailed_at" if suspended else "resumed_emailed_at"
+    if getattr(suspension, field) is not None:
+        return "skipped"
+    if not suspended and suspension.status != SuspensionStatus.RESUMED:
+        return "skipped"
+
+    def context() -> dict[str, Any]:
+        return {
+            "suspension": suspension,
+            "invoice": suspension.invoice,
+            "since": _local(order, suspension.suspended_at),
+            "page_link": settings.PORTAL_BASE_URL
+            + reverse("dashboard_order_suspension", args=[order.number]),
+        }
+
+    return _send_once(
+        model=Suspension,
+        pk=suspension.pk,
+        field=field,
+        order=order,
+        template="order_suspended" if suspended else "order_resumed",
+        context=context,
+    )
+
+
+def renewal_email_send(*, renewal_id: int) -> str:
+    """The renewal offer (or why none could be made), once."""
+    renewal = Renewal.objects.select_related(
+        "order__organisation", "order__quote", "order__site", "quote"
+    ).get(pk=renewal_id)
+    if renewal.emailed_at is not None:
+        return "skipped"
+    order = renewal.order
+
+    def context() -> dict[str, Any]:
+        quote = renewal.quote
+        return {
+            "renewal": renewal,
+            "quote": quote,
+            "ends": _local(order, order.end_at),
+            "expiry": _local(order, quote.expiry) if quote else "",
+            "page_link": settings.PORTAL_BASE_URL
+            + reverse("dashboard_order_renewal", args=[order.number]),
+            "quote_link": (
+                settings.PORTAL_BASE_URL + reverse("quote_public", args=[quote.token])
+                if quote
+                else ""
+            ),
+        }
+
+    return _send_once(
+        model=Renewal,
+        pk=renewal.pk,
+        field="emailed_at",
+        order=order,
+        template="renewal_offer",
+        context=context,
+    )
