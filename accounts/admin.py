@@ -24,8 +24,16 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Organisation)
 class OrganisationAdmin(admin.ModelAdmin):
-    list_display = ("name", "legal_name", "tax_id", "country", "billing_email", "created_at")
-    list_filter = ("country",)
+    list_display = (
+        "name",
+        "legal_name",
+        "tax_id",
+        "country",
+        "billing_email",
+        "auto_renew",
+        "created_at",
+    )
+    list_filter = ("country", "auto_renew")
     search_fields = ("name", "legal_name", "tax_id")
     inlines = (MembershipInline,)
 

@@ -147,6 +147,14 @@ class OrganisationForm(forms.Form):
         required=False,
         help_text=_("For a special VAT fapiao (专票)."),
     )
+    auto_renew = forms.BooleanField(
+        label=_("Renew rentals automatically"),
+        required=False,
+        help_text=_(
+            "Before a rental ends we offer a renewal quote for the same nodes; when this is "
+            "on and the same nodes are free, it is accepted for you at once."
+        ),
+    )
 
     @classmethod
     def for_organisation(cls, organisation: Organisation, data: Any = None) -> OrganisationForm:
@@ -161,6 +169,7 @@ class OrganisationForm(forms.Form):
             "fapiao_title": organisation.fapiao_title,
             "fapiao_address_phone": organisation.fapiao_address_phone,
             "fapiao_bank_account": organisation.fapiao_bank_account,
+            "auto_renew": organisation.auto_renew,
         }
         form = cls(data, initial=initial)
         known = dict(COUNTRY_CHOICES)

@@ -340,8 +340,10 @@ def organisation_update(
     fapiao_title: str = "",
     fapiao_address_phone: str = "",
     fapiao_bank_account: str = "",
+    auto_renew: bool | None = None,
 ) -> Organisation:
-    """Change the details printed on quotes, contracts and fapiao (owners and billing)."""
+    """Change the details printed on quotes, contracts and fapiao (owners and billing),
+    and whether rentals renew automatically (``None``: unchanged)."""
     organisation = _lock_organisation(organisation)
     _role_check(
         organisation=organisation,
@@ -359,6 +361,8 @@ def organisation_update(
     organisation.fapiao_title = " ".join(fapiao_title.split())
     organisation.fapiao_address_phone = " ".join(fapiao_address_phone.split())
     organisation.fapiao_bank_account = " ".join(fapiao_bank_account.split())
+    if auto_renew is not None:
+        organisation.auto_renew = auto_renew
     if len(organisation.country) != 2 or not organisation.country.isalpha():
         raise DomainError(_("Choose a country."))
     try:

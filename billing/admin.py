@@ -872,4 +872,5 @@ class SellerEntityAdmin(admin.ModelAdmin):
     search_fields = ("legal_name", "legal_name_zh", "registration_number")
 
 
-from billing import admin_contracts  # noqa: E402, F401  (contracts register themselves)
+# Contracts, dunning and renewals register themselves.
+from billing import admin_contracts, admin_dunning  # noqa: E402, F401

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from billing.models import (
@@ -181,14 +181,8 @@ def suspension_start(
     """Suspend ``order`` for ``invoice`` (the caller holds both rows' locks): its active
     contract moves to suspended, its nodes are powered off, the customer is told."""
     suspension = Suspension.objects.create(order=order, invoice=invoice, suspended_at=now)
-    reason = _(
-        "Invoice %(n)s is unpaid since %(due)s: order %(order)s is suspended and its nodes "
-        "are powered off. No data is deleted; paying the invoice resumes it."
-    ) % {
-        "n": invoice.number,
-        "due": timezone.localtime(invoice.due_at, order.site.tzinfo).strftime("%Y-%m-%d"),
-        "order": order.number,
-    }
+    with translation.override(_customer_language(order)):
+        reason = _suspended_reason(invoice, order)
     lifecycle.record_creation([suspension], actor=actor, reason=reason)
     for contract in order.contracts.filter(status=ContractStatus.ACTIVE):
         lifecycle.transition(contract, to=ContractStatus.SUSPENDED, actor=actor, reason=reason)
@@ -196,6 +190,22 @@ def suspension_start(
     jobs.enqueue(POWER_SYNC_TASK, order.pk)
     jobs.enqueue(SUSPENSION_EMAIL_TASK, suspension.pk, SuspensionStatus.SUSPENDED.value)
     return suspension
+
+
+def _customer_language(order: Order) -> str:
+    """Events the customer reads are written in their language (their quote's)."""
+    return order.quote.language
+
+
+def _suspended_reason(invoice: Invoice, order: Order) -> str:
+    return _(
+        "Invoice %(n)s is unpaid since %(due)s: order %(order)s is suspended and its nodes "
+        "are powered off. No data is deleted; paying the invoice resumes it."
+    ) % {
+        "n": invoice.number,
+        "due": timezone.localtime(invoice.due_at, order.site.tzinfo).strftime("%Y-%m-%d"),
+        "order": order.number,
+    }
 
 
 def suspension_resume(*, suspension: Suspension, actor: Actor = None) -> bool:
@@ -212,11 +222,14 @@ def suspension_resume(*, suspension: Suspension, actor: Actor = None) -> bool:
         invoice = locked.invoice
         if invoice.status not in SETTLED:
             return False
-        reason = (
-            _("Invoice %(n)s was paid: order %(order)s is resumed and its nodes powered on.")
-            if invoice.status == InvoiceStatus.PAID
-            else _("Invoice %(n)s was voided: order %(order)s is resumed and its nodes powered on.")
-        ) % {"n": invoice.number, "order": locked.order.number}
+        with translation.override(_customer_language(locked.order)):
+            reason = (
+                _("Invoice %(n)s was paid: order %(order)s is resumed and its nodes powered on.")
+                if invoice.status == InvoiceStatus.PAID
+                else _(
+                    "Invoice %(n)s was voided: order %(order)s is resumed and its nodes powered on."
+                )
+            ) % {"n": invoice.number, "order": locked.order.number}
         lifecycle.transition(
             locked,
             to=SuspensionStatus.RESUMED,

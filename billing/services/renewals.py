@@ -127,9 +127,9 @@ def renewal_offer(*, order_id: int) -> Renewal | None:
                 quote = quote_send(quote=quote, actor=creator, prefer_nodes=[n.pk for n in current])
     except DomainError as exc:
         renewal = Renewal.objects.create(order=order, unavailable=exc.message)
-        lifecycle.record_note(
-            [order], reason=_("No renewal could be offered: %(why)s") % {"why": exc.message}
-        )
+        with translation.override(old.language):
+            why = _("No renewal could be offered: %(why)s") % {"why": exc.message}
+        lifecycle.record_note([order], reason=why)
         jobs.enqueue(EMAIL_TASK, renewal.pk)
         return renewal
     old_hosts = [n.hostname for n in current]
@@ -143,15 +143,12 @@ def renewal_offer(*, order_id: int) -> Renewal | None:
     )
     with translation.override(old.language):
         quote.notes = _renewal_notes(order, renewal)
-    quote.save(update_fields=["notes"])
-    lifecycle.record_note(
-        [order],
-        reason=_("Renewal quote %(q)s offered (%(how)s).")
-        % {
+        offered = _("Renewal quote %(q)s offered (%(how)s).") % {
             "q": quote.number,
             "how": _("same nodes held") if renewal.same_nodes else _("other nodes offered"),
-        },
-    )
+        }
+    quote.save(update_fields=["notes"])
+    lifecycle.record_note([order], reason=offered)
     if order.organisation.auto_renew and renewal.same_nodes:
         _auto_accept(renewal)
     jobs.enqueue(EMAIL_TASK, renewal.pk)
@@ -182,7 +179,7 @@ def _auto_accept(renewal: Renewal) -> None:
     rules refuse it (e.g. no payment method possible in time) the offer stays open."""
     quote = renewal.quote
     try:
-        with transaction.atomic():
+        with transaction.atomic(), translation.override(quote.language):
             quote_accept(
                 quote=quote,
                 user=None,
@@ -191,11 +188,11 @@ def _auto_accept(renewal: Renewal) -> None:
             )
     except DomainError as exc:
         logger.info("Renewal %s not accepted automatically: %s", quote.number, exc.message)
-        lifecycle.record_note(
-            [renewal.order],
-            reason=_("The renewal could not be accepted automatically: %(why)s")
-            % {"why": exc.message},
-        )
+        with translation.override(quote.language):
+            why = _("The renewal could not be accepted automatically: %(why)s") % {
+                "why": exc.message
+            }
+        lifecycle.record_note([renewal.order], reason=why)
         return
     renewal.auto_accepted = True
     renewal.save(update_fields=["auto_accepted"])

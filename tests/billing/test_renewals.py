@@ -14,6 +14,7 @@ from django.core import mail
 from django.test import Client
 from django.urls import reverse
 
+from accounts.forms import OrganisationForm
 from accounts.models import MemberRole, Membership, Organisation
 from billing.models import Contract, Order, Quote, QuoteStatus, Renewal
 from billing.services import renewals
@@ -113,9 +114,15 @@ def test_a_node_booked_after_the_end_is_replaced_by_the_nearest_placement(demo):
 
 
 def test_auto_renewal_accepts_the_renewal_and_the_contract_path_follows(demo):
+    # The owner turns it on in the organisation's settings.
     org = demo["org"]
-    org.auto_renew = True
-    org.save(update_fields=["auto_renew"])
+    owner = Client()
+    owner.force_login(demo["customer"])
+    data = {k: v for k, v in OrganisationForm.for_organisation(org).initial.items() if v}
+    response = owner.post(reverse("accounts:organisation_settings"), {**data, "auto_renew": "on"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    org.refresh_from_db()
+    assert org.auto_renew
     order = make_order(demo, nodes=1, duration=1)
     renewals.renewals_offer()
     renewals.renewals_offer()
