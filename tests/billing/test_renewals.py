@@ -19,7 +19,8 @@ from accounts.models import MemberRole, Membership, Organisation
 from billing.models import Contract, Order, Quote, QuoteStatus, Renewal
 from billing.services import renewals
 from inventory import services as inventory_services
-from inventory.models import Reservation, ReservationStatus
+from inventory.models import Node, Reservation, ReservationStatus
+from inventory.selectors import availability_search, free_nodes
 from provisioning import suspension as power
 from tests.billing.test_dunning import make_order, run_outbox
 
@@ -39,7 +40,30 @@ def held(quote) -> list[Reservation]:
 
 def test_run_twice_one_renewal_quote_and_one_hold_set_on_the_same_nodes(demo):
     order = make_order(demo, nodes=2, duration=1)
-    hosts = sorted(n.hostname for n in power.order_nodes(order))
+    current = power.order_nodes(order)
+    hosts = sorted(n.hostname for n in current)
+    # A decoy: another leaf with exactly two free nodes after the end is what a fresh
+    # topology-aware placement would choose (best fit); the renewal keeps the customer's.
+    after = (order.end_at, order.end_at + timedelta(days=40))
+    free = list(
+        free_nodes(site=order.site, node_type=demo["h100"], start_at=after[0], end_at=after[1])
+        .exclude(leaf_switch=current[0].leaf_switch)
+        .order_by("leaf_switch__name", "hostname")
+    )
+    decoy_leaf = free[0].leaf_switch
+    on_leaf = [n for n in free if n.leaf_switch == decoy_leaf]
+    assert len(on_leaf) > 2
+    inventory_services.reservation_hold(
+        nodes=on_leaf[2:], start_at=after[0], end_at=after[1], owner_ref="order:other", firm=True
+    )
+    fresh = availability_search(
+        site=order.site,
+        node_type=demo["h100"],
+        count=2,
+        start_at=after[0],
+        end_at=order.end_at + (order.end_at - order.start_at),
+    )
+    assert sorted(c.hostname for c in fresh.placement.nodes) != hosts
     assert renewals.renewals_offer().offered == 1
     assert renewals.renewals_offer().offered == 0
     renewal = Renewal.objects.get()
@@ -99,6 +123,8 @@ def test_a_node_booked_after_the_end_is_replaced_by_the_nearest_placement(demo):
     assert renewal.kept == [kept.hostname]
     assert renewal.replaced == [taken.hostname]
     assert len(renewal.offered) == 1 and renewal.offered[0] not in {taken.hostname, kept.hostname}
+    # The nearest placement: the replacement sits under the kept node's leaf switch.
+    assert Node.objects.get(hostname=renewal.offered[0]).leaf_switch == kept.leaf_switch
     assert not renewal.same_nodes
     quote = renewal.quote
     assert sorted(r.node.hostname for r in held(quote)) == sorted(

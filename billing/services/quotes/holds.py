@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -16,7 +16,7 @@ from core.types import Actor
 from inventory import selectors as inventory_selectors
 from inventory import services as inventory_services
 from inventory.models import Node, NodeType
-from inventory.placement import leaf_summary, place, unit_summary
+from inventory.placement import Candidate, Placement, leaf_summary, place, unit_summary
 
 
 def place_and_hold(quote: Quote, actor: Actor, prefer: Collection[int] = ()) -> None:
@@ -43,10 +43,9 @@ def place_and_hold(quote: Quote, actor: Actor, prefer: Collection[int] = ()) -> 
         found = inventory_selectors.availability_search(
             site=quote.site, node_type=nt, count=count, start_at=start_at, end_at=end_at
         )
-        preferred = tuple(c for c in found.free if c.node_id in preferred_ids)
         chosen_placement = found.placement
-        if preferred_ids and len(preferred) >= count:
-            chosen_placement = place(preferred, count)
+        if preferred_ids:
+            chosen_placement = keep_preferred(found.free, preferred_ids, count) or chosen_placement
         if chosen_placement is None:
             values = {
                 "free": found.free_count,
@@ -100,6 +99,29 @@ def place_and_hold(quote: Quote, actor: Actor, prefer: Collection[int] = ()) -> 
     )
     quote.reservation_group = reservations[0].group
     quote.placement = placement
+
+
+def keep_preferred(
+    free: Sequence[Candidate], preferred_ids: Collection[int], count: int
+) -> Placement | None:
+    """The preferred nodes that are free (as many as wanted), completed by the nearest
+    others: under the preferred nodes' leaf switches first, else wherever the
+    topology-aware placement puts them. ``None`` when no preferred node is free or the
+    count cannot be met."""
+    kept = sorted(
+        (c for c in free if c.node_id in preferred_ids), key=lambda c: (c.leaf, c.hostname)
+    )
+    if not kept:
+        return None
+    if len(kept) >= count:
+        return place(kept, count)
+    need = count - len(kept)
+    rest = [c for c in free if c.node_id not in preferred_ids]
+    leaves = {c.leaf for c in kept}
+    extra = place([c for c in rest if c.leaf in leaves], need) or place(rest, need)
+    if extra is None:
+        return None
+    return Placement(tuple(kept) + extra.nodes)
 
 
 def release_holds(quote: Quote, actor: Actor, reason: str) -> None:
