@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from provisioning.validation.rules import (
     ClusterVerdict,
     Measurement,
     NodeVerdict,
+    Reason,
     Rule,
     evaluate_cluster,
     evaluate_node,
@@ -37,6 +38,10 @@ class NodeTarget:
     node_id: int
     hostname: str
     gpu_model: str  # "cpu" for a node validated on the CPU path (CI, the simulated driver)
+    address: str = ""  # where the SSH runner connects ("": the hostname)
+    fabric: str | None = None  # the cluster rules' fabric key (ndr400, hdr200, 100g)
+    # Figures the rules compare with (gpu_count, nics_per_node) from the node type.
+    expected: Mapping[str, float | int] = field(default_factory=dict)
 
 
 @dataclass
@@ -47,6 +52,7 @@ class NodeResult:
     reasons: list[str]
     report: dict[str, Any]  # the agent's whole JSON document (raw outputs included)
     verdict: NodeVerdict | None = None
+    failure: Reason | None = None  # why the agent produced no report (code and params)
 
 
 @dataclass
@@ -73,7 +79,18 @@ Persister = Callable[["ValidationOutcome", Sequence[NodeTarget], str], int]
 
 
 class AgentFailed(RuntimeError):
-    """The agent did not produce a report (did not start, timed out, printed no JSON)."""
+    """The agent did not produce a report (did not start, timed out, printed no JSON, the
+    node could not be reached). ``code`` and ``params`` say why as data (the portal
+    translates them); the message is the English text for logs."""
+
+    def __init__(self, text: str, *, code: str = "agent_failed", **params: Any) -> None:
+        super().__init__(text)
+        self.code = code
+        self.params = params
+
+    @property
+    def reason(self) -> Reason:
+        return Reason(code=self.code, params=dict(self.params), text=str(self))
 
 
 def local_runner(*, timeout_s: float = 120.0, sizes: Sequence[str] = ()) -> NodeRunner:
@@ -93,26 +110,49 @@ def local_runner(*, timeout_s: float = 120.0, sizes: Sequence[str] = ()) -> Node
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:
-            raise AgentFailed(f"the agent ran past {timeout_s:.0f} s") from exc
-        if proc.returncode != 0:
-            raise AgentFailed(f"the agent exited with {proc.returncode}: {proc.stderr[-500:]}")
-        try:
-            report = json.loads(proc.stdout)
-        except json.JSONDecodeError as exc:
-            raise AgentFailed(f"the agent printed no JSON document: {exc}") from exc
-        if not isinstance(report, dict):
-            raise AgentFailed("the agent's document is not a JSON object")
-        return report
+            raise AgentFailed(
+                f"the agent ran past {timeout_s:.0f} s", code="agent_timeout", seconds=timeout_s
+            ) from exc
+        return agent_document(proc.returncode, proc.stdout, proc.stderr)
 
     return run
 
 
-def measurement_from_report(report: dict[str, Any], *, node: str, gpu_model: str) -> Measurement:
+def agent_document(exit_status: int | None, stdout: str, stderr: str) -> dict[str, Any]:
+    """The agent's JSON document from its exit status and output, or ``AgentFailed``."""
+    if exit_status != 0:
+        raise AgentFailed(
+            f"the agent exited with {exit_status}: {stderr[-500:]}",
+            code="agent_exit_status",
+            status=exit_status,
+            detail=stderr[-500:],
+        )
+    try:
+        report = json.loads(stdout)
+    except json.JSONDecodeError as exc:
+        raise AgentFailed(
+            f"the agent printed no JSON document: {exc}", code="agent_no_json", detail=str(exc)
+        ) from exc
+    if not isinstance(report, dict):
+        raise AgentFailed("the agent's document is not a JSON object", code="agent_no_json")
+    return report
+
+
+def measurement_from_report(
+    report: dict[str, Any],
+    *,
+    node: str,
+    gpu_model: str,
+    fabric: str | None = None,
+    expected: Mapping[str, float | int] | None = None,
+) -> Measurement:
     """The rules' view of an agent report: metrics by name and every check's outcome."""
     checks = [c for c in report.get("checks", []) if isinstance(c, dict)]
     return Measurement(
         node=node,
         gpu_model=gpu_model,
+        fabric=fabric,
+        expected=dict(expected or {}),
         device=str(report.get("host", {}).get("device", "")),
         metrics={c["metric"]: c.get("value") for c in checks if c.get("metric")},
         checks=[
@@ -191,6 +231,11 @@ def validate_nodes(
     the outcome (documents, raw outputs with SHA-256, verdicts) and its run id is set on
     the outcome as ``validation_run_id``."""
     runner = runner or local_runner()
+    # A runner that reaches real nodes may complete the targets (address, fabric, the node
+    # type's figures).
+    resolve = getattr(runner, "resolve", None)
+    if resolve is not None:
+        targets = [resolve(t) for t in targets]
     rule_list = list(rules) if rules is not None else None
     results: list[NodeResult] = []
     verdicts: list[NodeVerdict] = []
@@ -198,10 +243,18 @@ def validate_nodes(
         try:
             report = runner(target, profile)
         except AgentFailed as exc:
-            results.append(NodeResult(target.node_id, target.hostname, False, [str(exc)], {}))
+            results.append(
+                NodeResult(
+                    target.node_id, target.hostname, False, [str(exc)], {}, failure=exc.reason
+                )
+            )
             continue
         measurement = measurement_from_report(
-            report, node=target.hostname, gpu_model=target.gpu_model
+            report,
+            node=target.hostname,
+            gpu_model=target.gpu_model,
+            fabric=target.fabric,
+            expected=target.expected,
         )
         verdict = evaluate_node(measurement, rule_list)
         verdicts.append(verdict)
