@@ -17,6 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from provisioning.validation.cluster import (
+    ClusterRun,
+    cluster_measurement,
+    run_cluster_checks,
+)
 from provisioning.validation.rules import (
     CheckOutcome,
     ClusterVerdict,
@@ -65,6 +70,8 @@ class ValidationOutcome:
     # stored ValidationRun when the caller asked for the outcome to be kept (``persist``).
     cluster_measurement: Measurement | None = None
     validation_run_id: int | None = None
+    # The GPU cluster check's raw outputs (name, command, exit status, raw), to be stored.
+    cluster_outputs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def rejected(self) -> list[NodeResult]:
@@ -217,6 +224,18 @@ def local_cluster_measurement(*, ranks: int = 2, message_bytes: int = 1 << 20) -
     )
 
 
+def gpus_per_node(reports: Sequence[dict[str, Any]]) -> int:
+    """GPUs per node as the agents report them (the smallest count; 0 if any has none)."""
+    counts = []
+    for report in reports:
+        host = report.get("host") if isinstance(report, dict) else None
+        count = host.get("gpu_count") if isinstance(host, dict) else None
+        if not isinstance(count, int) or count < 1 or host.get("device") != "cuda":
+            return 0
+        counts.append(count)
+    return min(counts) if counts else 0
+
+
 def validate_nodes(
     targets: Sequence[NodeTarget],
     *,
@@ -225,17 +244,24 @@ def validate_nodes(
     rules: Iterable[Rule] | None = None,
     cluster: Measurement | None = None,
     persist: Persister | None = None,
+    cluster_timeout_s: float = 900.0,
 ) -> ValidationOutcome:
     """Run the agent on every node, judge each, then the cluster. Fails closed: a node whose
     agent produced no report is rejected with that reason. ``persist`` (optional) stores
     the outcome (documents, raw outputs with SHA-256, verdicts) and its run id is set on
-    the outcome as ``validation_run_id``."""
+    the outcome as ``validation_run_id``.
+
+    The cluster check runs once every node passed: on the CPU path a ring all-reduce
+    across local processes; on GPU nodes (every agent document reports CUDA GPUs) the
+    nccl-tests plan of ``cluster.py`` through the runner's ``run_command``. With no way
+    to run it, a multi-node cluster has no cluster measurement and is not accepted."""
     runner = runner or local_runner()
     # A runner that reaches real nodes may complete the targets (address, fabric, the node
-    # type's figures).
+    # type's figures) and run the cluster check's commands (``ssh`` through the portal).
     resolve = getattr(runner, "resolve", None)
     if resolve is not None:
         targets = [resolve(t) for t in targets]
+    command_runner = getattr(runner, "run_command", None)
     rule_list = list(rules) if rules is not None else None
     results: list[NodeResult] = []
     verdicts: list[NodeVerdict] = []
@@ -269,11 +295,28 @@ def validate_nodes(
             )
         )
     cluster_error = ""
+    cluster_runs: list[ClusterRun] = []
     if cluster is None and len(targets) > 1 and all(t.gpu_model == "cpu" for t in targets):
         try:
             cluster = local_cluster_measurement()
         except (AgentFailed, subprocess.TimeoutExpired, ValueError) as exc:
             cluster_error = f"the cluster check did not run: {exc}"
+    elif cluster is None and len(targets) > 1 and all(v.accepted for v in verdicts):
+        gpus = gpus_per_node([r.report for r in results])
+        if gpus and len(verdicts) == len(targets) and command_runner is not None:
+            cluster_runs = run_cluster_checks(
+                targets[0].address or targets[0].hostname,
+                [t.address or t.hostname for t in targets],
+                gpus,
+                command_runner,
+                timeout_s=cluster_timeout_s,
+            )
+            cluster = cluster_measurement(
+                cluster_runs,
+                gpu_model=targets[0].gpu_model,
+                fabric=targets[0].fabric,
+                expected=targets[0].expected,
+            )
     cluster_verdict = evaluate_cluster(verdicts, cluster, rule_list) if verdicts else None
     all_reported = len(verdicts) == len(targets)
     accepted = bool(cluster_verdict and cluster_verdict.accepted and all_reported)
@@ -284,6 +327,15 @@ def validate_nodes(
         accepted = False
         reasons.append(cluster_error)
     outcome = ValidationOutcome(results, accepted, reasons, cluster_verdict, cluster)
+    outcome.cluster_outputs = [
+        {
+            "name": r.command.name,
+            "command": " ".join(r.command.argv),
+            "exit_status": r.result.exit_status if r.result else None,
+            "raw": r.raw,
+        }
+        for r in cluster_runs
+    ]
     if persist is not None:
         outcome.validation_run_id = persist(outcome, targets, profile)
     return outcome

@@ -329,7 +329,16 @@ def _allreduce_series(
     metrics = (run.cluster_metrics or {}).get("metrics", {})
     size = metrics.get("cluster_message_size_bytes")
     busbw = metrics.get("cluster_allreduce_ring_busbw_gbps")
-    if size and isinstance(busbw, int | float):
+    curve = metrics.get("cluster_allreduce_curve")
+    if isinstance(curve, list) and curve:  # GPU nodes: nccl-tests' rows across the nodes
+        points = [
+            (float(p[0]), float(p[1]))
+            for p in curve
+            if isinstance(p, list) and len(p) == 2 and all(isinstance(v, int | float) for v in p)
+        ]
+        if points:
+            series.append((_("cluster (ring)"), points))
+    elif size and isinstance(busbw, int | float):
         series.append((_("cluster (ring)"), [(float(size), float(busbw))]))
     return series
 

@@ -173,9 +173,9 @@ def node_expected(node: Node) -> dict[str, int]:
 
 
 class SshNodeRunner:
-    """The agent over SSH on each node (``provisioning.validation.ssh``). ``resolve``
-    completes a target with the node's IP address (else its hostname is used), fabric and
-    node-type figures."""
+    """The agent over SSH on each node (``provisioning.validation.ssh``), and the cluster
+    check's commands on the first node. ``resolve`` completes a target with the node's
+    IP address (else its hostname is used), fabric and node-type figures."""
 
     def __init__(
         self, *, timeout_s: float | None = None, sizes: Sequence[str] | None = None
@@ -202,6 +202,9 @@ class SshNodeRunner:
             timeout_s=self.timeout_s,
             sizes=self.sizes,
         )
+
+    def run_command(self, host: str, argv: Sequence[str], timeout_s: float) -> ssh.CommandResult:
+        return ssh.run_command(ssh_settings(), host, argv, timeout_s=timeout_s)
 
 
 def ssh_node_runner(
@@ -345,6 +348,17 @@ def _store_outcome(
     cluster = _cluster_metrics(outcome.cluster_measurement)
     if cluster:
         artifacts.append(_artifact(run, None, "cluster", _dump(cluster), raw_format="json"))
+    for output in outcome.cluster_outputs:  # the GPU cluster check's nccl-tests outputs
+        artifacts.append(
+            _artifact(
+                run,
+                None,
+                str(output["name"]),
+                f"$ {output['command']}\n{output['raw']}",
+                status="completed" if output.get("exit_status") == 0 else "failed",
+                raw_format="nccl-tests",
+            )
+        )
     ValidationNodeResult.objects.bulk_create(results)
     ValidationArtifact.objects.bulk_create(artifacts)
     run.cluster_metrics = cluster

@@ -36,6 +36,7 @@ from typing import Any
 
 import paramiko
 
+from provisioning.validation.cluster import CommandResult
 from provisioning.validation.contract import (
     AGENT_PACKAGE_ROOT,
     AgentFailed,
@@ -62,14 +63,6 @@ class SshSettings:
     connect_timeout_s: float = 15.0
     python: str = "python3"
     remote_tmp: str = "/tmp"  # noqa: S108 - on the node; mktemp makes a private folder
-
-
-@dataclass
-class CommandResult:
-    exit_status: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool = False
 
 
 class UnknownHostKey(paramiko.SSHException):
@@ -341,6 +334,24 @@ def run_agent(
     return document
 
 
+def run_command(
+    settings: SshSettings, host: str, argv: Sequence[str], *, timeout_s: float
+) -> CommandResult:
+    """Any command (the cluster check's ``mpirun``) on ``host``, under a remote
+    ``timeout``; ``AgentFailed`` when the node cannot be reached."""
+    client = connect(settings, host)
+    try:
+        line = shlex.join(
+            ["timeout", f"--kill-after={KILL_AFTER_S}", str(max(1, int(timeout_s))), *argv]
+        )
+        result = execute(client, line, timeout_s=timeout_s + KILL_AFTER_S + GRACE_S)
+    finally:
+        client.close()
+    if result.exit_status in (124, 137):
+        result.timed_out = True
+    return result
+
+
 def ssh_runner(
     settings: SshSettings, *, timeout_s: float = 600.0, sizes: Sequence[str] = ()
 ) -> NodeRunner:
@@ -361,5 +372,6 @@ __all__ = [
     "connect",
     "execute",
     "run_agent",
+    "run_command",
     "ssh_runner",
 ]
