@@ -29,6 +29,7 @@ from provisioning.models import (
     ValidationRun,
 )
 from provisioning.validation.parsers import ParseError, parse_nccl_tests
+from provisioning.validation.reasons import reason_messages
 
 TEMPLATE = "pdf/acceptance_report.html"
 GEMM_METRICS = ("gemm_tflops_bf16", "gemm_tflops_fp16", "gemm_gflops_cpu")
@@ -409,6 +410,10 @@ def acceptance_report_context(
                 "host": host,
                 "allow_tf32": (gemm.get("details") or {}).get("allow_tf32"),
                 "rows": _node_rows(result),
+                # Translated from each reason's code and parameters (never the stored
+                # English text).
+                "reasons": reason_messages(result.reasons),
+                "notes": reason_messages(result.notes),
             }
         )
     bars, threshold, unit = _gemm_bars(results)
@@ -423,7 +428,7 @@ def acceptance_report_context(
         "site": order.site if order else None,
         "placement": (quote.placement or {}) if quote else {},
         "nodes": nodes,
-        "cluster_reasons": run.cluster_reasons or [],
+        "cluster_reasons": reason_messages(run.cluster_reasons or []),
         "cluster_results": (run.cluster_verdict or {}).get("results", []),
         "artifacts": artifacts,
         "swaps": list(swaps or []),
