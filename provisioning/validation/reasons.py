@@ -16,6 +16,7 @@ from typing import Any
 
 from django.utils.translation import gettext, gettext_noop
 
+from provisioning.models import NodeSwap
 from provisioning.validation import selectors
 
 # code → (message, message when the reason names a GPU); translated when rendered.
@@ -174,3 +175,30 @@ def annotate_progress(progress: Any) -> Any:
         if before:
             swap.validation_reasons = reason_messages(before[-1])
     return progress
+
+
+def swap_rows(order_id: int, *, until: Any = None) -> list[dict[str, Any]]:
+    """The order's node swaps up to ``until`` (a run's end), for the acceptance report:
+    ``old``, ``new``, ``reason`` (the rejection's reasons translated when validation
+    caused it, else the reason staff wrote) and ``at``."""
+    swaps = NodeSwap.objects.filter(order_id=order_id).select_related("failed_node", "spare_node")
+    if until is not None:
+        swaps = swaps.filter(failed_at__lte=until)
+    swaps = list(swaps.order_by("failed_at", "pk"))
+    if not swaps:
+        return []
+    rows = selectors.rejected_results_for_order(order_id)
+    out = []
+    for swap in swaps:
+        before = [
+            r for node_id, at, r in rows if node_id == swap.failed_node_id and at <= swap.failed_at
+        ]
+        out.append(
+            {
+                "old": swap.failed_node.hostname,
+                "new": swap.spare_node.hostname if swap.spare_node else gettext("no spare free"),
+                "reason": "; ".join(reason_messages(before[-1])) if before else swap.reason,
+                "at": swap.failed_at,
+            }
+        )
+    return out

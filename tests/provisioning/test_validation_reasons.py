@@ -22,9 +22,11 @@ from provisioning.models import (
     RunNodeState,
     RunStatus,
     ValidationNodeResult,
+    ValidationReport,
+    ValidationRun,
     ValidationRunStatus,
 )
-from provisioning.validation import report
+from provisioning.validation import report, tasks
 from provisioning.validation.contract import NodeTarget
 from provisioning.validation.reasons import MESSAGES, reason_message
 from tests.billing.test_payments import make_order
@@ -147,3 +149,19 @@ def test_rejections_are_shown_translated_in_the_report_and_on_the_pages(
         assert bad.hostname in section
         assert "gemm_gflops_cpu：实测 0 GFLOPS，要求 &gt; 0 GFLOPS" in section
         assert "measured 0" not in section and "Failed validation" not in section
+
+    # The reports the documents worker renders by itself list the swap: the run that
+    # passed after it (the spare) names the replaced node, its spare and why, translated;
+    # the run that rejected the node ended before the swap.
+    passed = ValidationRun.objects.get(order=order, status=ValidationRunStatus.PASSED)
+    assert tasks.document_render_acceptance_report(passed.pk, "zh-hans")
+    stored = ValidationReport.objects.get(run=passed, language="zh-hans")
+    with stored.file.open("rb") as fh:
+        text = " ".join(pdf_text(fh.read(), tmp_path).split())
+    swaps = text[text.index("节点更换") :]  # "Node swaps"
+    assert f"{bad.hostname} {swap.spare_node.hostname}" in swaps
+    assert "gemm_gflops_cpu：实测 0" in swaps and "要求 > 0 GFLOPS" in swaps  # a wrapped cell
+    assert tasks.document_render_acceptance_report(failed_run.pk, "en")
+    stored = ValidationReport.objects.get(run=failed_run, language="en")
+    with stored.file.open("rb") as fh:
+        assert "No node was swapped." in pdf_text(fh.read(), tmp_path)
