@@ -50,6 +50,7 @@ from provisioning.validation.contract import (
     validate_nodes,
 )
 from provisioning.validation.rules import DEFAULT_RULES, Measurement, Rule, normalize_gpu_model
+from provisioning.validation.seeding import seed_rules
 from provisioning.validation.ssh import SshSettings
 
 logger = logging.getLogger(__name__)
@@ -65,22 +66,8 @@ def validation_rules_seed(*, rules: Iterable[Rule] = DEFAULT_RULES) -> tuple[int
     """Store the seed rules (``rules.DEFAULT_RULES``, from VALIDATION.md) that are not in
     the database yet. Idempotent: a rule already there (same metric, GPU model, fabric,
     scope and message size) is left as staff edited it. Returns (created, kept)."""
-    created = kept = 0
     with transaction.atomic():
-        for rule in rules:
-            fields = ValidationRule.fields_from_rule(rule)
-            natural = {
-                k: fields[k] for k in ("metric", "gpu_model", "fabric", "scope", "check_name")
-            }
-            exists = ValidationRule.objects.filter(
-                **natural, message_size_bytes=fields["message_size_bytes"]
-            ).exists()
-            if exists:
-                kept += 1
-                continue
-            ValidationRule.objects.create(**fields)
-            created += 1
-    return created, kept
+        return seed_rules(ValidationRule, rules)
 
 
 # --- Targets and runners ----------------------------------------------------------------
