@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -224,6 +225,31 @@ def local_cluster_measurement(*, ranks: int = 2, message_bytes: int = 1 << 20) -
     )
 
 
+MAX_PARALLEL_NODES = 32
+
+
+def collect_reports(
+    runner: NodeRunner, targets: Sequence[NodeTarget], profile: str
+) -> list[tuple[dict[str, Any] | None, AgentFailed | None]]:
+    """Each target's agent document, or why there is none. A runner that says
+    ``parallel = True`` (the SSH runner: every node measures itself) runs on all nodes at
+    once, so a cluster takes as long as its slowest node; the local runner (the CPU path,
+    all "nodes" on one machine) runs one node after the other so that they do not share
+    the CPUs they measure."""
+
+    def one(target: NodeTarget) -> tuple[dict[str, Any] | None, AgentFailed | None]:
+        try:
+            return runner(target, profile), None
+        except AgentFailed as exc:
+            return None, exc
+
+    if getattr(runner, "parallel", False) and len(targets) > 1:
+        workers = min(len(targets), MAX_PARALLEL_NODES)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agent") as pool:
+            return list(pool.map(one, targets))
+    return [one(t) for t in targets]
+
+
 def gpus_per_node(reports: Sequence[dict[str, Any]]) -> int:
     """GPUs per node as the agents report them (the smallest count; 0 if any has none)."""
     counts = []
@@ -265,10 +291,11 @@ def validate_nodes(
     rule_list = list(rules) if rules is not None else None
     results: list[NodeResult] = []
     verdicts: list[NodeVerdict] = []
-    for target in targets:
-        try:
-            report = runner(target, profile)
-        except AgentFailed as exc:
+    for target, (report, failed) in zip(
+        targets, collect_reports(runner, targets, profile), strict=True
+    ):
+        if failed is not None or report is None:
+            exc = failed or AgentFailed("no report")
             results.append(
                 NodeResult(
                     target.node_id, target.hostname, False, [str(exc)], {}, failure=exc.reason

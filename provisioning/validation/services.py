@@ -164,6 +164,8 @@ class SshNodeRunner:
     check's commands on the first node. ``resolve`` completes a target with the node's
     IP address (else its hostname is used), fabric and node-type figures."""
 
+    parallel = True  # each node measures itself: all nodes at once (contract.collect_reports)
+
     def __init__(
         self, *, timeout_s: float | None = None, sizes: Sequence[str] | None = None
     ) -> None:
@@ -182,9 +184,10 @@ class SshNodeRunner:
         )
 
     def __call__(self, target: NodeTarget, profile: str) -> dict[str, Any]:
+        # No database here (it may run in a thread): validate_nodes resolved the target.
         return ssh.run_agent(
             ssh_settings(),
-            target if target.address else self.resolve(target),
+            target,
             profile,
             timeout_s=self.timeout_s,
             sizes=self.sizes,
@@ -218,6 +221,8 @@ class _PerNodeRunner(SshNodeRunner):
     def __init__(self, nodes: Sequence[Node]) -> None:
         super().__init__()
         self.kinds = {n.pk: runner_kind(n) for n in nodes}
+        # In parallel only when no node runs locally (local ones share this machine's CPUs).
+        self.parallel = bool(self.kinds) and all(k == "ssh" for k in self.kinds.values())
         self.local = local_runner(
             timeout_s=settings.VALIDATION_AGENT_TIMEOUT_S, sizes=settings.VALIDATION_AGENT_SIZES
         )

@@ -287,6 +287,26 @@ def run_agent(
 ) -> dict[str, Any]:
     """The agent's JSON document from ``target`` (or ``AgentFailed`` with the reason)."""
     host = target.address or target.hostname
+    try:
+        return _run_agent(settings, target, host, profile, timeout_s=timeout_s, sizes=sizes)
+    except (paramiko.SSHException, OSError, EOFError) as exc:  # the session broke mid-way
+        raise AgentFailed(
+            f"the SSH session to {host} failed: {type(exc).__name__}: {exc}",
+            code="ssh_unreachable",
+            host=host,
+            detail=f"{type(exc).__name__}: {exc}",
+        ) from None
+
+
+def _run_agent(
+    settings: SshSettings,
+    target: NodeTarget,
+    host: str,
+    profile: str,
+    *,
+    timeout_s: float,
+    sizes: Sequence[str],
+) -> dict[str, Any]:
     client = connect(settings, host)
     try:
         folder = _make_folder(client, settings)

@@ -19,6 +19,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -268,3 +269,24 @@ def test_a_missing_key_rejects_the_node_with_the_reason(ssh_settings):
     [reason] = run.results.get().reasons
     assert reason["code"] == "ssh_not_configured"
     assert reason["params"] == {"setting": "VALIDATION_SSH_KEY"}
+
+
+def test_nodes_reached_over_ssh_are_measured_at_the_same_time():
+    """All nodes at once (a cluster takes as long as its slowest node), each failure still
+    its own node's reason: both agents must be running together to pass the barrier."""
+    together = threading.Barrier(2, timeout=10)
+
+    class TwoNodes:
+        parallel = True
+
+        def __call__(self, target: NodeTarget, profile: str) -> dict:
+            together.wait()
+            if target.node_id == 2:
+                raise AgentFailed("no route", code="ssh_unreachable", host=target.address)
+            return {"host": {"device": "cpu"}, "checks": []}
+
+    targets = [TARGET, NodeTarget(2, "node-02", "cpu", "10.9.9.9")]
+    outcome = validate_nodes(targets, profile="quick", runner=TwoNodes())
+    assert [n.hostname for n in outcome.nodes] == ["node-01", "node-02"]
+    assert outcome.nodes[1].failure.code == "ssh_unreachable"
+    assert outcome.nodes[0].report == {"host": {"device": "cpu"}, "checks": []}
