@@ -23,6 +23,7 @@ from portal import dashboard_selectors as selectors
 from portal.dashboard_service import service_context
 from provisioning import selectors as provisioning_selectors
 from provisioning.validation import report as acceptance_report
+from provisioning.validation.reasons import annotate_progress
 
 # Who may edit the organisation's billing details (accounts:organisation_settings).
 BILLING_EDITORS = (MemberRole.OWNER, MemberRole.BILLING)
@@ -86,7 +87,7 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
 def _progress_context(order: Order) -> dict[str, object]:
     run = provisioning_selectors.latest_run(order)
     return {
-        "progress": provisioning_selectors.run_progress(run) if run else None,
+        "progress": annotate_progress(provisioning_selectors.run_progress(run)) if run else None,
         "poll_url": reverse("dashboard_order_progress", args=[order.number]),
         "staff": False,
     }

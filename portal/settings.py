@@ -428,10 +428,22 @@ PORTAL_SIMULATED_FAIL = env.json("PORTAL_SIMULATED_FAIL", default={})
 # payments check billing's half and provisioning tests start their runs themselves).
 PORTAL_PROVISIONING_AUTOSTART = env.bool("PORTAL_PROVISIONING_AUTOSTART", default=True)
 # --- Validation (provisioning/validation) ----------------------------------------------
-# How the node agent is run: ``local`` (a subprocess next to the worker, judged on the CPU
-# path: the simulated driver, CI and the embedded default). Per-node time limit (s) and
-# size overrides passed to ``python -m provisioning.agent --sizes`` (e.g. gemm=256).
-VALIDATION_AGENT_RUNNER = env.str("VALIDATION_AGENT_RUNNER", default="local")
+# How the node agent is run: ``auto`` by the node's driver (simulated, or Redfish with the
+# simulated in-band channel: ``local``, a subprocess next to the worker judged on the CPU
+# path; Redfish: ``ssh``, on the node over SSH); ``local`` or ``ssh`` force one. Per-node
+# time limit (s) and size overrides passed to ``python -m provisioning.agent --sizes``.
+VALIDATION_AGENT_RUNNER = env.str("VALIDATION_AGENT_RUNNER", default="auto")
+# The SSH runner (provisioning/validation/ssh.py): user, port, the private key as a
+# reference (env:NAME or file:/path, never the key itself; its passphrase likewise), the
+# known_hosts file the nodes' host keys are checked against (required: an unknown or
+# changed host key is refused, nothing is ever added to it), the node's Python.
+VALIDATION_SSH_USER = env.str("VALIDATION_SSH_USER", default="root")
+VALIDATION_SSH_PORT = env.int("VALIDATION_SSH_PORT", default=22)
+VALIDATION_SSH_KEY = env.str("VALIDATION_SSH_KEY", default="")
+VALIDATION_SSH_KEY_PASSPHRASE = env.str("VALIDATION_SSH_KEY_PASSPHRASE", default="")
+VALIDATION_SSH_KNOWN_HOSTS = env.str("VALIDATION_SSH_KNOWN_HOSTS", default="")
+VALIDATION_SSH_CONNECT_TIMEOUT_S = env.float("VALIDATION_SSH_CONNECT_TIMEOUT_S", default=15.0)
+VALIDATION_SSH_PYTHON = env.str("VALIDATION_SSH_PYTHON", default="python3")
 VALIDATION_AGENT_TIMEOUT_S = env.float("VALIDATION_AGENT_TIMEOUT_S", default=600.0)
 VALIDATION_AGENT_SIZES = env.list("VALIDATION_AGENT_SIZES", default=[])
 # Beat runs the quick profile on idle nodes this often (hours); a node booked now or within

@@ -904,7 +904,7 @@ def run_validate(
             # its documents, raw outputs and acceptance report.
             outcome = contract.validate_nodes(
                 targets,
-                runner=runner or contract.local_runner(sizes=settings.PORTAL_VALIDATION_CPU_SIZES),
+                runner=runner or validation_services.agent_runner(simulated=simulated),
                 rules=validation_selectors.rules_from_db(),
                 persist=validation_services.validation_persister(order_id=run.order_id),
             )

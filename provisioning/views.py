@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from core.errors import DomainError
 from provisioning import selectors, services
 from provisioning.models import NodeStep, ProvisioningRun
+from provisioning.validation.reasons import annotate_progress
 
 
 def staff_member_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -37,7 +38,7 @@ def staff_member_required(view: Callable[..., HttpResponse]) -> Callable[..., Ht
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(ProvisioningRun.objects.select_related("order"), pk=run_id)
     context = {
-        "progress": selectors.run_progress(run),
+        "progress": annotate_progress(selectors.run_progress(run)),
         "staff": True,
         "poll_url": reverse("provisioning_run", args=[run.pk]),
         "events": run.events.order_by("-created_at", "-id")[:50],

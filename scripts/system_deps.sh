@@ -3,9 +3,12 @@
 # CJK fonts for PDFs, libharfbuzz-subset0 (WeasyPrint font subsetting: ~0.5 s a render
 # instead of ~4 s), poppler-utils (pdftotext/pdftoppm for checking PDFs), gettext,
 # chromium (the browser tests/e2e drive through Playwright; `playwright install` cannot
-# download browsers here).
+# download browsers here), openssh-server (tests/provisioning/test_ssh_runner.py starts
+# its own sshd from a temporary folder on a free port of 127.0.0.1 to test the validation
+# agent's SSH runner; the system's ssh service that the package installs is not wanted, so
+# when this script installs the package it disables that service again).
 set -euo pipefail
-packages=(fonts-noto-cjk libharfbuzz-subset0 poppler-utils gettext libpango-1.0-0 libpangoft2-1.0-0 chromium)
+packages=(fonts-noto-cjk libharfbuzz-subset0 poppler-utils gettext libpango-1.0-0 libpangoft2-1.0-0 chromium openssh-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -16,3 +19,6 @@ sudo=""
 echo "Installing Debian packages: ${missing[*]}"
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [[ " ${missing[*]} " == *" openssh-server "* ]] && command -v systemctl >/dev/null; then
+  $sudo systemctl disable --now ssh >/dev/null 2>&1 || true
+fi

@@ -25,6 +25,7 @@ from core.lifecycle import Lifecycle
 from core.models import LifecycleEvent, StoredDocument
 from inventory.models import Node
 from provisioning.validation import rules as pure
+from provisioning.validation.seeding import rule_fields
 
 __all__ = [
     "VALIDATION_RUN_TRANSITIONS",
@@ -160,29 +161,7 @@ class ValidationRule(models.Model):
 
     @classmethod
     def fields_from_rule(cls, rule: pure.Rule) -> dict[str, Any]:
-        def dec(value: Any) -> Decimal | None:
-            return None if value is None else Decimal(str(value))
-
-        return {
-            "metric": rule.metric,
-            "gpu_model": rule.gpu_model,
-            "fabric": rule.fabric or "",
-            "scope": rule.scope,
-            "check_name": rule.check or "",
-            "message_size_bytes": rule.message_size_bytes,
-            "unit": rule.unit,
-            "baseline": dec(rule.baseline),
-            "baseline_from": rule.baseline_from or "",
-            "baseline_multiplier_from": rule.baseline_multiplier_from or "",
-            "min_variance": dec(rule.min_variance),
-            "min_value": dec(rule.min_value),
-            "min_inclusive": rule.min_inclusive,
-            "max_value": dec(rule.max_value),
-            "equals": "" if rule.equals is None else str(rule.equals),
-            "max_below_median": dec(rule.max_below_median),
-            "required": rule.required,
-            "source": rule.source,
-        }
+        return rule_fields(rule)
 
     def clean(self) -> None:
         try:

@@ -12,16 +12,23 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from provisioning.validation.cluster import (
+    ClusterRun,
+    cluster_measurement,
+    run_cluster_checks,
+)
 from provisioning.validation.rules import (
     CheckOutcome,
     ClusterVerdict,
     Measurement,
     NodeVerdict,
+    Reason,
     Rule,
     evaluate_cluster,
     evaluate_node,
@@ -37,6 +44,10 @@ class NodeTarget:
     node_id: int
     hostname: str
     gpu_model: str  # "cpu" for a node validated on the CPU path (CI, the simulated driver)
+    address: str = ""  # where the SSH runner connects ("": the hostname)
+    fabric: str | None = None  # the cluster rules' fabric key (ndr400, hdr200, 100g)
+    # Figures the rules compare with (gpu_count, nics_per_node) from the node type.
+    expected: Mapping[str, float | int] = field(default_factory=dict)
 
 
 @dataclass
@@ -47,6 +58,7 @@ class NodeResult:
     reasons: list[str]
     report: dict[str, Any]  # the agent's whole JSON document (raw outputs included)
     verdict: NodeVerdict | None = None
+    failure: Reason | None = None  # why the agent produced no report (code and params)
 
 
 @dataclass
@@ -59,6 +71,8 @@ class ValidationOutcome:
     # stored ValidationRun when the caller asked for the outcome to be kept (``persist``).
     cluster_measurement: Measurement | None = None
     validation_run_id: int | None = None
+    # The GPU cluster check's raw outputs (name, command, exit status, raw), to be stored.
+    cluster_outputs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def rejected(self) -> list[NodeResult]:
@@ -73,7 +87,18 @@ Persister = Callable[["ValidationOutcome", Sequence[NodeTarget], str], int]
 
 
 class AgentFailed(RuntimeError):
-    """The agent did not produce a report (did not start, timed out, printed no JSON)."""
+    """The agent did not produce a report (did not start, timed out, printed no JSON, the
+    node could not be reached). ``code`` and ``params`` say why as data (the portal
+    translates them); the message is the English text for logs."""
+
+    def __init__(self, text: str, *, code: str = "agent_failed", **params: Any) -> None:
+        super().__init__(text)
+        self.code = code
+        self.params = params
+
+    @property
+    def reason(self) -> Reason:
+        return Reason(code=self.code, params=dict(self.params), text=str(self))
 
 
 def local_runner(*, timeout_s: float = 120.0, sizes: Sequence[str] = ()) -> NodeRunner:
@@ -93,26 +118,49 @@ def local_runner(*, timeout_s: float = 120.0, sizes: Sequence[str] = ()) -> Node
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:
-            raise AgentFailed(f"the agent ran past {timeout_s:.0f} s") from exc
-        if proc.returncode != 0:
-            raise AgentFailed(f"the agent exited with {proc.returncode}: {proc.stderr[-500:]}")
-        try:
-            report = json.loads(proc.stdout)
-        except json.JSONDecodeError as exc:
-            raise AgentFailed(f"the agent printed no JSON document: {exc}") from exc
-        if not isinstance(report, dict):
-            raise AgentFailed("the agent's document is not a JSON object")
-        return report
+            raise AgentFailed(
+                f"the agent ran past {timeout_s:.0f} s", code="agent_timeout", seconds=timeout_s
+            ) from exc
+        return agent_document(proc.returncode, proc.stdout, proc.stderr)
 
     return run
 
 
-def measurement_from_report(report: dict[str, Any], *, node: str, gpu_model: str) -> Measurement:
+def agent_document(exit_status: int | None, stdout: str, stderr: str) -> dict[str, Any]:
+    """The agent's JSON document from its exit status and output, or ``AgentFailed``."""
+    if exit_status != 0:
+        raise AgentFailed(
+            f"the agent exited with {exit_status}: {stderr[-500:]}",
+            code="agent_exit_status",
+            status=exit_status,
+            detail=stderr[-500:],
+        )
+    try:
+        report = json.loads(stdout)
+    except json.JSONDecodeError as exc:
+        raise AgentFailed(
+            f"the agent printed no JSON document: {exc}", code="agent_no_json", detail=str(exc)
+        ) from exc
+    if not isinstance(report, dict):
+        raise AgentFailed("the agent's document is not a JSON object", code="agent_no_json")
+    return report
+
+
+def measurement_from_report(
+    report: dict[str, Any],
+    *,
+    node: str,
+    gpu_model: str,
+    fabric: str | None = None,
+    expected: Mapping[str, float | int] | None = None,
+) -> Measurement:
     """The rules' view of an agent report: metrics by name and every check's outcome."""
     checks = [c for c in report.get("checks", []) if isinstance(c, dict)]
     return Measurement(
         node=node,
         gpu_model=gpu_model,
+        fabric=fabric,
+        expected=dict(expected or {}),
         device=str(report.get("host", {}).get("device", "")),
         metrics={c["metric"]: c.get("value") for c in checks if c.get("metric")},
         checks=[
@@ -177,6 +225,43 @@ def local_cluster_measurement(*, ranks: int = 2, message_bytes: int = 1 << 20) -
     )
 
 
+MAX_PARALLEL_NODES = 32
+
+
+def collect_reports(
+    runner: NodeRunner, targets: Sequence[NodeTarget], profile: str
+) -> list[tuple[dict[str, Any] | None, AgentFailed | None]]:
+    """Each target's agent document, or why there is none. A runner that says
+    ``parallel = True`` (the SSH runner: every node measures itself) runs on all nodes at
+    once, so a cluster takes as long as its slowest node; the local runner (the CPU path,
+    all "nodes" on one machine) runs one node after the other so that they do not share
+    the CPUs they measure."""
+
+    def one(target: NodeTarget) -> tuple[dict[str, Any] | None, AgentFailed | None]:
+        try:
+            return runner(target, profile), None
+        except AgentFailed as exc:
+            return None, exc
+
+    if getattr(runner, "parallel", False) and len(targets) > 1:
+        workers = min(len(targets), MAX_PARALLEL_NODES)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agent") as pool:
+            return list(pool.map(one, targets))
+    return [one(t) for t in targets]
+
+
+def gpus_per_node(reports: Sequence[dict[str, Any]]) -> int:
+    """GPUs per node as the agents report them (the smallest count; 0 if any has none)."""
+    counts = []
+    for report in reports:
+        host = report.get("host") if isinstance(report, dict) else None
+        count = host.get("gpu_count") if isinstance(host, dict) else None
+        if not isinstance(count, int) or count < 1 or host.get("device") != "cuda":
+            return 0
+        counts.append(count)
+    return min(counts) if counts else 0
+
+
 def validate_nodes(
     targets: Sequence[NodeTarget],
     *,
@@ -185,23 +270,44 @@ def validate_nodes(
     rules: Iterable[Rule] | None = None,
     cluster: Measurement | None = None,
     persist: Persister | None = None,
+    cluster_timeout_s: float = 900.0,
 ) -> ValidationOutcome:
     """Run the agent on every node, judge each, then the cluster. Fails closed: a node whose
     agent produced no report is rejected with that reason. ``persist`` (optional) stores
     the outcome (documents, raw outputs with SHA-256, verdicts) and its run id is set on
-    the outcome as ``validation_run_id``."""
+    the outcome as ``validation_run_id``.
+
+    The cluster check runs once every node passed: on the CPU path a ring all-reduce
+    across local processes; on GPU nodes (every agent document reports CUDA GPUs) the
+    nccl-tests plan of ``cluster.py`` through the runner's ``run_command``. With no way
+    to run it, a multi-node cluster has no cluster measurement and is not accepted."""
     runner = runner or local_runner()
+    # A runner that reaches real nodes may complete the targets (address, fabric, the node
+    # type's figures) and run the cluster check's commands (``ssh`` through the portal).
+    resolve = getattr(runner, "resolve", None)
+    if resolve is not None:
+        targets = [resolve(t) for t in targets]
+    command_runner = getattr(runner, "run_command", None)
     rule_list = list(rules) if rules is not None else None
     results: list[NodeResult] = []
     verdicts: list[NodeVerdict] = []
-    for target in targets:
-        try:
-            report = runner(target, profile)
-        except AgentFailed as exc:
-            results.append(NodeResult(target.node_id, target.hostname, False, [str(exc)], {}))
+    for target, (report, failed) in zip(
+        targets, collect_reports(runner, targets, profile), strict=True
+    ):
+        if failed is not None or report is None:
+            exc = failed or AgentFailed("no report")
+            results.append(
+                NodeResult(
+                    target.node_id, target.hostname, False, [str(exc)], {}, failure=exc.reason
+                )
+            )
             continue
         measurement = measurement_from_report(
-            report, node=target.hostname, gpu_model=target.gpu_model
+            report,
+            node=target.hostname,
+            gpu_model=target.gpu_model,
+            fabric=target.fabric,
+            expected=target.expected,
         )
         verdict = evaluate_node(measurement, rule_list)
         verdicts.append(verdict)
@@ -216,11 +322,28 @@ def validate_nodes(
             )
         )
     cluster_error = ""
+    cluster_runs: list[ClusterRun] = []
     if cluster is None and len(targets) > 1 and all(t.gpu_model == "cpu" for t in targets):
         try:
             cluster = local_cluster_measurement()
         except (AgentFailed, subprocess.TimeoutExpired, ValueError) as exc:
             cluster_error = f"the cluster check did not run: {exc}"
+    elif cluster is None and len(targets) > 1 and all(v.accepted for v in verdicts):
+        gpus = gpus_per_node([r.report for r in results])
+        if gpus and len(verdicts) == len(targets) and command_runner is not None:
+            cluster_runs = run_cluster_checks(
+                targets[0].address or targets[0].hostname,
+                [t.address or t.hostname for t in targets],
+                gpus,
+                command_runner,
+                timeout_s=cluster_timeout_s,
+            )
+            cluster = cluster_measurement(
+                cluster_runs,
+                gpu_model=targets[0].gpu_model,
+                fabric=targets[0].fabric,
+                expected=targets[0].expected,
+            )
     cluster_verdict = evaluate_cluster(verdicts, cluster, rule_list) if verdicts else None
     all_reported = len(verdicts) == len(targets)
     accepted = bool(cluster_verdict and cluster_verdict.accepted and all_reported)
@@ -231,6 +354,15 @@ def validate_nodes(
         accepted = False
         reasons.append(cluster_error)
     outcome = ValidationOutcome(results, accepted, reasons, cluster_verdict, cluster)
+    outcome.cluster_outputs = [
+        {
+            "name": r.command.name,
+            "command": " ".join(r.command.argv),
+            "exit_status": r.result.exit_status if r.result else None,
+            "raw": r.raw,
+        }
+        for r in cluster_runs
+    ]
     if persist is not None:
         outcome.validation_run_id = persist(outcome, targets, profile)
     return outcome

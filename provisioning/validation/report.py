@@ -3,8 +3,8 @@
 Rendered by WeasyPrint through ``core.pdf`` (templates/pdf/acceptance_report.html) in
 zh-Hans or English, stored once per (run, language) with its SHA-256. The charts are SVG
 drawn here (no plotting library, nothing fetched): GEMM per GPU against the threshold
-line, all-reduce bus bandwidth against message size, cluster scaling. ``swaps`` (the
-provisioning run's node swaps) are listed when the caller passes them.
+line, all-reduce bus bandwidth against message size, cluster scaling. The order's node
+swaps up to the run's end are listed (a caller may pass ``swaps`` instead).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from provisioning.models import (
     ValidationRun,
 )
 from provisioning.validation.parsers import ParseError, parse_nccl_tests
+from provisioning.validation.reasons import reason_messages, swap_rows
 
 TEMPLATE = "pdf/acceptance_report.html"
 GEMM_METRICS = ("gemm_tflops_bf16", "gemm_tflops_fp16", "gemm_gflops_cpu")
@@ -329,7 +330,16 @@ def _allreduce_series(
     metrics = (run.cluster_metrics or {}).get("metrics", {})
     size = metrics.get("cluster_message_size_bytes")
     busbw = metrics.get("cluster_allreduce_ring_busbw_gbps")
-    if size and isinstance(busbw, int | float):
+    curve = metrics.get("cluster_allreduce_curve")
+    if isinstance(curve, list) and curve:  # GPU nodes: nccl-tests' rows across the nodes
+        points = [
+            (float(p[0]), float(p[1]))
+            for p in curve
+            if isinstance(p, list) and len(p) == 2 and all(isinstance(v, int | float) for v in p)
+        ]
+        if points:
+            series.append((_("cluster (ring)"), points))
+    elif size and isinstance(busbw, int | float):
         series.append((_("cluster (ring)"), [(float(size), float(busbw))]))
     return series
 
@@ -375,7 +385,7 @@ def acceptance_report_context(
     run: ValidationRun, *, language: str, swaps: Sequence[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     """Everything the report template shows (``swaps``: dicts with ``old``, ``new``,
-    ``reason``, ``at``, given by the provisioning run)."""
+    ``reason``, ``at``; by default the order's swaps up to the run's end)."""
     order = run.order
     quote = order.quote if order else None
     results = list(
@@ -400,6 +410,10 @@ def acceptance_report_context(
                 "host": host,
                 "allow_tf32": (gemm.get("details") or {}).get("allow_tf32"),
                 "rows": _node_rows(result),
+                # Translated from each reason's code and parameters (never the stored
+                # English text).
+                "reasons": reason_messages(result.reasons),
+                "notes": reason_messages(result.notes),
             }
         )
     bars, threshold, unit = _gemm_bars(results)
@@ -414,10 +428,13 @@ def acceptance_report_context(
         "site": order.site if order else None,
         "placement": (quote.placement or {}) if quote else {},
         "nodes": nodes,
-        "cluster_reasons": run.cluster_reasons or [],
+        "cluster_reasons": reason_messages(run.cluster_reasons or []),
         "cluster_results": (run.cluster_verdict or {}).get("results", []),
         "artifacts": artifacts,
-        "swaps": list(swaps or []),
+        # The swaps of the order up to this run's end, unless the caller gives them.
+        "swaps": list(swaps)
+        if swaps is not None
+        else (swap_rows(order.pk, until=run.finished_at) if order else []),
         "provider": the_provider,
         "issued": issued,
         "gemm_chart": bar_chart(

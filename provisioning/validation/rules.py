@@ -508,6 +508,7 @@ def _evaluate_rule(rule: Rule, m: Measurement, checks: Mapping[str, CheckOutcome
                 gpu=idx if per_gpu else None,
                 measured=v,
                 expected=expected,
+                unit=rule.unit,
                 source=rule.source,
             )
         )
@@ -530,6 +531,7 @@ def _evaluate_rule(rule: Rule, m: Measurement, checks: Mapping[str, CheckOutcome
                         measured=v,
                         median=median,
                         tolerance=rule.max_below_median,
+                        unit=rule.unit,
                     )
                 )
     return res

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Exists, OuterRef, QuerySet
@@ -16,6 +17,7 @@ from inventory.models import (
     Reservation,
 )
 from provisioning.models import (
+    ValidationNodeResult,
     ValidationRule,
     ValidationRun,
     ValidationRunStatus,
@@ -92,4 +94,14 @@ def passed_runs_for_order(order_id: int) -> list[ValidationRun]:
         ValidationRun.objects.filter(order_id=order_id, status=ValidationRunStatus.PASSED).order_by(
             "-created_at", "-pk"
         )
+    )
+
+
+def rejected_results_for_order(order_id: int) -> list[tuple[int, datetime, list[Any]]]:
+    """(node id, when, reasons) of every node rejected by a validation run of the order,
+    oldest first (one query)."""
+    return list(
+        ValidationNodeResult.objects.filter(run__order_id=order_id, accepted=False)
+        .order_by("created_at", "pk")
+        .values_list("node_id", "created_at", "reasons")
     )

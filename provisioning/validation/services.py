@@ -9,6 +9,7 @@ order_id=…)`` to ``validate_nodes``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Iterable, Sequence
@@ -25,8 +26,9 @@ from core import jobs, lifecycle
 from core.errors import DomainError
 from core.pdf import sha256_of
 from core.types import Actor
-from inventory.models import Node, NodeStatus
+from inventory.models import HardwareDriverKind, Node, NodeStatus
 from inventory.services import node_mark_faulty
+from provisioning.drivers.base import CredentialsUnavailable, resolve_secret
 from provisioning.models import (
     ValidationArtifact,
     ValidationNodeResult,
@@ -36,8 +38,9 @@ from provisioning.models import (
     ValidationRunStatus,
     ValidationTrigger,
 )
-from provisioning.validation import selectors
+from provisioning.validation import selectors, ssh
 from provisioning.validation.contract import (
+    AgentFailed,
     NodeResult,
     NodeRunner,
     NodeTarget,
@@ -47,6 +50,8 @@ from provisioning.validation.contract import (
     validate_nodes,
 )
 from provisioning.validation.rules import DEFAULT_RULES, Measurement, Rule, normalize_gpu_model
+from provisioning.validation.seeding import seed_rules
+from provisioning.validation.ssh import SshSettings
 
 logger = logging.getLogger(__name__)
 
@@ -61,48 +66,182 @@ def validation_rules_seed(*, rules: Iterable[Rule] = DEFAULT_RULES) -> tuple[int
     """Store the seed rules (``rules.DEFAULT_RULES``, from VALIDATION.md) that are not in
     the database yet. Idempotent: a rule already there (same metric, GPU model, fabric,
     scope and message size) is left as staff edited it. Returns (created, kept)."""
-    created = kept = 0
     with transaction.atomic():
-        for rule in rules:
-            fields = ValidationRule.fields_from_rule(rule)
-            natural = {
-                k: fields[k] for k in ("metric", "gpu_model", "fabric", "scope", "check_name")
-            }
-            exists = ValidationRule.objects.filter(
-                **natural, message_size_bytes=fields["message_size_bytes"]
-            ).exists()
-            if exists:
-                kept += 1
-                continue
-            ValidationRule.objects.create(**fields)
-            created += 1
-    return created, kept
+        return seed_rules(ValidationRule, rules)
 
 
 # --- Targets and runners ----------------------------------------------------------------
 
 
+def runner_kind(node: Node) -> str:
+    """How the agent reaches ``node``: ``local`` (a subprocess next to the worker, judged on
+    the CPU path: the simulated driver, CI, ``make run`` and the Redfish emulator with its
+    simulated in-band channel) or ``ssh`` (a real node). ``VALIDATION_AGENT_RUNNER``
+    ``auto`` decides by the node's driver; ``local`` or ``ssh`` force one."""
+    forced = settings.VALIDATION_AGENT_RUNNER
+    if forced in ("local", "ssh"):
+        return forced
+    if forced != "auto":
+        raise DomainError(_("No agent runner “%(name)s” is configured.") % {"name": forced})
+    driver = node.driver or settings.PORTAL_HARDWARE_DRIVER
+    if driver == HardwareDriverKind.SIMULATED or settings.PORTAL_REDFISH_IN_BAND == "simulated":
+        return "local"
+    return "ssh"
+
+
 def node_target(node: Node) -> NodeTarget:
     """What the agent is judged against: the node type's GPU model, or ``cpu`` when the
-    nodes are simulated (the local runner: CI and the embedded default)."""
-    if settings.VALIDATION_AGENT_RUNNER == "local":
+    agent runs next to the worker (simulated nodes: CI and the embedded default)."""
+    if runner_kind(node) == "local":
         model = "cpu"
     else:
         gpu = node.node_type.gpu_model
         model = normalize_gpu_model(gpu.name) if gpu else "cpu"
-    return NodeTarget(node_id=node.pk, hostname=node.hostname, gpu_model=model)
-
-
-def default_runner() -> NodeRunner:
-    """The agent runner the settings name (``local``: a subprocess next to the worker)."""
-    if settings.VALIDATION_AGENT_RUNNER != "local":
-        raise DomainError(
-            _("No agent runner “%(name)s” is configured.")
-            % {"name": settings.VALIDATION_AGENT_RUNNER}
-        )
-    return local_runner(
-        timeout_s=settings.VALIDATION_AGENT_TIMEOUT_S, sizes=settings.VALIDATION_AGENT_SIZES
+    return NodeTarget(
+        node_id=node.pk,
+        hostname=node.hostname,
+        gpu_model=model,
+        address=node.ip_address or "",
+        fabric=rule_fabric(node),
+        expected=node_expected(node),
     )
+
+
+def ssh_settings() -> SshSettings:
+    """The SSH settings with the key resolved from its reference (``env:NAME`` or
+    ``file:/path``); ``AgentFailed`` (``ssh_not_configured``) when something is missing.
+    The key's text lives only in memory, never in a log, a task argument or the database."""
+    reference = settings.VALIDATION_SSH_KEY
+    if not reference:
+        raise AgentFailed(
+            "no SSH key is configured for validation (VALIDATION_SSH_KEY)",
+            code="ssh_not_configured",
+            setting="VALIDATION_SSH_KEY",
+        )
+    try:
+        key = resolve_secret(reference)
+        passphrase = (
+            resolve_secret(settings.VALIDATION_SSH_KEY_PASSPHRASE)
+            if settings.VALIDATION_SSH_KEY_PASSPHRASE
+            else None
+        )
+    except CredentialsUnavailable as exc:
+        raise AgentFailed(
+            f"the validation SSH key is not available: {exc}",
+            code="ssh_not_configured",
+            setting="VALIDATION_SSH_KEY",
+        ) from None
+    return SshSettings(
+        user=settings.VALIDATION_SSH_USER,
+        known_hosts=settings.VALIDATION_SSH_KNOWN_HOSTS,
+        private_key=key,
+        passphrase=passphrase,
+        port=settings.VALIDATION_SSH_PORT,
+        connect_timeout_s=settings.VALIDATION_SSH_CONNECT_TIMEOUT_S,
+        python=settings.VALIDATION_SSH_PYTHON,
+    )
+
+
+_FABRIC_KEYS = {"ib_ndr": "ndr400", "ib_hdr": "hdr200"}
+
+
+def rule_fabric(node: Node) -> str | None:
+    """The cluster rules' fabric key of a node: InfiniBand NDR ``ndr400``, HDR
+    ``hdr200``, 100 Gb/s Ethernet or RoCE ``100g``; None (no fabric rule) otherwise."""
+    node_type = node.node_type
+    if node_type.fabric in _FABRIC_KEYS:
+        return _FABRIC_KEYS[node_type.fabric]
+    return "100g" if node_type.nic_speed_gbps == 100 else None
+
+
+def node_expected(node: Node) -> dict[str, int]:
+    """The node type's figures the rules compare with."""
+    return {"gpu_count": node.node_type.gpu_count, "nics_per_node": node.node_type.nic_count}
+
+
+class SshNodeRunner:
+    """The agent over SSH on each node (``provisioning.validation.ssh``), and the cluster
+    check's commands on the first node. ``resolve`` completes a target with the node's
+    IP address (else its hostname is used), fabric and node-type figures."""
+
+    parallel = True  # each node measures itself: all nodes at once (contract.collect_reports)
+
+    def __init__(
+        self, *, timeout_s: float | None = None, sizes: Sequence[str] | None = None
+    ) -> None:
+        self.timeout_s = timeout_s or settings.VALIDATION_AGENT_TIMEOUT_S
+        self.sizes = settings.VALIDATION_AGENT_SIZES if sizes is None else sizes
+
+    def resolve(self, target: NodeTarget) -> NodeTarget:
+        node = Node.objects.select_related("node_type").filter(pk=target.node_id).first()
+        if node is None:
+            return target
+        return dataclasses.replace(
+            target,
+            address=target.address or node.ip_address or "",
+            fabric=target.fabric or rule_fabric(node),
+            expected=target.expected or node_expected(node),
+        )
+
+    def __call__(self, target: NodeTarget, profile: str) -> dict[str, Any]:
+        # No database here (it may run in a thread): validate_nodes resolved the target.
+        return ssh.run_agent(
+            ssh_settings(),
+            target,
+            profile,
+            timeout_s=self.timeout_s,
+            sizes=self.sizes,
+        )
+
+    def run_command(self, host: str, argv: Sequence[str], timeout_s: float) -> ssh.CommandResult:
+        return ssh.run_command(ssh_settings(), host, argv, timeout_s=timeout_s)
+
+
+def ssh_node_runner(
+    *, timeout_s: float | None = None, sizes: Sequence[str] | None = None
+) -> SshNodeRunner:
+    return SshNodeRunner(timeout_s=timeout_s, sizes=sizes)
+
+
+def agent_runner(*, simulated: bool) -> NodeRunner:
+    """The runner a provisioning run uses: simulated nodes (the simulated driver, or Redfish
+    with the simulated in-band channel) run the agent locally on the CPU path; real nodes
+    (Redfish) over SSH."""
+    if simulated:
+        return local_runner(
+            timeout_s=settings.VALIDATION_AGENT_TIMEOUT_S,
+            sizes=settings.PORTAL_VALIDATION_CPU_SIZES,
+        )
+    return ssh_node_runner()
+
+
+class _PerNodeRunner(SshNodeRunner):
+    """A stand-alone run's runner: per node local (CPU path) or SSH (``runner_kind``)."""
+
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        super().__init__()
+        self.kinds = {n.pk: runner_kind(n) for n in nodes}
+        # In parallel only when no node runs locally (local ones share this machine's CPUs).
+        self.parallel = bool(self.kinds) and all(k == "ssh" for k in self.kinds.values())
+        self.local = local_runner(
+            timeout_s=settings.VALIDATION_AGENT_TIMEOUT_S, sizes=settings.VALIDATION_AGENT_SIZES
+        )
+
+    def _kind(self, target: NodeTarget) -> str:
+        return self.kinds.get(target.node_id) or runner_kind(Node.objects.get(pk=target.node_id))
+
+    def resolve(self, target: NodeTarget) -> NodeTarget:
+        return target if self._kind(target) == "local" else super().resolve(target)
+
+    def __call__(self, target: NodeTarget, profile: str) -> dict[str, Any]:
+        if self._kind(target) == "local":
+            return self.local(target, profile)
+        return super().__call__(target, profile)
+
+
+def default_runner(nodes: Sequence[Node] = ()) -> NodeRunner:
+    """The runner of a stand-alone validation run: per node, local or SSH (``runner_kind``)."""
+    return _PerNodeRunner(nodes)
 
 
 # --- Storing an outcome -----------------------------------------------------------------
@@ -129,6 +268,8 @@ def _artifact(
 
 def _reasons(result: NodeResult) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     if result.verdict is None:  # the agent produced no report
+        if result.failure is not None:
+            return [result.failure.as_dict()], []
         return [{"code": "agent_failed", "params": {}, "text": t} for t in result.reasons], []
     return (
         [r.as_dict() for r in result.verdict.reasons],
@@ -199,6 +340,17 @@ def _store_outcome(
     cluster = _cluster_metrics(outcome.cluster_measurement)
     if cluster:
         artifacts.append(_artifact(run, None, "cluster", _dump(cluster), raw_format="json"))
+    for output in outcome.cluster_outputs:  # the GPU cluster check's nccl-tests outputs
+        artifacts.append(
+            _artifact(
+                run,
+                None,
+                str(output["name"]),
+                f"$ {output['command']}\n{output['raw']}",
+                status="completed" if output.get("exit_status") == 0 else "failed",
+                raw_format="nccl-tests",
+            )
+        )
     ValidationNodeResult.objects.bulk_create(results)
     ValidationArtifact.objects.bulk_create(artifacts)
     run.cluster_metrics = cluster
@@ -342,7 +494,7 @@ def validation_run_execute(
         outcome = validate_nodes(
             targets,
             profile=run.profile,
-            runner=runner or default_runner(),
+            runner=runner or default_runner(nodes),
             rules=rules,
             cluster=cluster,
         )

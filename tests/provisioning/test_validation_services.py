@@ -82,12 +82,6 @@ def fixed_runner(reports: dict[str, dict[str, Any]]):
     return run
 
 
-@pytest.fixture(autouse=True)
-def _rules(db):
-    """The seed rules (a transactional test elsewhere may have flushed the migration's)."""
-    services.validation_rules_seed()
-
-
 @pytest.fixture
 def nodes(db):
     s = factories.site("SZ")

@@ -1,0 +1,204 @@
+"""Why a node or a cluster was rejected, in the reader's language.
+
+Reasons are stored as data (``{"code", "params", "text"}``: ``rules.Reason``, the SSH
+runner's ``AgentFailed``); ``text`` is the English written when they were made, kept for
+logs. Pages and the acceptance report show ``reason_message(reason)``: the message for
+the code, translated, with its parameters. Tool output that a parameter may carry
+(``detail``, ``error``: an agent's or a tool's own English) is not part of the message;
+``reason_detail`` returns it for staff pages, and the raw outputs are stored anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from django.utils.translation import gettext, gettext_noop
+
+from provisioning.models import NodeSwap
+from provisioning.validation import selectors
+
+# code → (message, message when the reason names a GPU); translated when rendered.
+MESSAGES: dict[str, tuple[str, str | None]] = {
+    "missing_metric": (gettext_noop("%(metric)s: not measured"), None),
+    "missing_baseline": (
+        gettext_noop("%(metric)s: no baseline (%(baseline)s) to compare with"),
+        None,
+    ),
+    "bad_value": (gettext_noop("%(metric)s: the measured value is not a number"), None),
+    "below_threshold": (
+        gettext_noop("%(metric)s: measured %(measured)s, expected %(expected)s"),
+        gettext_noop("%(metric)s on GPU %(gpu)s: measured %(measured)s, expected %(expected)s"),
+    ),
+    "not_equal": (
+        gettext_noop("%(metric)s: measured %(measured)s, expected %(expected)s"),
+        gettext_noop("%(metric)s on GPU %(gpu)s: measured %(measured)s, expected %(expected)s"),
+    ),
+    "below_node_median": (
+        gettext_noop(
+            "%(metric)s on GPU %(gpu)s: %(measured)s is more than %(tolerance)s below the "
+            "node median %(median)s"
+        ),
+        None,
+    ),
+    "device_mismatch": (
+        gettext_noop("Measured on the CPU, but the node has %(gpu_model)s GPUs"),
+        None,
+    ),
+    "no_rules": (gettext_noop("No acceptance rules for %(profile)s"), None),
+    "nonzero_return_code": (
+        gettext_noop("Check %(check)s exited with status %(return_code)s"),
+        None,
+    ),
+    "parse_error": (gettext_noop("The output of check %(check)s could not be parsed"), None),
+    "check_failed": (gettext_noop("Check %(check)s failed"), None),
+    "check_skipped": (gettext_noop("Check %(check)s was skipped"), None),
+    "unknown_status": (gettext_noop("Check %(check)s has an unknown status"), None),
+    "node_rejected": (gettext_noop("Node %(node)s was not accepted"), None),
+    "no_nodes": (gettext_noop("The cluster has no nodes"), None),
+    "missing_cluster_measurement": (
+        gettext_noop("No cluster-wide measurement (multi-node all-reduce, scaling efficiency)"),
+        None,
+    ),
+    "no_verdict": (gettext_noop("The cluster could not be judged"), None),
+    "agent_failed": (gettext_noop("The node agent produced no report"), None),
+    "agent_timeout": (gettext_noop("The node agent ran past %(seconds)s s"), None),
+    "agent_exit_status": (gettext_noop("The node agent exited with status %(status)s"), None),
+    "agent_no_json": (gettext_noop("The node agent printed no valid JSON document"), None),
+    "agent_copy_failed": (gettext_noop("The node agent could not be copied to the node"), None),
+    "ssh_not_configured": (
+        gettext_noop("SSH access for validation is not configured (%(setting)s)"),
+        None,
+    ),
+    "ssh_unknown_host_key": (
+        gettext_noop("%(host)s offered a host key that is not in known_hosts: refused"),
+        None,
+    ),
+    "ssh_host_key_mismatch": (
+        gettext_noop("%(host)s offered a host key different from the one in known_hosts: refused"),
+        None,
+    ),
+    "ssh_auth_failed": (gettext_noop("%(user)s@%(host)s refused the validation key"), None),
+    "ssh_unreachable": (gettext_noop("Cannot reach %(host)s over SSH"), None),
+}
+UNKNOWN = gettext_noop("Rejected for the reason “%(code)s”")
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, Decimal):
+        value = float(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _params(code: str, params: Mapping[str, Any]) -> dict[str, str]:
+    unit = str(params.get("unit") or "")
+    out = {k: _number(v) for k, v in params.items() if v is not None}
+    for key in ("measured", "median"):
+        if key in out and unit:
+            out[key] = f"{out[key]} {unit}"
+    if "expected" in out and unit:
+        out["expected"] = f"{out['expected']} {unit}"
+    tolerance = params.get("tolerance")
+    if isinstance(tolerance, int | float | Decimal):
+        out["tolerance"] = f"{float(tolerance):.0%}"
+    if code == "no_rules" and not params.get("profile"):
+        out["profile"] = "?"
+    return out
+
+
+class _Missing(dict):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def reason_message(reason: Mapping[str, Any] | str) -> str:
+    """The reason's message for its code, in the active language, with its parameters."""
+    if not isinstance(reason, Mapping):  # a reason stored as bare text (older rows)
+        return gettext(MESSAGES["agent_failed"][0])
+    code = str(reason.get("code") or "")
+    params = reason.get("params") if isinstance(reason.get("params"), Mapping) else {}
+    found = MESSAGES.get(code)
+    if found is None:
+        return gettext(UNKNOWN) % {"code": code or "?"}
+    plain, per_gpu = found
+    template = per_gpu if per_gpu and params.get("gpu") is not None else plain
+    return gettext(template) % _Missing(_params(code, params))
+
+
+def reason_messages(reasons: Iterable[Mapping[str, Any] | str]) -> list[str]:
+    return [reason_message(r) for r in reasons or []]
+
+
+def reason_detail(reason: Mapping[str, Any] | str) -> str:
+    """The tool's own words a reason carries (agent error, parser message), for staff."""
+    if not isinstance(reason, Mapping):
+        return str(reason)
+    params = reason.get("params") if isinstance(reason.get("params"), Mapping) else {}
+    return str(params.get("detail") or params.get("error") or "")
+
+
+def annotate_progress(progress: Any) -> Any:
+    """Give a provisioning run's progress (``provisioning.selectors.RunProgress``) the
+    translated validation reasons the pages show instead of the stored English: per node
+    whose validation step did not pass ``validation_reasons`` (and ``validation_details``,
+    the tools' own words, for staff), per swap that followed a rejection likewise."""
+    if progress is None:
+        return progress
+    for np in progress.nodes:
+        np.validation_reasons, np.validation_details = [], []
+    for swap in progress.swaps:
+        swap.validation_reasons = []
+    not_passed = {
+        np.run_node.node_id
+        for np in progress.nodes
+        if any(s.name == "validate" and s.status == "failed" for s in np.steps)
+    }
+    if not not_passed and not progress.swaps:
+        return progress
+    rows = selectors.rejected_results_for_order(progress.run.order_id)
+    for np in progress.nodes:
+        mine = [reasons for node_id, _at, reasons in rows if node_id == np.run_node.node_id]
+        if np.run_node.node_id in not_passed and mine:
+            np.validation_reasons = reason_messages(mine[-1])
+            np.validation_details = [d for d in map(reason_detail, mine[-1]) if d]
+    for swap in progress.swaps:
+        before = [
+            reasons
+            for node_id, at, reasons in rows
+            if node_id == swap.failed_node_id and at <= swap.failed_at
+        ]
+        if before:
+            swap.validation_reasons = reason_messages(before[-1])
+    return progress
+
+
+def swap_rows(order_id: int, *, until: Any = None) -> list[dict[str, Any]]:
+    """The order's node swaps up to ``until`` (a run's end), for the acceptance report:
+    ``old``, ``new``, ``reason`` (the rejection's reasons translated when validation
+    caused it, else the reason staff wrote) and ``at``."""
+    swaps = NodeSwap.objects.filter(order_id=order_id).select_related("failed_node", "spare_node")
+    if until is not None:
+        swaps = swaps.filter(failed_at__lte=until)
+    swaps = list(swaps.order_by("failed_at", "pk"))
+    if not swaps:
+        return []
+    rows = selectors.rejected_results_for_order(order_id)
+    out = []
+    for swap in swaps:
+        before = [
+            r for node_id, at, r in rows if node_id == swap.failed_node_id and at <= swap.failed_at
+        ]
+        out.append(
+            {
+                "old": swap.failed_node.hostname,
+                "new": swap.spare_node.hostname if swap.spare_node else gettext("no spare free"),
+                "reason": "; ".join(reason_messages(before[-1])) if before else swap.reason,
+                "at": swap.failed_at,
+            }
+        )
+    return out
