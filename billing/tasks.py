@@ -157,3 +157,7 @@ def document_seal_contract(contract_id: int, language: str) -> str:
 def contracts_activate_task() -> int:
     """Countersigned contracts become active at the start and end at the end (beat)."""
     return contract_services.contracts_activate_and_end()
+
+
+# Money over the term: period invoices, credit notes (named ``billing.tasks.*``).
+from billing.tasks_money import *  # noqa: E402, F403

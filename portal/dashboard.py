@@ -19,6 +19,7 @@ from accounts.models import MemberRole
 from billing import invoices, quote_pdf
 from billing.models import Order
 from billing.services import gate
+from portal import dashboard_money
 from portal import dashboard_selectors as selectors
 from provisioning import selectors as provisioning_selectors
 from provisioning.validation import report as acceptance_report
@@ -77,6 +78,7 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
             **_progress_context(order),
             "acceptance_runs": selectors.acceptance_runs_for_order(order),
             "gate": gate.gate_state(order),
+            **dashboard_money.order_money_context(order),
         },
     )
 
