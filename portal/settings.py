@@ -371,6 +371,11 @@ CELERY_BEAT_SCHEDULE["invoices-issue-due"] = {
     "task": "billing.tasks.invoices_issue_due_task",
     "schedule": 3600.0,
 }
+# SLA credits of ended billing periods (computed once per node and period).
+CELERY_BEAT_SCHEDULE["sla-credits-sweep"] = {
+    "task": "provisioning.tasks.sla_credits_sweep_task",
+    "schedule": 3600.0,
+}
 
 # --- CSV import/export
 # Every exported cell that a spreadsheet would run as a formula (it starts with = + - @,

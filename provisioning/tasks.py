@@ -206,3 +206,7 @@ def provisioning_email(run_id: int, kind: str) -> int:
         subject = render_to_string("provisioning/email_subject.txt", context).strip()
         body = render_to_string("provisioning/email_body.txt", context)
     return send_mail(subject, body, None, emails)
+
+
+# Automatic SLA credits: facts gathered here, credits computed by billing.
+from provisioning.tasks_sla import *  # noqa: E402, F403
