@@ -211,3 +211,33 @@ def test_the_first_invoice_is_due_at_the_deadline_and_later_ones_at_their_start(
     periods = invoicing.order_schedule(order)
     assert order.invoices.get().due_at == order.payment_due_at
     assert periods[1].start - periods[0].start > timedelta(days=80)
+
+
+def test_staff_refund_and_issue_credit_notes_in_the_back_office(client, demo):
+    order = factories.contract_signed_shortcut(make_order(demo, term="month", duration=2))
+    invoice = order.invoices.get()
+    orders.invoice_mark_paid_by_transfer(invoice=invoice, reference="CMB-1", actor=demo["admin"])
+    transfer = invoice.payments.get()
+    with translation.override("en"):
+        refund_url = reverse("admin:billing_refund_issue")
+        note_url = reverse("admin:billing_creditnote_issue")
+    refund = {"payment": transfer.pk, "amount": "50.00", "reference": "", "reason": "x"}
+    note = {
+        "invoice": invoice.number,
+        "description": "Goodwill",
+        "description_zh": "补偿",
+        "net": "100.00",
+        "tax_category": "it_service",
+        "reason": "Late answer.",
+    }
+    client.force_login(demo["customer"])
+    assert client.post(refund_url, refund).status_code == 302  # to the admin login
+    assert not Refund.objects.exists()
+    client.force_login(demo["admin"])
+    page = client.post(refund_url, refund)  # a transfer refund needs its reference
+    assert page.status_code == 200 and "reference of the bank transfer" in page.content.decode()
+    assert client.post(refund_url, {**refund, "reference": "OUT-9"}).status_code == 302
+    assert Refund.objects.get().amount == Decimal("50.00")
+    assert client.post(note_url, note).status_code == 302
+    created = CreditNote.objects.get()
+    assert created.gross_total == Decimal("-106.00") and created.invoice == invoice
