@@ -466,6 +466,24 @@ def invoice_mark_paid_by_transfer(
     invoice.marked_paid_by = actor
     invoice.save(update_fields=["paid_reference", "marked_paid_by"])
     comment = _("Bank transfer %(ref)s.") % {"ref": reference}
+    # After a partial transfer an open card payment asks for too much: cancel it so that
+    # it cannot take more than is now due (a new one is made for the rest). A full
+    # transfer leaves it: one that still succeeds is flagged a duplicate to refund.
+    stale = (
+        list(
+            Payment.objects.filter(
+                invoice=invoice, status=PaymentStatus.PENDING, stripe_payment_intent__isnull=False
+            ).values_list("stripe_payment_intent", flat=True)
+        )
+        if amount < due
+        else []
+    )
+    if stale:
+        Payment.objects.filter(stripe_payment_intent__in=stale).update(
+            status=PaymentStatus.FAILED,
+            failure_message=_("Replaced: a bank transfer paid part of the invoice."),
+        )
+        jobs.enqueue("billing.tasks.payment_intents_cancel", stale, invoice.order.number)
     if amount < due:
         lifecycle.record_note(
             [invoice],

@@ -16,6 +16,7 @@ from billing import credit_note_pdf, stripe_api
 from billing.models import CreditNote, InvoiceStatus, OrderStatus, PaymentStatus, Refund
 from billing.services import credits, invoicing, orders, payments
 from core.errors import DomainError
+from core.models import OutboxMessage
 from tests import factories
 from tests.billing.test_contracts import make_order
 from tests.billing.test_invoicing import assert_gapless
@@ -70,9 +71,19 @@ def succeed(payment) -> str:
 def test_a_partial_transfer_leaves_the_invoice_open_and_the_card_pays_the_rest(demo, fake_stripe):
     order = factories.contract_signed_shortcut(make_order(demo, term="month", duration=2))
     invoice = order.invoices.get()
+    # A card payment for the whole amount was started, then a part arrived by transfer:
+    # the open PaymentIntent asks too much and is cancelled.
+    opened, _secret = payments.payment_card_start(order=order, actor=demo["customer"])
     part = Decimal("1000.00")
     orders.invoice_mark_paid_by_transfer(
         invoice=invoice, reference="CMB-1", actor=demo["admin"], amount=part
+    )
+    opened.refresh_from_db()
+    assert opened.status == PaymentStatus.FAILED
+    assert any(
+        name == "billing.tasks.payment_intents_cancel" and args[0] == [opened.stripe_payment_intent]
+        for message in OutboxMessage.objects.all()
+        for name, args in message.steps
     )
     invoice.refresh_from_db()
     order.refresh_from_db()
