@@ -343,6 +343,12 @@ def invoice_issue_first(*, order: Order, due_at: datetime, actor: Actor) -> Invo
     )
 
 
+def is_legacy(order: Order) -> bool:
+    """An order from before the schedule: its one invoice (no lines, no period) billed the
+    whole term, so no period is issued for it."""
+    return Invoice.objects.filter(order=order, period_seq__isnull=True, lines__isnull=True).exists()
+
+
 def invoice_issue_period(
     *, order: Order, seq: int, now: datetime | None = None, actor: Actor = None
 ) -> Invoice | None:
@@ -358,7 +364,7 @@ def invoice_issue_period(
         )
         if order.status not in ISSUING_STATUSES:
             return None
-        if Invoice.objects.filter(order=order, period_seq=seq).exists():
+        if Invoice.objects.filter(order=order, period_seq=seq).exists() or is_legacy(order):
             return None
         quote_lines = _quote_lines(order)
         periods = order_schedule(order, quote_lines)

@@ -133,3 +133,14 @@ def test_staff_export_the_fapiao_requests_as_csv_for_the_tax_software(client, de
     # One row per tax category and rate; together they are the document's totals.
     assert sum(Decimal(r["gross"]) for r in rows) == invoice.gross_total
     assert {r["tax_category"] for r in rows} == {li.tax_category for li in invoice.lines.all()}
+
+
+def test_an_order_billed_whole_before_the_schedule_gets_no_period_invoices(demo):
+    order = make_order(demo, term="month", duration=3)
+    invoice = order.invoices.get()
+    # As issued before invoices had periods: one invoice for the whole term, no lines.
+    invoice.lines.all().delete()
+    Invoice.objects.filter(pk=invoice.pk).update(period_seq=None)
+    orders.invoice_mark_paid_by_transfer(invoice=invoice, reference="CMB-1", actor=demo["admin"])
+    assert invoicing.invoices_issue_due(now=order.end_at) == 0
+    assert order.invoices.count() == 1
