@@ -62,25 +62,55 @@ def _lines(invoice: Invoice, language: str) -> list[dict[str, Any]]:
     quote = invoice.order.quote
     issued_lines = list(invoice.lines.all())
     if issued_lines:
-        return [
-            {
-                "description": line.localized_description(language),
-                "note": _line_explanation(line, language),
-                "quantity": quantity_text(line.quantity, line.unit) if line.unit else "1",
-                "unit_price": line.unit_price if line.unit_price is not None else line.net,
-                "basis": basis_text(line.unit, line.detail.get("period_unit", "once"))
-                if line.unit
-                else "",
-                "periods": "—",
-                "list": line.net,
-                "discount": Decimal("0"),
-                "net": line.net,
-                "vat_rate": line.vat_rate,
-                "tax_category": line.get_tax_category_display(),
-                "vat": line.vat,
-            }
-            for line in issued_lines
-        ]
+        by_position = {line.position: line for line in quote.lines.all()}
+        addon_notes_zh = {
+            (a.code, a.note): a.note_zh
+            for a in AddonPrice.objects.filter(price_book_id=quote.price_book_id).exclude(
+                note_zh=""
+            )
+        }
+        rows = []
+        for line in issued_lines:
+            whole = by_position.get(line.detail.get("quote_line"))
+            if whole is not None and whole.net == line.net and whole.vat == line.vat:
+                # The period charges the quote's whole line (a one-period term, a one-off
+                # line): the line as quoted, with its list price and discounts.
+                rows.append(
+                    {
+                        "description": whole.localized_description(language),
+                        "note": line_note(whole, addon_notes_zh, language),
+                        "quantity": quantity_text(whole.quantity, whole.unit),
+                        "unit_price": whole.unit_price,
+                        "basis": basis_text(whole.unit, whole.period_unit),
+                        "periods": periods_text(whole.periods, whole.period_unit),
+                        "list": whole.list_amount,
+                        "discount": whole.discount_amount,
+                        "net": line.net,
+                        "vat_rate": line.vat_rate,
+                        "tax_category": line.get_tax_category_display(),
+                        "vat": line.vat,
+                    }
+                )
+                continue
+            rows.append(
+                {
+                    "description": line.localized_description(language),
+                    "note": _line_explanation(line, language),
+                    "quantity": quantity_text(line.quantity, line.unit) if line.unit else "1",
+                    "unit_price": line.unit_price if line.unit_price is not None else line.net,
+                    "basis": basis_text(line.unit, line.detail.get("period_unit", "once"))
+                    if line.unit
+                    else "",
+                    "periods": "—",
+                    "list": line.net,
+                    "discount": Decimal("0"),
+                    "net": line.net,
+                    "vat_rate": line.vat_rate,
+                    "tax_category": line.get_tax_category_display(),
+                    "vat": line.vat,
+                }
+            )
+        return rows
     quote_lines: list[QuoteLine] = [line for line in quote.lines.all() if line.kind != "free"]
     if quote_lines and sum((line.net for line in quote_lines), Decimal("0")) == invoice.net_total:
         addon_notes_zh = {
