@@ -32,6 +32,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from billing.exports import fapiao_csv_response
 from billing.models import (
     AddonPrice,
     CardOptionPrice,
@@ -599,7 +600,7 @@ class BankTransferForm(forms.Form):
         label=gettext_lazy("amount received"),
         max_digits=14,
         decimal_places=2,
-        help_text=gettext_lazy("Must equal the invoice total."),
+        help_text=gettext_lazy("At most what is still due; less is recorded as a partial payment."),
     )
 
 
@@ -675,7 +676,11 @@ class InvoiceAdmin(ReadOnlyAdmin):
     list_filter = ("status", "currency")
     search_fields = ("number", "bank_reference", "order__number", "organisation__name")
     inlines = (PaymentInline, InvoiceEventInline)
-    actions = ("mark_paid_by_transfer",)
+    actions = ("mark_paid_by_transfer", "export_fapiao_csv")
+
+    @admin.action(description=gettext_lazy("Export fapiao requests (CSV for the tax software)"))
+    def export_fapiao_csv(self, request: HttpRequest, queryset: QuerySet[Invoice]) -> HttpResponse:
+        return fapiao_csv_response(invoices=queryset)
 
     def has_mark_paid_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("billing.change_invoice")
@@ -714,7 +719,7 @@ class InvoiceAdmin(ReadOnlyAdmin):
                     )
                     return None
         else:
-            form = BankTransferForm(initial={"amount": invoice.gross_total})
+            form = BankTransferForm(initial={"amount": invoice.amount_due})
         context = {
             **self.admin_site.each_context(request),
             "title": _("Mark invoice %(n)s paid by bank transfer") % {"n": invoice.number},
@@ -872,5 +877,6 @@ class SellerEntityAdmin(admin.ModelAdmin):
     search_fields = ("legal_name", "legal_name_zh", "registration_number")
 
 
-# Contracts, dunning and renewals register themselves.
-from billing import admin_contracts, admin_dunning  # noqa: E402, F401
+# Contracts, dunning, renewals, credit notes, refunds, usage and SLA credits register
+# themselves.
+from billing import admin_contracts, admin_dunning, admin_money  # noqa: E402, F401

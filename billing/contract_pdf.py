@@ -34,6 +34,7 @@ from billing.models import (
     ItemKind,
 )
 from billing.quote_pdf import bank_details, duration_label, provider
+from billing.sla import SLA_CREDIT_TABLE, SLA_TARGET
 from core.pdf import css_content, normalise_language, render_pdf, store_document
 
 TEMPLATE = "pdf/contract.html"
@@ -42,14 +43,8 @@ TEMPLATE = "pdf/contract.html"
 # carries the end-use attestation when any of these is rented.
 RESTRICTED_GPU_MARKERS = ("H100", "H200", "H800", "H20", "A100", "A800", "B200", "GB200")
 
-# The SLA's credit table: below each monthly availability, that share of the node's
-# charge for the period is credited (best tier wins).
-SLA_TARGET = Decimal("99.9")
-SLA_CREDIT_TABLE: tuple[tuple[Decimal, Decimal], ...] = (
-    (Decimal("95"), Decimal("50")),
-    (Decimal("99"), Decimal("25")),
-    (Decimal("99.9"), Decimal("10")),
-)
+# The SLA's credit table (``billing.sla``, which also computes the credits): below each
+# monthly availability, that share of the node's charge for the period is credited.
 FAULT_RESPONSE_MINUTES = 30
 REPLACEMENT_HOURS = 4
 LATE_FEE_PER_DAY = Decimal("0.05")  # percent of the overdue amount per day

@@ -28,10 +28,13 @@ from typing import Any
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from accounts.models import FapiaoType
 from billing.models import (
     AddonPrice,
     Invoice,
     InvoiceDocument,
+    InvoiceLine,
+    InvoiceLineKind,
     InvoiceStatus,
     QuoteLine,
 )
@@ -57,6 +60,57 @@ def _lines(invoice: Invoice, language: str) -> list[dict[str, Any]]:
     """The invoice's lines: the quote's priced lines when they add up to the invoice's
     net total (the order's first invoice), else one line for the order."""
     quote = invoice.order.quote
+    issued_lines = list(invoice.lines.all())
+    if issued_lines:
+        by_position = {line.position: line for line in quote.lines.all()}
+        addon_notes_zh = {
+            (a.code, a.note): a.note_zh
+            for a in AddonPrice.objects.filter(price_book_id=quote.price_book_id).exclude(
+                note_zh=""
+            )
+        }
+        rows = []
+        for line in issued_lines:
+            whole = by_position.get(line.detail.get("quote_line"))
+            if whole is not None and whole.net == line.net and whole.vat == line.vat:
+                # The period charges the quote's whole line (a one-period term, a one-off
+                # line): the line as quoted, with its list price and discounts.
+                rows.append(
+                    {
+                        "description": whole.localized_description(language),
+                        "note": line_note(whole, addon_notes_zh, language),
+                        "quantity": quantity_text(whole.quantity, whole.unit),
+                        "unit_price": whole.unit_price,
+                        "basis": basis_text(whole.unit, whole.period_unit),
+                        "periods": periods_text(whole.periods, whole.period_unit),
+                        "list": whole.list_amount,
+                        "discount": whole.discount_amount,
+                        "net": line.net,
+                        "vat_rate": line.vat_rate,
+                        "tax_category": line.get_tax_category_display(),
+                        "vat": line.vat,
+                    }
+                )
+                continue
+            rows.append(
+                {
+                    "description": line.localized_description(language),
+                    "note": _line_explanation(line, language),
+                    "quantity": quantity_text(line.quantity, line.unit) if line.unit else "1",
+                    "unit_price": line.unit_price if line.unit_price is not None else line.net,
+                    "basis": basis_text(line.unit, line.detail.get("period_unit", "once"))
+                    if line.unit
+                    else "",
+                    "periods": "—",
+                    "list": line.net,
+                    "discount": Decimal("0"),
+                    "net": line.net,
+                    "vat_rate": line.vat_rate,
+                    "tax_category": line.get_tax_category_display(),
+                    "vat": line.vat,
+                }
+            )
+        return rows
     quote_lines: list[QuoteLine] = [line for line in quote.lines.all() if line.kind != "free"]
     if quote_lines and sum((line.net for line in quote_lines), Decimal("0")) == invoice.net_total:
         addon_notes_zh = {
@@ -101,19 +155,29 @@ def _lines(invoice: Invoice, language: str) -> list[dict[str, Any]]:
     ]
 
 
+def _line_explanation(line: InvoiceLine, language: str) -> str:
+    """The explanation and evidence of an SLA credit line (empty for other lines)."""
+    if line.kind != InvoiceLineKind.CREDIT:
+        return ""
+    zh = language.lower().startswith("zh")
+    return str(line.detail.get("evidence_zh" if zh else "evidence_en", ""))
+
+
 def invoice_context(invoice: Invoice, *, language: str) -> dict[str, Any]:
     """Everything ``pdf/invoice.html`` shows, translated into ``language``."""
     invoice = (
         Invoice.objects.select_related("organisation", "order__site", "order__quote")
-        .prefetch_related("order__quote__lines")
+        .prefetch_related("order__quote__lines", "lines")
         .get(pk=invoice.pk)
     )
     order = invoice.order
     quote = order.quote
     site = order.site
     tz = site.tzinfo
-    first_day = timezone.localtime(order.start_at, tz).date()
-    last_day = (timezone.localtime(order.end_at, tz) - timedelta(microseconds=1)).date()
+    start_at = invoice.period_start or order.start_at
+    end_at = invoice.period_end or order.end_at
+    first_day = timezone.localtime(start_at, tz).date()
+    last_day = (timezone.localtime(end_at, tz) - timedelta(microseconds=1)).date()
     with translation.override(language):
         the_provider = provider(language, site)
         party = invoice.organisation.legal_name or invoice.organisation.name
@@ -145,6 +209,7 @@ def invoice_context(invoice: Invoice, *, language: str) -> dict[str, Any]:
             "bank": bank_details(site, language),
             "is_payment_request": the_provider.issues_fapiao,
             "fapiao_type": invoice.organisation.get_fapiao_type_display(),
+            "fapiao": _fapiao(invoice),
             "running_left_css": css_content(
                 f"{the_provider.brand} · "
                 + (_("Payment request") if the_provider.issues_fapiao else _("Invoice"))
@@ -152,6 +217,22 @@ def invoice_context(invoice: Invoice, *, language: str) -> dict[str, Any]:
             "running_right_css": css_content(f"{invoice.number} · {party}"),
             "footer_left_css": css_content(f"{the_provider.name} · {the_provider.website}"),
         }
+
+
+def _fapiao(invoice: Invoice) -> dict[str, str]:
+    """The fapiao request recorded when the document was issued (the organisation's
+    present details for documents issued before it was recorded)."""
+    org = invoice.organisation
+    snap = invoice.fapiao or {}
+    return {
+        "title": snap.get("title", org.fapiao_buyer),
+        "tax_id": snap.get("tax_id", org.tax_id),
+        "address_phone": snap.get("address_phone", org.fapiao_address_phone),
+        "bank_account": snap.get("bank_account", org.fapiao_bank_account),
+        "type": str(FapiaoType(snap["type"]).label)
+        if snap.get("type") in FapiaoType.values
+        else str(org.get_fapiao_type_display()),
+    }
 
 
 def render_invoice_pdf(*, invoice: Invoice, language: str) -> bytes:

@@ -918,9 +918,6 @@ class Invoice(models.Model):
     gross_total = money_field(_("total"))
     issued_at = models.DateTimeField(_("issued"), default=timezone.now)
     due_at = models.DateTimeField(_("due"))
-    # The billing period this invoice pays for (``[start, end)``); empty: the whole order.
-    period_start = models.DateTimeField(_("period starts"), null=True, blank=True)
-    period_end = models.DateTimeField(_("period ends"), null=True, blank=True)
     bank_reference = models.CharField(
         _("transfer reference"),
         max_length=32,
@@ -932,6 +929,15 @@ class Invoice(models.Model):
     marked_paid_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # The billing period this document charges (``billing.schedule``); ``None`` for a
+    # document outside the schedule (metered usage after the term, legacy invoices).
+    period_seq = models.PositiveSmallIntegerField(_("billing period"), null=True, blank=True)
+    period_start = models.DateTimeField(_("period starts"), null=True, blank=True)
+    period_end = models.DateTimeField(_("period ends"), null=True, blank=True)
+    # Partial payments: the invoice stays issued until this reaches the total.
+    amount_paid = money_field(_("paid so far"), default=Decimal("0"))
+    # The customer's fapiao request as it was when the document was issued (for finance).
+    fapiao = models.JSONField(_("fapiao request"), default=dict, blank=True)
 
     lifecycle = Lifecycle(
         choices=InvoiceStatus,
@@ -945,9 +951,23 @@ class Invoice(models.Model):
         ordering = ["-issued_at", "-pk"]
         verbose_name = _("invoice")
         verbose_name_plural = _("invoices")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["order", "period_seq"],
+                condition=Q(period_seq__isnull=False),
+                name="invoice_unique_order_period",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.number
+
+    @property
+    def amount_due(self) -> Decimal:
+        """What is still to pay (0 once paid in full, or void)."""
+        if self.status != InvoiceStatus.ISSUED:
+            return Decimal("0")
+        return max(self.gross_total - self.amount_paid, Decimal("0"))
 
 
 class InvoiceEvent(LifecycleEvent):
@@ -1066,3 +1086,6 @@ class InvoiceDocument(StoredDocument):
 # Contracts, signatures, the provisioning gate, schedules, dunning, renewals, SLA credits.
 from billing.models_contracts import *  # noqa: E402, F403
 from billing.models_dunning import *  # noqa: E402, F403
+
+# Invoice lines, credit notes, refunds, metered usage and SLA credits.
+from billing.models_money import *  # noqa: E402, F403

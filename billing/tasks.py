@@ -205,3 +205,7 @@ def suspension_email(suspension_id: int, kind: str) -> str:
 def renewal_email(renewal_id: int) -> str:
     """Email the renewal offer; sends once."""
     return dunning_emails.renewal_email_send(renewal_id=renewal_id)
+
+
+# Money over the term: period invoices, credit notes (named ``billing.tasks.*``).
+from billing.tasks_money import *  # noqa: E402, F403

@@ -19,6 +19,7 @@ from accounts.models import MemberRole
 from billing import invoices, quote_pdf
 from billing.models import Order
 from billing.services import gate
+from portal import dashboard_money
 from portal import dashboard_selectors as selectors
 from portal.dashboard_service import service_context
 from provisioning import selectors as provisioning_selectors
@@ -80,6 +81,7 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
             "acceptance_runs": selectors.acceptance_runs_for_order(order),
             "gate": gate.gate_state(order),
             **service_context(order),
+            **dashboard_money.order_money_context(order),
         },
     )
 

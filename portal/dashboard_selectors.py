@@ -266,9 +266,22 @@ def order_timeline(
 
 
 def payable_invoice(order: Order, now: datetime) -> Invoice | None:
-    """The invoice a "Pay now" link pays: the order awaits payment before its deadline."""
+    """The invoice a "Pay now" link pays: the order awaits payment before its deadline,
+    or a later billing period (or usage) of a paid order is open."""
     if order.status != OrderStatus.AWAITING_PAYMENT:
-        return None
+        later = [
+            i
+            for i in order.invoices.all()
+            if i.status == InvoiceStatus.ISSUED and i.period_seq != 1
+        ]
+        paid = order.status in (
+            OrderStatus.PAID,
+            OrderStatus.PROVISIONING,
+            OrderStatus.VALIDATING,
+            OrderStatus.READY,
+            OrderStatus.ENDED,
+        )
+        return later[0] if paid and later else None
     if order.payment_due_at is not None and now >= order.payment_due_at:
         return None
     invoices = [i for i in order.invoices.all() if i.status == InvoiceStatus.ISSUED]

@@ -369,6 +369,21 @@ CELERY_BEAT_SCHEDULE["renewals-offer"] = {
 # seed_demo makes one signed contract (two PDF renderings; the test suite turns it off).
 PORTAL_SEED_DEMO_CONTRACT = env.bool("PORTAL_SEED_DEMO_CONTRACT", default=True)
 
+# --- Invoices over the term (issue 13) ---------------------------------------------------
+# Later billing periods are issued this many days before they start.
+PORTAL_INVOICE_ISSUE_DAYS = env.int("PORTAL_INVOICE_ISSUE_DAYS", default=14)
+# The metering system's token for POST /api/usage/ ("" = staff sessions only).
+PORTAL_USAGE_API_TOKEN = env.str("PORTAL_USAGE_API_TOKEN", default="")
+CELERY_BEAT_SCHEDULE["invoices-issue-due"] = {
+    "task": "billing.tasks.invoices_issue_due_task",
+    "schedule": 3600.0,
+}
+# SLA credits of ended billing periods (computed once per node and period).
+CELERY_BEAT_SCHEDULE["sla-credits-sweep"] = {
+    "task": "provisioning.tasks.sla_credits_sweep_task",
+    "schedule": 3600.0,
+}
+
 # --- CSV import/export
 # Every exported cell that a spreadsheet would run as a formula (it starts with = + - @,
 # a tab or a carriage return) gets a ' in front (inventory.resources.EscapedCSV).

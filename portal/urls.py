@@ -12,6 +12,7 @@ urlpatterns = [
     path("i18n/setlang/", i18n.set_language, name="set_language"),
     path("healthz", views.healthz, name="healthz"),
     path("stripe/", include("billing.urls_webhooks")),
+    path("api/", include("billing.urls_api")),
 ]
 urlpatterns += i18n_patterns(
     path("", views.catalog, name="catalog"),

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from portal import dashboard, dashboard_contracts, dashboard_service
+from portal import dashboard, dashboard_contracts, dashboard_money, dashboard_service
 
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
@@ -17,6 +17,16 @@ urlpatterns = [
         name="dashboard_acceptance_report",
     ),
     path("invoices/<slug:number>.pdf", dashboard.invoice_pdf, name="dashboard_invoice_pdf"),
+    path(
+        "credit-notes/<slug:number>.pdf",
+        dashboard_money.credit_note_pdf_view,
+        name="dashboard_credit_note_pdf",
+    ),
+    path(
+        "orders/<slug:number>/usage.csv",
+        dashboard_money.order_usage_csv,
+        name="dashboard_order_usage",
+    ),
     path(
         "orders/<slug:number>/contract/",
         dashboard_contracts.contract_page,

@@ -221,3 +221,7 @@ def order_power_sync(order_id: int) -> dict[str, object]:
     if result.transient:
         raise TransientDriverError(f"power {result.target}: {result.failed}")
     return {"target": result.target, "changed": result.changed, "failed": result.failed}
+
+
+# Automatic SLA credits: facts gathered here, credits computed by billing.
+from provisioning.tasks_sla import *  # noqa: E402, F403

@@ -33,10 +33,12 @@ from billing.models import (
 )
 from billing.periods import earliest_start_date, rental_period, site_today
 from billing.services.contracts import contract_draft_if_needed
+from billing.services.dunning import dunning_invoice_paid
 from billing.services.gate import (  # noqa: F401 - the task name, re-exported
     PROVISIONING_START_TASK,
     order_release_for_provisioning,
 )
+from billing.services.invoicing import invoice_issue_first
 from billing.services.numbers import next_number
 from core import jobs, lifecycle
 from core.errors import DomainError
@@ -266,20 +268,9 @@ def order_create_from_quote(
             actor=actor,
             reason=_("Held for order %(n)s until payment.") % {"n": order.number},
         )
-    number = next_number(kind="I", site=quote.site, year=year)
-    invoice = Invoice.objects.create(
-        number=number,
-        order=order,
-        organisation=quote.organisation,
-        currency=quote.currency,
-        net_total=quote.net_total,
-        vat_total=quote.vat_total,
-        gross_total=quote.gross_total,
-        due_at=due,
-        bank_reference=number.replace("-", ""),
-    )
-    lifecycle.record_creation([invoice], actor=actor, reason=_("Issued."))
-    _render_invoice_after_commit(invoice, quote.language)
+    # The first billing period's document; later periods are issued by the beat job
+    # (``billing.services.invoicing``).
+    invoice_issue_first(order=order, due_at=due, actor=actor)
     contract_draft_if_needed(order=order, actor=actor)
     return order
 
@@ -391,11 +382,57 @@ def order_mark_paid(*, order: Order, actor: Actor = None, comment: str = "") -> 
         return order, True
 
 
+def invoice_amount_paid(invoice: Invoice) -> Decimal:
+    """What the invoice's payments brought in: every succeeded payment (later refunds do
+    not un-pay it) that is not a duplicate of another."""
+    amounts = Payment.objects.filter(
+        invoice=invoice,
+        status__in=(PaymentStatus.SUCCEEDED, PaymentStatus.REFUNDED),
+        duplicate_of__isnull=True,
+    ).values_list("amount", flat=True)
+    return sum(amounts, Decimal("0"))
+
+
+def invoice_settle(*, invoice: Invoice, actor: Actor = None, comment: str = "") -> Invoice:
+    """Bring the invoice's paid amount up to date from its payments; once it reaches the
+    total the invoice is paid. A partly paid invoice stays issued. The first period's
+    document pays the order (``order_mark_paid``: the booking becomes firm, provisioning
+    may start); a later one is paid on its own. The caller holds the order's lock.
+
+    Raises ``NodesTaken`` like ``order_mark_paid``. Safe to call any number of times.
+    """
+    invoice = Invoice.objects.select_for_update().select_related("order").get(pk=invoice.pk)
+    paid = invoice_amount_paid(invoice)
+    if paid != invoice.amount_paid:
+        invoice.amount_paid = paid
+        invoice.save(update_fields=["amount_paid"])
+    if invoice.status != InvoiceStatus.ISSUED or paid < invoice.gross_total:
+        return invoice
+    order = invoice.order
+    if order.status in (OrderStatus.AWAITING_PAYMENT, OrderStatus.EXPIRED):
+        order_mark_paid(order=order, actor=actor, comment=comment)
+    else:
+        lifecycle.transition(
+            invoice,
+            to=InvoiceStatus.PAID,
+            actor=actor,
+            reason=comment or _("Paid."),
+            updates={"paid_at": timezone.now()},
+            locked=True,
+        )
+        _render_invoice_after_commit(invoice, order.quote.language)
+        # A suspension for this invoice ends now (nodes powered on, customer told).
+        dunning_invoice_paid(invoice=invoice, actor=actor)
+    invoice.refresh_from_db()
+    return invoice
+
+
 @transaction.atomic
 def invoice_mark_paid_by_transfer(
     *, invoice: Invoice, reference: str, actor: Actor, amount: Decimal | None = None
 ) -> Invoice:
-    """Staff saw the bank transfer: record it and run the same paid path as a card."""
+    """Staff saw a bank transfer: record it (all of what is due, or a part: the invoice
+    stays open until paid in full) and run the same paid path as a card."""
     reference = reference.strip()
     if not reference:
         raise DomainError(_("Give the bank transfer's reference."))
@@ -410,11 +447,14 @@ def invoice_mark_paid_by_transfer(
         )
     if invoice.status == InvoiceStatus.VOID:
         raise DomainError(_("Invoice %(n)s is void.") % {"n": invoice.number})
-    amount = invoice.gross_total if amount is None else amount
-    if amount != invoice.gross_total:
+    due = invoice.gross_total - invoice_amount_paid(invoice)
+    amount = due if amount is None else amount
+    if amount <= 0:
+        raise DomainError(_("A transfer must be more than 0."))
+    if amount > due:
         raise DomainError(
-            _("The transfer of %(amount)s does not match the invoice total %(total)s.")
-            % {"amount": amount, "total": invoice.gross_total}
+            _("The transfer of %(amount)s is more than the %(due)s still due on invoice %(n)s.")
+            % {"amount": amount, "due": due, "n": invoice.number}
         )
     Payment.objects.create(
         invoice=invoice,
@@ -428,13 +468,33 @@ def invoice_mark_paid_by_transfer(
     invoice.paid_reference = reference
     invoice.marked_paid_by = actor
     invoice.save(update_fields=["paid_reference", "marked_paid_by"])
-    order_mark_paid(
-        order=invoice.order,
-        actor=actor,
-        comment=_("Bank transfer %(ref)s.") % {"ref": reference},
+    comment = _("Bank transfer %(ref)s.") % {"ref": reference}
+    # After a partial transfer an open card payment asks for too much: cancel it so that
+    # it cannot take more than is now due (a new one is made for the rest). A full
+    # transfer leaves it: one that still succeeds is flagged a duplicate to refund.
+    stale = (
+        list(
+            Payment.objects.filter(
+                invoice=invoice, status=PaymentStatus.PENDING, stripe_payment_intent__isnull=False
+            ).values_list("stripe_payment_intent", flat=True)
+        )
+        if amount < due
+        else []
     )
-    invoice.refresh_from_db()
-    return invoice
+    if stale:
+        Payment.objects.filter(stripe_payment_intent__in=stale).update(
+            status=PaymentStatus.FAILED,
+            failure_message=_("Replaced: a bank transfer paid part of the invoice."),
+        )
+        jobs.enqueue("billing.tasks.payment_intents_cancel", stale, invoice.order.number)
+    if amount < due:
+        lifecycle.record_note(
+            [invoice],
+            actor=actor,
+            reason=_("Partial payment of %(amount)s (%(ref)s); %(left)s still due.")
+            % {"amount": amount, "ref": reference, "left": due - amount},
+        )
+    return invoice_settle(invoice=invoice, actor=actor, comment=comment)
 
 
 def order_expire_unpaid(*, now: datetime | None = None) -> int:

@@ -47,7 +47,12 @@ from billing.models import (
     StripeEvent,
     StripeEventStatus,
 )
-from billing.services.orders import CARD_METHODS, NodesTaken, order_mark_paid
+from billing.services.orders import (
+    CARD_METHODS,
+    NodesTaken,
+    invoice_amount_paid,
+    invoice_settle,
+)
 from core import jobs, lifecycle
 from core.errors import DomainError
 from core.types import Actor
@@ -82,7 +87,31 @@ def order_first_invoice(order: Order) -> Invoice | None:
     return Invoice.objects.filter(order=order).order_by("issued_at", "pk").first()
 
 
+def order_open_invoice(order: Order) -> Invoice | None:
+    """The invoice the order's pay page collects: the oldest still open, else the first."""
+    return (
+        Invoice.objects.filter(order=order, status=InvoiceStatus.ISSUED)
+        .order_by("issued_at", "pk")
+        .first()
+    ) or order_first_invoice(order)
+
+
+def order_later_open_invoice(order: Order) -> Invoice | None:
+    """An open invoice of a later period (or of usage) of a paid order: the first period
+    is paid with the order, the later ones are paid on their own."""
+    if order.status not in PAID_STATUSES:
+        return None
+    return (
+        Invoice.objects.filter(order=order, status=InvoiceStatus.ISSUED)
+        .exclude(period_seq=1)
+        .order_by("issued_at", "pk")
+        .first()
+    )
+
+
 def _check_payable(order: Order, now: datetime) -> None:
+    if order_later_open_invoice(order) is not None:
+        return  # a later period (or usage) of a paid order
     if order.status != OrderStatus.AWAITING_PAYMENT:
         raise DomainError(
             _("Order %(n)s is not awaiting payment (%(status)s).")
@@ -140,12 +169,8 @@ def payment_card_resume(*, order: Order) -> tuple[Payment, str] | None:
     if not stripe_api.is_configured():
         raise DomainError(not_configured_message())
     _check_payable(order, timezone.now())
-    invoice = (
-        Invoice.objects.filter(order=order, status=InvoiceStatus.ISSUED)
-        .order_by("issued_at", "pk")
-        .first()
-    )
-    if invoice is None:
+    invoice = order_later_open_invoice(order) or order_open_invoice(order)
+    if invoice is None or invoice.status != InvoiceStatus.ISSUED:
         return None
     payment = (
         Payment.objects.filter(
@@ -178,16 +203,18 @@ def payment_card_start(*, order: Order, actor: Actor) -> tuple[Payment, str]:
     with transaction.atomic():
         order = Order.objects.select_for_update().select_related("site").get(pk=order.pk)
         _check_payable(order, timezone.now())
-        invoice = (
-            Invoice.objects.select_for_update()
-            .filter(order=order)
-            .order_by("issued_at", "pk")
-            .first()
+        open_invoices = Invoice.objects.select_for_update().filter(
+            order=order, status=InvoiceStatus.ISSUED
         )
-        if invoice is None or invoice.status != InvoiceStatus.ISSUED:
+        if order.status != OrderStatus.AWAITING_PAYMENT:
+            open_invoices = open_invoices.exclude(period_seq=1)
+        invoice = open_invoices.order_by("issued_at", "pk").first()
+        if invoice is None:
             raise DomainError(
                 _("Order %(n)s has no invoice open for payment.") % {"n": order.number}
             )
+        # Partial payments: the intent is for what is still due.
+        due = invoice.gross_total - invoice_amount_paid(invoice)
         intents = Payment.objects.filter(invoice=invoice, stripe_payment_intent__isnull=False)
         try:
             existing = intents.order_by("-created_at", "-pk").first()
@@ -198,13 +225,13 @@ def payment_card_start(*, order: Order, actor: Actor) -> tuple[Payment, str]:
                 intent = stripe_api.payment_intent_retrieve(existing.stripe_payment_intent or "")
                 if intent["status"] in REUSABLE_INTENT and intent[
                     "amount"
-                ] == stripe_api.to_minor_units(invoice.gross_total, invoice.currency):
+                ] == stripe_api.to_minor_units(due, invoice.currency):
                     if existing.status == PaymentStatus.FAILED:
                         existing.status = PaymentStatus.PENDING
                         existing.save(update_fields=["status"])
                     return existing, intent["client_secret"]
             intent = stripe_api.payment_intent_create(
-                amount=invoice.gross_total,
+                amount=due,
                 currency=invoice.currency,
                 invoice_number=invoice.number,
                 order_number=order.number,
@@ -224,13 +251,20 @@ def payment_card_start(*, order: Order, actor: Actor) -> tuple[Payment, str]:
                 "invoice": invoice,
                 "method": PaymentMethod.CARD,
                 "currency": invoice.currency,
-                "amount": invoice.gross_total,
+                "amount": due,
             },
         )
         return payment, intent["client_secret"]
 
 
 def payment_refund(*, payment: Payment, actor: Actor, amount: Decimal | None = None) -> Payment:
+    """Refund (part of) a card payment through Stripe (see ``payment_refund_with_id``)."""
+    return payment_refund_with_id(payment=payment, actor=actor, amount=amount)[0]
+
+
+def payment_refund_with_id(
+    *, payment: Payment, actor: Actor, amount: Decimal | None = None
+) -> tuple[Payment, str]:
     """Refund (part of) a card payment through Stripe and record the refunded total.
 
     Provisioning is not reversed: the order gets a note and staff decide. A webhook for
@@ -270,7 +304,7 @@ def payment_refund(*, payment: Payment, actor: Actor, amount: Decimal | None = N
         )
         if outcome.status == StripeEventStatus.FLAGGED:
             logger.warning("Refund of payment %s: %s", payment.pk, outcome.error)
-        return payment
+        return payment, str(refund["id"] or "")
 
 
 def payment_duplicate_refund(*, payment: Payment, actor: Actor) -> tuple[Payment, bool]:
@@ -492,8 +526,9 @@ def _duplicate_message(payment: Payment, invoice: Invoice) -> str:
 
 def _payer_settle(*, invoice: Invoice, order: Order) -> Payment:
     """Name the payer of ``invoice`` among its succeeded (or since refunded) payments and
-    flag every other one as its duplicate. Returns the payer. The caller holds the order's
-    lock.
+    flag as its duplicate every one that came after the invoice was covered (partial
+    payments that together make up the total are all kept). Returns the payer. The
+    caller holds the order's lock.
 
     A pure function of the set of succeeded payments and their Stripe timestamps, so the
     result does not depend on the order events arrive or are retried in. The set only
@@ -510,8 +545,13 @@ def _payer_settle(*, invoice: Invoice, order: Order) -> Payment:
         key=_payer_key,
     )
     payer = paid[0]
+    # Partial payments: payments count, in rank order, until they cover the total; every
+    # later one was not needed and is a duplicate of the first.
+    covered = Decimal("0")
     for payment in paid:
-        target = None if payment.pk == payer.pk else payer.pk
+        target = payer.pk if covered >= invoice.gross_total and payment.pk != payer.pk else None
+        if target is None:
+            covered += payment.amount
         if payment.duplicate_of_id == target:
             continue
         newly = payment.duplicate_of_id is None
@@ -580,7 +620,7 @@ def _payment_for_intent(intent: dict[str, Any]) -> Payment | None:
             "invoice": invoice,
             "method": _method_of(intent) or PaymentMethod.CARD,
             "currency": invoice.currency,
-            "amount": invoice.gross_total,
+            "amount": invoice.gross_total - invoice_amount_paid(invoice),
         },
     )
     return Payment.objects.select_for_update().get(stripe_payment_intent=pi_id)
@@ -613,11 +653,11 @@ def _on_intent_succeeded(payload: dict[str, Any]) -> Outcome:
     if not received:
         received = _minor(intent.get("amount"))
     currency = str(intent.get("currency") or "").upper()
-    expected = stripe_api.to_minor_units(invoice.gross_total, invoice.currency)
+    expected = stripe_api.to_minor_units(payment.amount, invoice.currency)
     if currency != invoice.currency or received != expected:
         error = _(
             "PaymentIntent %(pi)s received %(got)s %(cur)s (minor units) but invoice "
-            "%(n)s is for %(want)s %(inv_cur)s: not recorded as paid."
+            "%(n)s asked it for %(want)s %(inv_cur)s: not recorded as paid."
         ) % {
             "pi": intent.get("id"),
             "got": received,
@@ -647,8 +687,9 @@ def _on_intent_succeeded(payload: dict[str, Any]) -> Outcome:
             payment.status = PaymentStatus.REFUNDED
     if fields:
         payment.save(update_fields=fields)
-    payer = _payer_settle(invoice=invoice, order=invoice.order)
-    if payer.pk != payment.pk:
+    _payer_settle(invoice=invoice, order=invoice.order)
+    payment.refresh_from_db(fields=["duplicate_of"])
+    if payment.duplicate_of_id is not None:
         return _flagged(_duplicate_message(payment, invoice))
     if payment.status == PaymentStatus.REFUNDED:
         return _flagged(
@@ -656,14 +697,15 @@ def _on_intent_succeeded(payload: dict[str, Any]) -> Outcome:
             % {"pi": intent.get("id")}
         )
     try:
-        order, changed = order_mark_paid(
-            order=invoice.order,
+        invoice_settle(
+            invoice=invoice,
             comment=_("Paid by %(method)s (Stripe %(pi)s).")
             % {"method": payment.get_method_display(), "pi": intent.get("id")},
         )
     except NodesTaken as exc:
         return _flagged(exc.message)
-    if not changed and order.status in (OrderStatus.EXPIRED, OrderStatus.CANCELLED):
+    order = Order.objects.get(pk=invoice.order_id)
+    if order.status in (OrderStatus.EXPIRED, OrderStatus.CANCELLED):
         return _flagged(
             _("Order %(n)s was %(status)s when payment %(pi)s arrived: refund or re-quote.")
             % {"n": order.number, "status": order.get_status_display(), "pi": intent.get("id")}

@@ -38,14 +38,17 @@ def _order_for(request: HttpRequest, number: str) -> Order:
 
 
 def _context(order: Order) -> dict[str, Any]:
-    invoice = payments.order_first_invoice(order)
-    due = order.payment_due_at
+    later_invoice = payments.order_later_open_invoice(order)
+    later = later_invoice is not None
+    invoice = later_invoice or payments.order_first_invoice(order)
+    due = later_invoice.due_at if later_invoice is not None else order.payment_due_at
     return {
         "order": order,
         "invoice": invoice,
         "due": due,  # shown in the site's timezone
         "site_timezone": order.site.timezone,
-        "payable": (
+        "payable": later
+        or (
             order.status == OrderStatus.AWAITING_PAYMENT
             and invoice is not None
             and invoice.status == InvoiceStatus.ISSUED

@@ -34,7 +34,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone, translation
 
 from accounts.models import Invitation, MemberRole, Membership, Organisation
-from billing.models import Invoice, Order, Quote
+from billing.models import CreditNote, Invoice, Order, Quote
+from billing.services import credits as credit_services
 from billing.services import quotes as qs
 from inventory.models import NodeType, Site
 from provisioning.models import ValidationRun, ValidationRunStatus
@@ -79,11 +80,13 @@ class World:
     membership: Membership
     invitation: Invitation
     acceptance_run: ValidationRun
+    credit_note: CreditNote
 
 
 FILLERS: dict[str, Callable[[World], list[Kwargs]]] = {
     "order": lambda w: [{"number": w.order.number}],
     "invoice": lambda w: [{"number": w.invoice.number}],
+    "credit_note": lambda w: [{"number": w.credit_note.number}],
     "quote_token": lambda w: [{"token": w.quote_open.token}, {"token": w.quote_accepted.token}],
     "quote_pk": lambda w: [{"pk": w.quote_open.pk}, {"pk": w.quote_accepted.pk}],
     "membership_pk": lambda w: [{"pk": w.membership.pk}],
@@ -114,6 +117,8 @@ ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
     "dashboard_order": ("order", NOT_FOUND),
     "dashboard_quote_pdf": ("order", NOT_FOUND),
     "dashboard_invoice_pdf": ("invoice", NOT_FOUND),
+    "dashboard_credit_note_pdf": ("credit_note", NOT_FOUND),
+    "dashboard_order_usage": ("order", NOT_FOUND),
     "dashboard_order_progress": ("order", NOT_FOUND),
     # Provisioning runs (provisioning/urls.py, staff).
     "provisioning_run": ("run", STAFF_ONLY),
@@ -250,6 +255,19 @@ def world(db, media) -> World:
         membership=Membership.objects.get(user=owner_a, organisation=org_a),
         invitation=invitation,
         acceptance_run=acceptance_run,
+        credit_note=credit_services.credit_note_issue(
+            invoice=order.invoices.get(),
+            lines=[
+                credit_services.CreditLine(
+                    description="Goodwill",
+                    net=Decimal("1.00"),
+                    vat_rate=Decimal("0.06"),
+                    tax_category="it_service",
+                )
+            ],
+            reason="Tenancy walk.",
+            actor=sales,
+        ),
     )
 
 
@@ -350,6 +368,8 @@ def test_every_parameterised_route_is_walked_or_allowed():
         "dashboard_order",
         "dashboard_quote_pdf",
         "dashboard_invoice_pdf",
+        "dashboard_credit_note_pdf",
+        "dashboard_order_usage",
         "dashboard_acceptance_report",
         "sales:quote_detail",
     ):

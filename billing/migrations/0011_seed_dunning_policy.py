@@ -19,6 +19,6 @@ def seed(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("billing", "0009_dunning_suspension_renewal")]
+    dependencies = [("billing", "0010_dunning_suspension_renewal")]
 
     operations = [migrations.RunPython(seed, migrations.RunPython.noop)]

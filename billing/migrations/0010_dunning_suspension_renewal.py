@@ -8,21 +8,11 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('billing', '0008_tax_categories'),
+        ('billing', '0009_invoices_over_the_term'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
-        migrations.AddField(
-            model_name='invoice',
-            name='period_end',
-            field=models.DateTimeField(blank=True, null=True, verbose_name='period ends'),
-        ),
-        migrations.AddField(
-            model_name='invoice',
-            name='period_start',
-            field=models.DateTimeField(blank=True, null=True, verbose_name='period starts'),
-        ),
         migrations.CreateModel(
             name='DunningPolicy',
             fields=[

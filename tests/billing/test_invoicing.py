@@ -1,0 +1,146 @@
+"""Invoices over the term: one document per billing period, issued ahead by a beat job."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+from django.utils import translation
+
+from billing.models import Invoice, InvoiceLineKind, InvoiceStatus, OrderStatus
+from billing.services import invoicing, orders
+from tests.billing.test_contracts import make_order
+
+pytestmark = pytest.mark.django_db
+
+
+def pay_first(demo, order):
+    invoice = order.invoices.get(period_seq=1)
+    orders.invoice_mark_paid_by_transfer(invoice=invoice, reference="CMB-1", actor=demo["admin"])
+    order.refresh_from_db()
+    return invoice
+
+
+def assert_gapless(numbers) -> None:
+    """Per kind, site and year the numbers run 1, 2, 3 … without a gap."""
+    by_prefix: dict[str, list[int]] = {}
+    for number in numbers:
+        prefix, n = number.rsplit("-", 1)
+        by_prefix.setdefault(prefix, []).append(int(n))
+    assert by_prefix
+    for taken in by_prefix.values():
+        assert sorted(taken) == list(range(1, len(taken) + 1))
+
+
+@pytest.mark.parametrize(
+    "term,duration,periods", [("day", 10, 1), ("month", 3, 3), ("quarter", 2, 2), ("year", 2, 2)]
+)
+def test_the_issued_documents_sum_to_the_accepted_quote_for_every_term(
+    demo, term, duration, periods
+):
+    order = make_order(demo, term=term, duration=duration)
+    quote = order.quote
+    first = order.invoices.get()
+    # Only the first period is issued at acceptance, due at the payment deadline.
+    assert first.period_seq == 1 and first.due_at == order.payment_due_at
+    if periods > 1:
+        assert first.gross_total < quote.gross_total
+    pay_first(demo, order)
+    assert order.status == OrderStatus.PAID
+    far = order.end_at + timedelta(days=1)
+    assert invoicing.invoices_issue_due(now=far) == periods - 1
+    issued = list(Invoice.objects.filter(order=order).order_by("period_seq"))
+    assert [i.period_seq for i in issued] == list(range(1, periods + 1))
+    assert sum(i.gross_total for i in issued) == quote.gross_total
+    assert sum(i.net_total for i in issued) == quote.net_total
+    assert sum(i.vat_total for i in issued) == quote.vat_total
+    for invoice in issued:
+        lines = list(invoice.lines.all())
+        assert lines and all(line.kind == InvoiceLineKind.CHARGE for line in lines)
+        assert all(line.tax_category and line.vat_rate > 0 for line in lines)
+        assert sum(line.net for line in lines) == invoice.net_total
+        assert invoice.fapiao["title"] == demo["org"].fapiao_buyer
+    # Later periods are due when their period starts; numbers follow without a gap.
+    for invoice in issued[1:]:
+        assert invoice.due_at >= invoice.period_start
+    assert_gapless(Invoice.objects.values_list("number", flat=True))
+
+
+def test_the_beat_job_issues_each_period_once_and_only_when_due(demo, settings):
+    settings.PORTAL_INVOICE_ISSUE_DAYS = 14
+    order = make_order(demo, term="month", duration=3)
+    periods = invoicing.order_schedule(order)
+    # Unpaid: nothing more is issued.
+    assert invoicing.invoices_issue_due(now=periods[1].start) == 0
+    pay_first(demo, order)
+    # 15 days before period 2: not yet; 14 days before: issued, once.
+    assert invoicing.invoices_issue_due(now=periods[1].start - timedelta(days=15)) == 0
+    at = periods[1].start - timedelta(days=14)
+    assert invoicing.invoices_issue_due(now=at) == 1
+    assert invoicing.invoices_issue_due(now=at) == 0
+    assert invoicing.invoice_issue_period(order=order, seq=2, now=at) is None
+    second = order.invoices.get(period_seq=2)
+    assert second.status == InvoiceStatus.ISSUED and second.due_at == periods[1].start
+    assert order.invoices.count() == 2
+    # Run twice at the end of the term: the third period appears once.
+    end = order.end_at
+    assert invoicing.invoices_issue_due(now=end) == 1
+    assert invoicing.invoices_issue_due(now=end) == 0
+    assert order.invoices.count() == 3
+
+
+def test_the_document_keeps_the_fapiao_request_it_was_issued_with(demo):
+    org = demo["org"]
+    org.fapiao_title = "珠江人工智能实验室有限公司"
+    org.save()
+    order = make_order(demo, term="month", duration=2)
+    invoice = order.invoices.get()
+    org.fapiao_title = "Another title"
+    org.save()
+    invoice.refresh_from_db()
+    assert invoice.fapiao["title"] == "珠江人工智能实验室有限公司"
+    assert invoice.fapiao["type"] == org.fapiao_type
+    assert Decimal(invoice.gross_total) > 0
+
+
+def test_staff_export_the_fapiao_requests_as_csv_for_the_tax_software(client, demo):
+    import csv
+    import io
+
+    from billing.exports import COLUMNS
+
+    org = demo["org"]
+    org.fapiao_title = "=HYPERLINK(1)"  # a formula must arrive as text
+    org.save()
+    order = make_order(demo, term="month", duration=2)
+    invoice = order.invoices.get()
+    with translation.override("en"):
+        url = reverse("admin:billing_invoice_changelist")
+    action = {"action": "export_fapiao_csv", "_selected_action": [invoice.pk]}
+    client.force_login(demo["customer"])
+    assert client.post(url, action).status_code == 302  # to the admin login, no file
+    client.force_login(demo["admin"])
+    response = client.post(url, action)
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode("utf-8-sig"))))
+    assert tuple(rows[0].keys()) == COLUMNS
+    assert {r["document_number"] for r in rows} == {invoice.number}
+    assert rows[0]["buyer_title"] == "'=HYPERLINK(1)"
+    assert rows[0]["buyer_tax_id"] == org.tax_id
+    assert rows[0]["fapiao_type"] == org.fapiao_type
+    # One row per tax category and rate; together they are the document's totals.
+    assert sum(Decimal(r["gross"]) for r in rows) == invoice.gross_total
+    assert {r["tax_category"] for r in rows} == {li.tax_category for li in invoice.lines.all()}
+
+
+def test_an_order_billed_whole_before_the_schedule_gets_no_period_invoices(demo):
+    order = make_order(demo, term="month", duration=3)
+    invoice = order.invoices.get()
+    # As issued before invoices had periods: one invoice for the whole term, no lines.
+    invoice.lines.all().delete()
+    Invoice.objects.filter(pk=invoice.pk).update(period_seq=None)
+    orders.invoice_mark_paid_by_transfer(invoice=invoice, reference="CMB-1", actor=demo["admin"])
+    assert invoicing.invoices_issue_due(now=order.end_at) == 0
+    assert order.invoices.count() == 1
