@@ -273,8 +273,9 @@ def _count_queries(client, path, django_assert_max_num_queries, limit):
 DASHBOARD_QUERIES = 9  # + orders, their invoices, members, quotes, invoices
 # + order, events with actors, invoices, reservations, member ids, the latest provisioning
 # run, acceptance runs, and the gate to provisioning (contract, terms, quote's author,
-# release): constant, whatever the order.
-ORDER_QUERIES = 15
+# release), the organisation's SSH keys with the order's choice: constant, whatever the
+# order.
+ORDER_QUERIES = 16
 
 
 def test_dashboard_runs_a_fixed_number_of_queries(client, demo, django_assert_max_num_queries):

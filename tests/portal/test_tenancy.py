@@ -115,6 +115,7 @@ ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
     "dashboard_quote_pdf": ("order", NOT_FOUND),
     "dashboard_invoice_pdf": ("invoice", NOT_FOUND),
     "dashboard_order_progress": ("order", NOT_FOUND),
+    "dashboard_order_access": ("order", NOT_FOUND),
     # Provisioning runs (provisioning/urls.py, staff).
     "provisioning_run": ("run", STAFF_ONLY),
     "provisioning_step_retry": ("run_step", STAFF_ONLY),
