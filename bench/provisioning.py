@@ -158,6 +158,7 @@ def paid_order(nodes: int) -> Order:
     from django.utils import timezone
 
     from billing.services import quotes as qs
+    from inventory.models import Site
     from tests import factories
 
     demo = factories.demo_objects()
@@ -176,6 +177,9 @@ def paid_order(nodes: int) -> Order:
     quote = qs.quote_send(quote=quote, actor=demo["sales"])
     order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
     factories.contract_signed_shortcut(order)
+    # Provisioning begins at the start minus the site's lead time: with the rental a week
+    # ahead and a lead time of 8 days, that time has come when the order is paid.
+    Site.objects.filter(pk=demo["sz"].pk).update(lead_time_hours=8 * 24)
     return order
 
 

@@ -24,7 +24,7 @@ from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from billing.models import Order, OrderStatus
+from billing.models import Order, OrderStatus, ProvisioningRelease
 from billing.services.orders import order_transition
 from core import jobs, lifecycle
 from core.errors import DomainError
@@ -299,12 +299,60 @@ def run_start(*, run: ProvisioningRun, actor: Actor = None) -> ProvisioningRun:
 
 
 def provisioning_begin(*, order_id: int) -> ProvisioningRun | None:
-    """Entry point of a paid order: create its run and start it (safe to call twice)."""
+    """Create the paid order's run and start it now (safe to call twice). Paid orders go
+    through ``provisioning_start_when_due``, which waits for the release's time."""
     order = Order.objects.filter(pk=order_id).first()
     if order is None or order.status not in (OrderStatus.PAID, OrderStatus.PROVISIONING):
         return None
     run = run_create(order=order)
     return run_start(run=run)
+
+
+def provisioning_due_at(order_id: int) -> datetime | None:
+    """When the order's run may start (the gate's ``provision_at``: the rental's start
+    minus the site's lead time); ``None`` when the order was never released."""
+    release = ProvisioningRelease.objects.filter(order_id=order_id).first()
+    if release is None:
+        return None
+    return release.provision_at or release.released_at
+
+
+def provisioning_start_when_due(
+    *, order_id: int, now: datetime | None = None
+) -> ProvisioningRun | datetime | None:
+    """The entry point of a released order: its run is started if its time has come;
+    otherwise the time it will start is returned (``provisioning_start_due`` starts it
+    then). ``None``: not released, or not a paid order any more."""
+    now = now or timezone.now()
+    due = provisioning_due_at(order_id)
+    if due is None:
+        return None
+    if due > now:
+        return due
+    return provisioning_begin(order_id=order_id)
+
+
+def provisioning_start_due(*, now: datetime | None = None, limit: int = 100) -> int:
+    """Beat: start the runs of released, paid orders whose time has come and that have no
+    provisioning run yet. Idempotent: a started order is ``provisioning`` (no longer
+    paid) and ``run_create`` returns an existing run. Returns how many were started."""
+    now = now or timezone.now()
+    has_run = ProvisioningRun.objects.filter(order=OuterRef("order"), kind=RunKind.PROVISION)
+    due = list(
+        ProvisioningRelease.objects.filter(order__status=OrderStatus.PAID)
+        .filter(Q(provision_at__lte=now) | Q(provision_at__isnull=True))
+        .filter(~Exists(has_run))
+        .order_by("provision_at", "pk")
+        .values_list("order_id", flat=True)[:limit]
+    )
+    started = 0
+    for order_id in due:
+        try:
+            if provisioning_begin(order_id=order_id) is not None:
+                started += 1
+        except DomainError as exc:  # e.g. no booked nodes: say so, go on with the others
+            logger.error("order %s could not start provisioning: %s", order_id, exc)
+    return started
 
 
 # --- steps ---------------------------------------------------------------------------------

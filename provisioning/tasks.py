@@ -52,12 +52,26 @@ def _advance_limit(names: tuple[str, ...], upto: str) -> int:
     time_limit=90,
 )
 def provisioning_start(order_id: int) -> str:
-    """Entry point of a paid order (enqueued by billing): create and start its run."""
+    """Entry point of a released order (enqueued by billing): start its run if its time
+    (the rental's start minus the site's lead time) has come; otherwise the beat job
+    ``provisioning_start_due_task`` starts it then."""
     if not settings.PORTAL_PROVISIONING_AUTOSTART:
         logger.info("Order %s is paid; provisioning autostart is off.", order_id)
         return "queued"
-    run = services.provisioning_begin(order_id=order_id)
-    return "skipped" if run is None else f"run {run.pk}"
+    outcome = services.provisioning_start_when_due(order_id=order_id)
+    if outcome is None:
+        return "skipped"
+    if isinstance(outcome, ProvisioningRun):
+        return f"run {outcome.pk}"
+    return f"scheduled for {outcome.isoformat()}"
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=120, time_limit=150)
+def provisioning_start_due_task() -> int:
+    """Beat: start the runs of released orders whose provisioning time has come."""
+    if not settings.PORTAL_PROVISIONING_AUTOSTART:
+        return 0
+    return services.provisioning_start_due()
 
 
 @shared_task(
