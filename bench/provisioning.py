@@ -9,8 +9,13 @@ against PostgreSQL, with the simulated hardware driver.
     ...) for 16 H100 nodes under a time scale (default 0.01: a simulated minute in 0.6 s),
     on a worker with one thread per node (the hardware waits of real BMCs overlap). Prints
     ``simulated_minutes_16`` (wall time / scale, goal ≤ 45) and ``overhead_share``: the
-    portal's own time (wall minus the longest node's simulated hardware time, validation
-    included, both in real seconds) over that hardware time (goal ≤ 1 %).
+    portal's own time (real seconds: wall minus the longest node's hardware time as
+    replayed, validation included) over the simulated hardware time (the same hardware
+    time in simulated seconds), goal ≤ 1 %: what the portal adds to a real provisioning.
+    ``overhead_share_of_replay`` divides by the replayed hardware time instead (as if the
+    portal's own time were compressed by the scale too: stricter by 1/scale).
+    Both parts also print the CPU time of the worker processes (``worker_cpu_*``), which
+    other load on the machine does not inflate the way it does wall times.
 
 **Benchmark only, not the product's behaviour**: the workers run with cluster validation
 replaced by a stand-in that accepts every node (after ``--validation-s`` simulated seconds
@@ -115,6 +120,11 @@ class Workers:
         self.log = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self.log, stderr=self.log)
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) of the worker and its pool processes so far: what the
+        portal's own work costs, whatever else the machine is doing meanwhile."""
+        return tree_cpu_seconds(self.proc.pid)
+
     def stop(self) -> str:
         self.proc.terminate()
         try:
@@ -124,6 +134,31 @@ class Workers:
             self.proc.wait()
         self.log.seek(0)
         return self.log.read()
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and its descendants, from /proc (Linux)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, ppid in parents.items():
+            if ppid == parent and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return sum(cpu.get(p, 0.0) for p in tree)
 
 
 # --- data -------------------------------------------------------------------------------
@@ -158,7 +193,6 @@ def paid_order(nodes: int) -> Order:
     from django.utils import timezone
 
     from billing.services import quotes as qs
-    from inventory.models import Site
     from tests import factories
 
     demo = factories.demo_objects()
@@ -177,20 +211,24 @@ def paid_order(nodes: int) -> Order:
     quote = qs.quote_send(quote=quote, actor=demo["sales"])
     order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
     factories.contract_signed_shortcut(order)
-    # Provisioning begins at the start minus the site's lead time: with the rental a week
-    # ahead and a lead time of 8 days, that time has come when the order is paid.
-    Site.objects.filter(pk=demo["sz"].pk).update(lead_time_hours=8 * 24)
     return order
 
 
 def provision(nodes: int, *, timeout: float) -> tuple[float, ProvisioningRun]:
     """Seconds from marking an order of ``nodes`` paid to its run delivered."""
     from billing.services.orders import order_mark_paid
+    from inventory.models import Site
     from provisioning.models import ProvisioningRun, RunStatus
 
     order = paid_order(nodes)
+    # Provisioning begins at the rental's start (a week ahead) minus the site's lead time:
+    # the site needs 8 days for this payment, so that time has come when it is paid (the
+    # quote was accepted under the usual 24 h, which a bank transfer a week ahead allows).
+    lead = Site.objects.filter(pk=order.site_id).values_list("lead_time_hours", flat=True)[0]
+    Site.objects.filter(pk=order.site_id).update(lead_time_hours=8 * 24)
     t0 = time.perf_counter()
     order_mark_paid(order=order)
+    Site.objects.filter(pk=order.site_id).update(lead_time_hours=lead)
     deadline = t0 + timeout
     while time.perf_counter() < deadline:
         run = ProvisioningRun.objects.filter(
@@ -289,10 +327,14 @@ def main(argv: list[str] | None = None) -> int:
             warm, _ = provision(2, timeout=180)  # the workers up, imports warm
             print(f"  warm-up, 2 nodes: {warm:.2f} s", flush=True)
             seconds: dict[int, float] = {}
+            cpu: dict[int, float] = {}
             for n in sizes:
+                before = workers.cpu_seconds()
                 seconds[n], _ = provision(n, timeout=600)
+                cpu[n] = workers.cpu_seconds() - before
                 print(
-                    f"  {n} nodes: {seconds[n]:.2f} s ({seconds[n] / n * 1000:.1f} ms a node)",
+                    f"  {n} nodes: {seconds[n]:.2f} s ({seconds[n] / n * 1000:.1f} ms a node); "
+                    f"worker CPU {cpu[n]:.2f} s ({cpu[n] / n * 1000:.1f} ms a node)",
                     flush=True,
                 )
         finally:
@@ -301,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(log[-3000:], file=sys.stderr)
         for n, s in seconds.items():
             result[f"seconds_{n}"] = round(s, 3)
+            result[f"worker_cpu_ms_per_node_{n}"] = round(cpu[n] / n * 1000, 1)
         if 8 in seconds and 64 in seconds:
             result["ratio_64_to_8"] = round(seconds[64] / seconds[8], 2)
 
@@ -315,32 +358,54 @@ def main(argv: list[str] | None = None) -> int:
         workers = Workers(env, pool="threads", concurrency=n, validation_s=args.validation_s)
         try:
             provision(1, timeout=300)  # warm-up
+            before = workers.cpu_seconds()
             wall, run = provision(n, timeout=600)
+            cpu_b = workers.cpu_seconds() - before
         finally:
             log = workers.stop()
             if "Traceback" in log:
                 print(log[-3000:], file=sys.stderr)
-        hardware = (hardware_seconds(run) + args.validation_s) * args.scale
+        # The hardware's time in simulated seconds, and as replayed (times the scale).
+        hardware_sim = hardware_seconds(run) + args.validation_s
+        hardware = hardware_sim * args.scale
+        # The portal's own time: real seconds from paid to delivered that the (replayed)
+        # hardware did not take. It is not compressed by the time scale.
         overhead = max(wall - hardware, 0.0)
         result["simulated_minutes_16" if n == 16 else f"simulated_minutes_{n}"] = round(
             wall / args.scale / 60, 1
         )
-        result["hardware_minutes"] = round(hardware / args.scale / 60, 1)
-        result["overhead_share"] = round(overhead / hardware, 4)
+        result["hardware_minutes"] = round(hardware_sim / 60, 1)
+        result["overhead_s"] = round(overhead, 3)
+        # The issue's definition: the portal's own time over the simulated hardware time
+        # (what the portal adds to a real provisioning of these nodes).
+        result["overhead_share"] = round(overhead / hardware_sim, 4)
+        # Stricter: over the replayed (scaled) hardware time, i.e. as if the portal's own
+        # time were also compressed by the scale (how much it slows the replay).
+        result["overhead_share_of_replay"] = round(overhead / hardware, 4)
+        result["worker_cpu_s_16" if n == 16 else f"worker_cpu_s_{n}"] = round(cpu_b, 2)
         print(
             f"  wall {wall:.2f} s = {wall / args.scale / 60:.1f} simulated min; "
-            f"hardware {hardware:.2f} s; portal overhead {overhead:.2f} s "
-            f"({overhead / hardware:.1%})",
+            f"hardware {hardware_sim / 60:.1f} simulated min = {hardware:.2f} s replayed; "
+            f"portal overhead {overhead:.2f} s = {overhead / hardware_sim:.2%} of the "
+            f"simulated hardware time ({overhead / hardware:.1%} of the replay); "
+            f"worker CPU {cpu_b:.2f} s",
             flush=True,
         )
         result["scale"] = args.scale
         result["processes"] = args.processes
-        result["conn_max_age"] = int(os.environ.get("DATABASE_CONN_MAX_AGE") or 0)
+        from django.conf import settings
+
+        result["conn_max_age"] = settings.DATABASES["default"]["CONN_MAX_AGE"]
         result["goals"] = {
             "ratio_64_to_8": GOAL_RATIO,
             "simulated_minutes_16": GOAL_SIMULATED_MINUTES,
             "overhead_share": GOAL_OVERHEAD_SHARE,
         }
+        for key, goal in result["goals"].items():
+            if key in result:
+                verdict = "ok" if result[key] <= goal else "MISSED"
+                print(f"  {key} = {result[key]} (goal <= {goal}): {verdict}", flush=True)
+        result["loadavg_1m_end"] = round(os.getloadavg()[0], 2)
     finally:
         from django.db import connections
 

@@ -112,6 +112,11 @@ STEP_EXPECTED_S: dict[str, float] = {
     StepName.CHECK_CLEAN: _TIMINGS.inventory,
 }
 LOG_EXCERPT_CHARS = 4000
+# The canvas runs each slot's steps in phases, one task each, named by their last step:
+# a task per step cost a broker round trip, a result and a chain hop per node and step
+# for nothing (each task already runs every step up to its own, skipping those done).
+PROVISION_PHASE_ENDS: tuple[str, ...] = (StepName.POWER_ON, StepName.INSTALL, StepName.CHECK_OS)
+CLEAN_PHASE_ENDS: tuple[str, ...] = (StepName.ERASE, StepName.CHECK_CLEAN)
 
 
 class StepBusy(Exception):
@@ -467,11 +472,6 @@ def _act(run: ProvisioningRun, step: NodeStep, driver: HardwareDriver | None) ->
         allocation = fabric_allocate(order=order, hostnames=hostnames)
         return _("Isolated in %(key)s.") % {"key": str(allocation)}
     assert driver is not None
-    if run.kind == RunKind.PROVISION:
-        with transaction.atomic():  # a retried run finds its nodes released: claim again
-            fresh = Node.objects.select_for_update().get(pk=node.pk)
-            if fresh.status in (NodeStatus.AVAILABLE, NodeStatus.RESERVED):
-                _claim_node(fresh)
     limit = settings.PORTAL_REDFISH_POWER_TIMEOUT_S
     if name == StepName.POWER_OFF:
         driver.power_off()
@@ -532,20 +532,32 @@ def _needs_driver(name: str) -> bool:
 
 
 def step_execute(
-    *, step_id: int, launch: int | None = None, now: datetime | None = None
+    *,
+    step_id: int,
+    launch: int | None = None,
+    now: datetime | None = None,
+    drivers: dict[int, HardwareDriver] | None = None,
 ) -> StepOutcome:
     """Run one step once: check the record, take a lease, act, record the outcome.
 
     Returns "done" (now or before), "failed" (after its retries: the caller swaps the
     node) or "stopped" (the run is over or relaunched). Raises ``StepBusy`` while another
     worker holds a live lease and ``StepTransient`` for a retryable driver error.
+    ``drivers``: the caller's drivers by node id, kept across the steps of one task (a
+    node's driver is built, and its state restored from the record, once per task).
+
+    Two short transactions per step (lease, then outcome), each one row lock, one event
+    and one update: the step's row is the only one written while the node works, so the
+    nodes of a run never wait for each other's locks.
     """
     now = now or timezone.now()
     with transaction.atomic():
         step = (
-            NodeStep.objects.select_for_update(of=("self",)).select_related("node").get(pk=step_id)
+            NodeStep.objects.select_for_update(of=("self",))
+            .select_related("node", "run", "run__order", "run__order__image_profile")
+            .get(pk=step_id)
         )
-        run = ProvisioningRun.objects.get(pk=step.run_id)
+        run = step.run
         if run.status not in (RunStatus.RUNNING, RunStatus.VALIDATING):
             return StepOutcome("stopped")
         if launch is not None and launch != run.launch:
@@ -569,18 +581,27 @@ def step_execute(
             lease_until=now + timedelta(seconds=STEP_LIMIT_S.get(step.name, 600) + 60),
             message=_("Running: %(step)s.") % {"step": step.get_name_display()},
         )
-        ProvisioningRun.objects.filter(pk=run.pk).update(
-            message=_("%(node)s: %(step)s.")
-            % {"node": step.node.hostname, "step": step.get_name_display()}
-        )
-    run = ProvisioningRun.objects.select_related("order", "order__image_profile").get(pk=run.pk)
+        node = step.node
+        if (
+            run.kind == RunKind.PROVISION
+            and _needs_driver(step.name)
+            and node.status in (NodeStatus.AVAILABLE, NodeStatus.RESERVED)
+        ):
+            _claim_node(node)  # a retried run finds its nodes released: claim again
     error: DriverError | None = None
     message = ""
+    log = ""
     try:
-        driver = driver_for(run, step.node, attempt=attempt) if _needs_driver(step.name) else None
+        driver = None
+        if _needs_driver(step.name):
+            driver = drivers.get(node.pk) if drivers is not None else None
+            if driver is None or attempt > 1:
+                driver = driver_for(run, node, attempt=attempt)
+                if drivers is not None:
+                    drivers[node.pk] = driver
+        recorded = len(getattr(driver, "steps", None) or ())
         message = _act(run, step, driver)
-        log = ""
-        steps = getattr(driver, "steps", None)
+        steps = (getattr(driver, "steps", None) or [])[recorded:]  # this step's operations
         if steps:
             log = "\n".join(
                 f"{s.operation}: {s.simulated_s:g} s (simulated)" + (" FAILED" if s.failed else "")
@@ -594,10 +615,10 @@ def step_execute(
         error = DriverError(f"{type(exc).__name__}: {exc}")
         log = str(error)
     finished = timezone.now()
+    if error is not None and drivers is not None:
+        drivers.pop(node.pk, None)  # its state is unknown now: rebuilt from the record
     with transaction.atomic():
-        step = (
-            NodeStep.objects.select_for_update(of=("self",)).select_related("node").get(pk=step_id)
-        )
+        step = NodeStep.objects.select_for_update().get(pk=step_id)
         if step.status != StepStatus.RUNNING or step.attempt != attempt:
             return StepOutcome("stopped")  # the reaper or a staff action took it over
         if error is None:
@@ -655,10 +676,11 @@ def slot_advance(*, run_id: int, slot: int, upto: str, launch: int | None = None
             ).order_by("position")
         )
         swapped = False
+        drivers: dict[int, HardwareDriver] = {}
         for step in steps:
             if step.status in (StepStatus.DONE, StepStatus.SKIPPED):
                 continue
-            outcome = step_execute(step_id=step.pk, launch=launch)
+            outcome = step_execute(step_id=step.pk, launch=launch, drivers=drivers)
             if outcome.status == "done":
                 continue
             if outcome.status == "stopped":
@@ -846,14 +868,6 @@ def node_send_to_swap(
 # --- validation and delivery --------------------------------------------------------------
 
 
-def _provision_done(run: ProvisioningRun, node_id: int) -> bool:
-    return (
-        not NodeStep.objects.filter(run=run, node_id=node_id, name__in=PROVISION_STEPS)
-        .exclude(status__in=[StepStatus.DONE, StepStatus.SKIPPED])
-        .exists()
-    )
-
-
 def _back_to_running(run: ProvisioningRun, *, actor: Actor = None) -> None:
     if run.status == RunStatus.VALIDATING:
         lifecycle.transition(
@@ -885,7 +899,14 @@ def run_validate(
                 "node", "node__node_type__gpu_model"
             )
         )
-        if not active or not all(_provision_done(run, rn.node_id) for rn in active):
+        unfinished = (
+            NodeStep.objects.filter(
+                run=run, node_id__in=[rn.node_id for rn in active], name__in=PROVISION_STEPS
+            )
+            .exclude(status__in=[StepStatus.DONE, StepStatus.SKIPPED])
+            .exists()
+        )
+        if not active or unfinished:
             return "waiting"
         if run.status == RunStatus.RUNNING:
             lifecycle.transition(
@@ -920,17 +941,20 @@ def run_validate(
             )
         )
         now = timezone.now()
-        for step in todo:
-            if step.status == StepStatus.PENDING:
-                _set_step(
-                    step,
-                    StepStatus.RUNNING,
-                    _("Validation started."),
-                    attempt=step.attempt + 1,
-                    started_at=now,
-                    lease_until=now + timedelta(seconds=STEP_LIMIT_S[StepName.VALIDATE]),
-                    message=_("Running the validation suite."),
-                )
+        pending = [step for step in todo if step.status == StepStatus.PENDING]
+        for attempt in sorted({step.attempt for step in pending}):  # one move per attempt
+            lifecycle.transition_many(
+                [step for step in pending if step.attempt == attempt],
+                to=StepStatus.RUNNING,
+                reason=_("Validation started."),
+                updates={
+                    "attempt": attempt + 1,
+                    "started_at": now,
+                    "lease_until": now + timedelta(seconds=STEP_LIMIT_S[StepName.VALIDATE]),
+                    "message": _("Running the validation suite."),
+                },
+                locked=True,
+            )
     if todo:
         by_node = {rn.node_id: rn for rn in active}
         simulated = (
@@ -971,6 +995,7 @@ def run_validate(
         results = {r.node_id: r for r in outcome.nodes}
         rejected: list[tuple[RunNode, str]] = []
         with transaction.atomic():
+            accepted: list[NodeStep] = []
             for step in (
                 NodeStep.objects.select_for_update(of=("self",))
                 .select_related("node")
@@ -981,15 +1006,8 @@ def run_validate(
                     :LOG_EXCERPT_CHARS
                 ]
                 if result is not None and result.accepted:
-                    _set_step(
-                        step,
-                        StepStatus.DONE,
-                        _("Accepted."),
-                        finished_at=timezone.now(),
-                        lease_until=None,
-                        message=_("Accepted by validation."),
-                        log_excerpt=excerpt,
-                    )
+                    step.log_excerpt = excerpt
+                    accepted.append(step)
                 else:
                     why = "; ".join(result.reasons) if result else _("no result")
                     _set_step(
@@ -1002,6 +1020,19 @@ def run_validate(
                         log_excerpt=excerpt,
                     )
                     rejected.append((by_node[step.node_id], why))
+            if accepted:  # one move for all accepted nodes, then their reports
+                lifecycle.transition_many(
+                    accepted,
+                    to=StepStatus.DONE,
+                    reason=_("Accepted."),
+                    updates={
+                        "finished_at": timezone.now(),
+                        "lease_until": None,
+                        "message": _("Accepted by validation."),
+                    },
+                    locked=True,
+                )
+                NodeStep.objects.bulk_update(accepted, ["log_excerpt"])
         if not rejected and not outcome.cluster_accepted and len(active) > 1:
             run_fail(
                 run=run,
@@ -1066,9 +1097,8 @@ def run_deliver(*, run_id: int, launch: int | None = None) -> str:
             locked=True,
         )
         for rn in active:
-            RunNode.objects.filter(pk=rn.pk).update(
-                ssh_user=user, addresses=_addresses(rn.node), delivered_at=now
-            )
+            rn.ssh_user, rn.addresses, rn.delivered_at = user, _addresses(rn.node), now
+        RunNode.objects.bulk_update(active, ["ssh_user", "addresses", "delivered_at"])
         lifecycle.transition(
             run,
             to=RunStatus.DELIVERED,

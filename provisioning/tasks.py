@@ -1,8 +1,9 @@
 """Provisioning tasks: thin, taking ids, each bounded by its own time limits.
 
 The canvas of a run (``provisioning_launch``): per slot a chain of
-``provisioning_slot_advance`` signatures (one per step, each with the time limit of the
-steps up to it), all slots in a group, a chord into cluster validation, then delivery.
+``provisioning_slot_advance`` signatures (one per phase of steps: power cycle into the
+network boot, the OS install, then access, fabric, boot and check; each with the time
+limit of the steps up to it), all slots in a group, a chord into cluster validation, then delivery.
 Cleaning: the same shape, into ``provisioning_clean_finish``. Every task checks the
 recorded state first (``provisioning.services``), so a redelivered or relaunched task
 does no harm; a task of an older launch stops at once.
@@ -90,23 +91,24 @@ def provisioning_launch(run_id: int, launch: int) -> str:
         .values_list("slot", flat=True)
     )
     if run.kind == RunKind.CLEAN:
-        names = services.CLEAN_STEPS
+        names, ends = services.CLEAN_STEPS, services.CLEAN_PHASE_ENDS
         body = provisioning_clean_finish.si(run_id, launch)
     else:
-        names = services.PROVISION_STEPS
+        names, ends = services.PROVISION_STEPS, services.PROVISION_PHASE_ENDS
         body = chain(
             provisioning_validate.si(run_id, launch), provisioning_deliver.si(run_id, launch)
         )
     chains = []
     for slot in slots:
-        # Steps already done for the slot's node are skipped at once by the task itself.
+        # One task per phase of the slot's steps (the last one named), each limited by
+        # the steps up to it; steps already done are skipped at once by the task itself.
         chains.append(
             chain(
                 provisioning_slot_advance.si(run_id, slot, name, launch).set(
                     soft_time_limit=_advance_limit(names, name),
                     time_limit=_advance_limit(names, name) + 30,
                 )
-                for name in names
+                for name in ends
             )
         )
     if not chains:
