@@ -198,6 +198,24 @@ class RoleForm(forms.Form):
     role = forms.ChoiceField(label=_("Role"), choices=MemberRole.choices)
 
 
+class SshKeyForm(forms.Form):
+    name = forms.CharField(
+        label=_("Name"),
+        max_length=100,
+        required=False,
+        help_text=_("For example “Li Wei's laptop”; the key's comment when left empty."),
+    )
+    public_key = forms.CharField(
+        label=_("Public key"),
+        max_length=16_384,
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "code"}),
+        help_text=_(
+            "One line from your .pub file, e.g. ~/.ssh/id_ed25519.pub. Accepted: ed25519, "
+            "ECDSA, or RSA of at least 3072 bits."
+        ),
+    )
+
+
 class SwitchForm(forms.Form):
     organisation = forms.IntegerField(widget=forms.HiddenInput)
 

@@ -13,7 +13,7 @@ from django.http import HttpRequest
 from django.shortcuts import resolve_url
 from django.utils import timezone
 
-from accounts.models import CustomerProfile, Invitation, Membership, Organisation
+from accounts.models import CustomerProfile, Invitation, Membership, Organisation, SshPublicKey
 
 SESSION_KEY = "active_organisation_id"
 _CACHE_ATTR = "_accounts_current_membership"
@@ -98,6 +98,11 @@ def invitations_open(organisation: Organisation) -> QuerySet[Invitation]:
         revoked_at__isnull=True,
         expires_at__gt=timezone.now(),
     ).select_related("invited_by")
+
+
+def ssh_keys_for_org(organisation: Organisation) -> QuerySet[SshPublicKey]:
+    """The organisation's SSH public keys, by name, with who added them."""
+    return SshPublicKey.objects.filter(organisation=organisation).select_related("added_by")
 
 
 def invitation_by_token(token: str) -> Invitation | None:

@@ -618,10 +618,26 @@ def membership_remove(*, membership: Membership, actor: AbstractBaseUser) -> Non
 # --- SSH public keys ---------------------------------------------------------------------
 
 
+# Who may add and remove the organisation's keys: a key opens every node of its orders.
+SSH_KEY_MANAGERS = (MemberRole.OWNER,)
+
+
+def _ssh_key_role_check(organisation: Organisation, actor: AbstractBaseUser | None) -> None:
+    """A signed-in actor must be an owner; ``None`` is the system (seed data, tests)."""
+    if actor is not None and getattr(actor, "is_authenticated", False):
+        _role_check(
+            organisation=organisation,
+            actor=actor,
+            roles=SSH_KEY_MANAGERS,
+            refusal=_("Only an owner can add or remove the organisation's SSH keys."),
+        )
+
+
 def ssh_key_add(
     *, organisation: Organisation, name: str, public_key: str, actor: AbstractBaseUser | None
 ) -> SshPublicKey:
     """Add an SSH public key to the organisation (ed25519, ECDSA, RSA ≥ 3072 bits)."""
+    _ssh_key_role_check(organisation, actor)
     try:
         parsed = parse_public_key(public_key)
     except InvalidSshKey as exc:
@@ -646,8 +662,11 @@ def ssh_key_add(
         raise DomainError(_("This key is already in your organisation's keys.")) from None
 
 
-def ssh_key_remove(*, organisation: Organisation, key_id: int) -> None:
-    """Remove one of the organisation's keys (orders already delivered keep theirs)."""
+def ssh_key_remove(
+    *, organisation: Organisation, key_id: int, actor: AbstractBaseUser | None = None
+) -> None:
+    """Remove one of the organisation's keys (nodes already delivered keep theirs)."""
+    _ssh_key_role_check(organisation, actor)
     deleted, _count = SshPublicKey.objects.filter(organisation=organisation, pk=key_id).delete()
     if not deleted:
         raise DomainError(_("No such key."))

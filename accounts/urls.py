@@ -33,6 +33,9 @@ urlpatterns = [
     path("members/invite/", views.invite, name="invite"),
     path("members/<int:pk>/role/", views.member_role, name="member_role"),
     path("members/<int:pk>/remove/", views.member_remove, name="member_remove"),
+    path("ssh-keys/", views.ssh_keys, name="ssh_keys"),
+    path("ssh-keys/add/", views.ssh_key_add, name="ssh_key_add"),
+    path("ssh-keys/remove/", views.ssh_key_remove, name="ssh_key_remove"),
     path("invitations/<int:pk>/withdraw/", views.invitation_revoke, name="invitation_revoke"),
     path("invitations/<slug:token>/", views.invitation, name="invitation"),
 ]

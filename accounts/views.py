@@ -33,9 +33,10 @@ from accounts.forms import (
     PortalPasswordResetForm,
     RoleForm,
     SignupForm,
+    SshKeyForm,
     SwitchForm,
 )
-from accounts.models import Invitation, MemberRole, Membership
+from accounts.models import Invitation, MemberRole, Membership, SshPublicKey
 from core.errors import DomainError
 
 BACKEND = "accounts.backends.EmailBackend"
@@ -511,6 +512,76 @@ def member_remove(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("accounts:organisations")
     messages.success(request, _("%(name)s is no longer a member.") % {"name": name})
     return redirect("accounts:members")
+
+
+# --- SSH public keys --------------------------------------------------------------------
+
+
+def _ssh_keys_page(
+    request: HttpRequest, form: SshKeyForm | None = None, status: int = 200
+) -> HttpResponse:
+    can_manage = request.membership.role in services.SSH_KEY_MANAGERS
+    return render(
+        request,
+        "accounts/ssh_keys.html",
+        {
+            "organisation": request.organisation,
+            "keys": selectors.ssh_keys_for_org(request.organisation),
+            "can_manage": can_manage,
+            "form": form or (SshKeyForm() if can_manage else None),
+        },
+        status=status,
+    )
+
+
+@customer_required
+@require_http_methods(["GET"])
+def ssh_keys(request: HttpRequest) -> HttpResponse:
+    """The organisation's SSH keys: every member sees them, owners add and remove."""
+    return _ssh_keys_page(request)
+
+
+@customer_required(roles=services.SSH_KEY_MANAGERS)
+@require_POST
+def ssh_key_add(request: HttpRequest) -> HttpResponse:
+    form = SshKeyForm(request.POST)
+    if form.is_valid():
+        try:
+            key = services.ssh_key_add(
+                organisation=request.organisation,
+                name=form.cleaned_data["name"],
+                public_key=form.cleaned_data["public_key"],
+                actor=request.user,
+            )
+        except DomainError as exc:
+            form.add_error("public_key", exc.message)
+        else:
+            messages.success(
+                request,
+                _("Key “%(name)s” added (%(fingerprint)s).")
+                % {"name": key.name, "fingerprint": key.fingerprint},
+            )
+            return redirect("accounts:ssh_keys")
+    return _ssh_keys_page(request, form=form, status=400)
+
+
+@customer_required(roles=services.SSH_KEY_MANAGERS)
+@require_POST
+def ssh_key_remove(request: HttpRequest) -> HttpResponse:
+    """Remove the key named in the form (``key``): another organisation's key is a 404."""
+    pk = request.POST.get("key", "")
+    if not pk.isdigit():
+        raise Http404
+    key = get_object_or_404(SshPublicKey, pk=int(pk), organisation=request.organisation)
+    try:
+        services.ssh_key_remove(
+            organisation=request.organisation, key_id=key.pk, actor=request.user
+        )
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, _("Key “%(name)s” removed.") % {"name": key.name})
+    return redirect("accounts:ssh_keys")
 
 
 @never_cache

@@ -3,14 +3,21 @@ against PostgreSQL, with the simulated hardware driver.
 
 (a) Fan-out overhead: zero hardware delay (time scale 0), validation accepting at once,
     orders of 8, 64 and 256 nodes, one after the other, on one ``celery worker`` with 2
-    prefork processes. Prints each time (order marked paid → run delivered) and
-    ``ratio_64_to_8`` (goal ≤ 2).
+    prefork processes serving the provisioning and validation queues (the payment's
+    invoice PDF and emails go to a second, one-process worker on the same machine, as in
+    a deployment with a dedicated provisioning worker; ``--shared-worker``: all on one).
+    Prints each time (order marked paid → run delivered) and ``ratio_64_to_8`` (goal ≤ 2).
 (b) Realistic step times (``SimulatedTimings``' defaults: POST 3 min, OS install 15 min,
     ...) for 16 H100 nodes under a time scale (default 0.01: a simulated minute in 0.6 s),
     on a worker with one thread per node (the hardware waits of real BMCs overlap). Prints
     ``simulated_minutes_16`` (wall time / scale, goal ≤ 45) and ``overhead_share``: the
-    portal's own time (wall minus the longest node's simulated hardware time, validation
-    included, both in real seconds) over that hardware time (goal ≤ 1 %).
+    portal's own time (real seconds: wall minus the longest node's hardware time as
+    replayed, validation included) over the simulated hardware time (the same hardware
+    time in simulated seconds), goal ≤ 1 %: what the portal adds to a real provisioning.
+    ``overhead_share_of_replay`` divides by the replayed hardware time instead (as if the
+    portal's own time were compressed by the scale too: stricter by 1/scale).
+    Both parts also print the CPU time of the worker processes (``worker_cpu_*``), which
+    other load on the machine does not inflate the way it does wall times.
 
 **Benchmark only, not the product's behaviour**: the workers run with cluster validation
 replaced by a stand-in that accepts every node (after ``--validation-s`` simulated seconds
@@ -101,19 +108,29 @@ def worker_main(validation_s: float, scale: float, celery_argv: list[str]) -> No
 
 class Workers:
     def __init__(
-        self, env: dict[str, str], *, pool: str, concurrency: int, validation_s: float
+        self,
+        env: dict[str, str],
+        *,
+        pool: str,
+        concurrency: int,
+        validation_s: float,
+        queues: tuple[str, ...],
+        name: str = "provisioning",
     ) -> None:
-        from portal import queues
-
         scale = env["PORTAL_SIMULATED_TIME_SCALE"]
         args = [
             sys.executable, __file__, "--worker", str(validation_s), scale, "--",
-            "-Q", ",".join(queues.ALL), "-P", pool, "-c", str(concurrency),
-            "-n", f"bench-{os.getpid()}-{pool}@%h", "--loglevel=WARNING",
+            "-Q", ",".join(queues), "-P", pool, "-c", str(concurrency),
+            "-n", f"bench-{os.getpid()}-{name}-{pool}@%h", "--loglevel=WARNING",
             "--without-mingle", "--without-gossip", "--without-heartbeat",
         ]  # fmt: skip
         self.log = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self.log, stderr=self.log)
+
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) of the worker and its pool processes so far: what the
+        portal's own work costs, whatever else the machine is doing meanwhile."""
+        return tree_cpu_seconds(self.proc.pid)
 
     def stop(self) -> str:
         self.proc.terminate()
@@ -124,6 +141,31 @@ class Workers:
             self.proc.wait()
         self.log.seek(0)
         return self.log.read()
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and its descendants, from /proc (Linux)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, ppid in parents.items():
+            if ppid == parent and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return sum(cpu.get(p, 0.0) for p in tree)
 
 
 # --- data -------------------------------------------------------------------------------
@@ -182,11 +224,18 @@ def paid_order(nodes: int) -> Order:
 def provision(nodes: int, *, timeout: float) -> tuple[float, ProvisioningRun]:
     """Seconds from marking an order of ``nodes`` paid to its run delivered."""
     from billing.services.orders import order_mark_paid
+    from inventory.models import Site
     from provisioning.models import ProvisioningRun, RunStatus
 
     order = paid_order(nodes)
+    # Provisioning begins at the rental's start (a week ahead) minus the site's lead time:
+    # the site needs 8 days for this payment, so that time has come when it is paid (the
+    # quote was accepted under the usual 24 h, which a bank transfer a week ahead allows).
+    lead = Site.objects.filter(pk=order.site_id).values_list("lead_time_hours", flat=True)[0]
+    Site.objects.filter(pk=order.site_id).update(lead_time_hours=8 * 24)
     t0 = time.perf_counter()
     order_mark_paid(order=order)
+    Site.objects.filter(pk=order.site_id).update(lead_time_hours=lead)
     deadline = t0 + timeout
     while time.perf_counter() < deadline:
         run = ProvisioningRun.objects.filter(
@@ -237,6 +286,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--broker", default=None, help="Redis URL (emptied first)")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument(
+        "--shared-worker",
+        action="store_true",
+        help="one worker for every queue (documents and billing too), as before",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
 
@@ -272,6 +326,36 @@ def main(argv: list[str] | None = None) -> int:
             call_command("seed_demo", stdout=io.StringIO())
             add_nodes(sum(sizes) + args.realistic_nodes + 16)
 
+        # The provisioning worker serves the provisioning and validation queues, as the
+        # deployment's dedicated worker does (portal/queues.py); the payment's invoice PDF
+        # and emails go to a second worker (one process) on the same machine, so they
+        # still take CPU but not a provisioning worker's slot or, in (b), its GIL.
+        # --shared-worker: everything on the provisioning worker (the earlier layout).
+        from portal import queues as portal_queues
+
+        if args.shared_worker:
+            own_queues = portal_queues.ALL
+        else:
+            own_queues = (portal_queues.PROVISIONING, portal_queues.VALIDATION)
+        other_queues = tuple(q for q in portal_queues.ALL if q not in own_queues)
+
+        def start_side_worker(env: dict[str, str]) -> Workers | None:
+            if not other_queues:
+                return None
+            return Workers(
+                env, pool="prefork", concurrency=1, validation_s=0, queues=other_queues,
+                name="other",
+            )  # fmt: skip
+
+        def stop_workers(*group: Workers | None) -> None:
+            for w in group:
+                if w is not None:
+                    log = w.stop()
+                    if "Traceback" in log:
+                        print(log[-3000:], file=sys.stderr)
+
+        result["shared_worker"] = bool(args.shared_worker)
+
         # (a) zero delay, 2 processes
         env = {**os.environ, **base_env, "PORTAL_PROVISIONING_AUTOSTART": "1"}
         env["PORTAL_SIMULATED_TIME_SCALE"] = "0"
@@ -280,23 +364,34 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.processes} worker processes (prefork)",
             flush=True,
         )
-        workers = Workers(env, pool="prefork", concurrency=args.processes, validation_s=0)
+        workers = Workers(
+            env, pool="prefork", concurrency=args.processes, validation_s=0, queues=own_queues
+        )
+        side = start_side_worker(env)
         try:
             warm, _ = provision(2, timeout=180)  # the workers up, imports warm
             print(f"  warm-up, 2 nodes: {warm:.2f} s", flush=True)
             seconds: dict[int, float] = {}
+            cpu: dict[int, float] = {}
+            side_cpu: dict[int, float] = {}
             for n in sizes:
+                before = workers.cpu_seconds()
+                side_before = side.cpu_seconds() if side else 0.0
                 seconds[n], _ = provision(n, timeout=600)
+                cpu[n] = workers.cpu_seconds() - before
+                side_cpu[n] = (side.cpu_seconds() - side_before) if side else 0.0
                 print(
-                    f"  {n} nodes: {seconds[n]:.2f} s ({seconds[n] / n * 1000:.1f} ms a node)",
+                    f"  {n} nodes: {seconds[n]:.2f} s ({seconds[n] / n * 1000:.1f} ms a node); "
+                    f"provisioning worker CPU {cpu[n]:.2f} s ({cpu[n] / n * 1000:.1f} ms a "
+                    f"node); other queues' worker CPU {side_cpu[n]:.2f} s",
                     flush=True,
                 )
         finally:
-            log = workers.stop()
-            if "Traceback" in log:
-                print(log[-3000:], file=sys.stderr)
+            stop_workers(workers, side)
         for n, s in seconds.items():
             result[f"seconds_{n}"] = round(s, 3)
+            result[f"worker_cpu_ms_per_node_{n}"] = round(cpu[n] / n * 1000, 1)
+            result[f"other_worker_cpu_s_{n}"] = round(side_cpu[n], 2)
         if 8 in seconds and 64 in seconds:
             result["ratio_64_to_8"] = round(seconds[64] / seconds[8], 2)
 
@@ -308,35 +403,62 @@ def main(argv: list[str] | None = None) -> int:
             f"{n} worker threads, validation stand-in {args.validation_s:g} simulated s",
             flush=True,
         )
-        workers = Workers(env, pool="threads", concurrency=n, validation_s=args.validation_s)
+        workers = Workers(
+            env,
+            pool="threads",
+            concurrency=n,
+            validation_s=args.validation_s,
+            queues=own_queues,
+        )
+        side = start_side_worker(env)
         try:
             provision(1, timeout=300)  # warm-up
+            before = workers.cpu_seconds()
             wall, run = provision(n, timeout=600)
+            cpu_b = workers.cpu_seconds() - before
         finally:
-            log = workers.stop()
-            if "Traceback" in log:
-                print(log[-3000:], file=sys.stderr)
-        hardware = (hardware_seconds(run) + args.validation_s) * args.scale
+            stop_workers(workers, side)
+        # The hardware's time in simulated seconds, and as replayed (times the scale).
+        hardware_sim = hardware_seconds(run) + args.validation_s
+        hardware = hardware_sim * args.scale
+        # The portal's own time: real seconds from paid to delivered that the (replayed)
+        # hardware did not take. It is not compressed by the time scale.
         overhead = max(wall - hardware, 0.0)
         result["simulated_minutes_16" if n == 16 else f"simulated_minutes_{n}"] = round(
             wall / args.scale / 60, 1
         )
-        result["hardware_minutes"] = round(hardware / args.scale / 60, 1)
-        result["overhead_share"] = round(overhead / hardware, 4)
+        result["hardware_minutes"] = round(hardware_sim / 60, 1)
+        result["overhead_s"] = round(overhead, 3)
+        # The issue's definition: the portal's own time over the simulated hardware time
+        # (what the portal adds to a real provisioning of these nodes).
+        result["overhead_share"] = round(overhead / hardware_sim, 4)
+        # Stricter: over the replayed (scaled) hardware time, i.e. as if the portal's own
+        # time were also compressed by the scale (how much it slows the replay).
+        result["overhead_share_of_replay"] = round(overhead / hardware, 4)
+        result["worker_cpu_s_16" if n == 16 else f"worker_cpu_s_{n}"] = round(cpu_b, 2)
         print(
             f"  wall {wall:.2f} s = {wall / args.scale / 60:.1f} simulated min; "
-            f"hardware {hardware:.2f} s; portal overhead {overhead:.2f} s "
-            f"({overhead / hardware:.1%})",
+            f"hardware {hardware_sim / 60:.1f} simulated min = {hardware:.2f} s replayed; "
+            f"portal overhead {overhead:.2f} s = {overhead / hardware_sim:.2%} of the "
+            f"simulated hardware time ({overhead / hardware:.1%} of the replay); "
+            f"worker CPU {cpu_b:.2f} s",
             flush=True,
         )
         result["scale"] = args.scale
         result["processes"] = args.processes
-        result["conn_max_age"] = int(os.environ.get("DATABASE_CONN_MAX_AGE") or 0)
+        from django.conf import settings
+
+        result["conn_max_age"] = settings.DATABASES["default"]["CONN_MAX_AGE"]
         result["goals"] = {
             "ratio_64_to_8": GOAL_RATIO,
             "simulated_minutes_16": GOAL_SIMULATED_MINUTES,
             "overhead_share": GOAL_OVERHEAD_SHARE,
         }
+        for key, goal in result["goals"].items():
+            if key in result:
+                verdict = "ok" if result[key] <= goal else "MISSED"
+                print(f"  {key} = {result[key]} (goal <= {goal}): {verdict}", flush=True)
+        result["loadavg_1m_end"] = round(os.getloadavg()[0], 2)
     finally:
         from django.db import connections
 

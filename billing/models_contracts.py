@@ -228,13 +228,16 @@ class TermsAcceptance(models.Model):
 
 
 class ProvisioningRelease(models.Model):
-    """The order was paid and its contract signed (or terms accepted): provisioning was
-    enqueued once, at ``released_at``."""
+    """The order was paid and its contract signed (or terms accepted) at ``released_at``;
+    its provisioning run starts at ``provision_at``: the rental's start minus the site's
+    lead time, or at once when that is already past (empty on rows released before the
+    field existed: at once). Until then its nodes may still be another customer's."""
 
     order = models.OneToOneField(
         Order, on_delete=models.CASCADE, related_name="provisioning_release"
     )
     released_at = models.DateTimeField()
+    provision_at = models.DateTimeField(_("provisioning begins"), null=True, blank=True)
     basis = models.CharField(max_length=200)
 
     def __str__(self) -> str:

@@ -8,17 +8,22 @@ or invoice answers 404, exactly like one that does not exist.
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone, translation
-from django.views.decorators.http import require_GET
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+from django.views.decorators.http import require_GET, require_POST
 
 from accounts.decorators import customer_required
 from accounts.models import MemberRole
 from billing import invoices, quote_pdf
 from billing.models import Order
 from billing.services import gate
+from billing.services import orders as order_services
+from core.errors import DomainError
 from portal import dashboard_money
 from portal import dashboard_selectors as selectors
 from portal.dashboard_service import service_context
@@ -28,6 +33,9 @@ from provisioning.validation.reasons import annotate_progress
 
 # Who may edit the organisation's billing details (accounts:organisation_settings).
 BILLING_EDITORS = (MemberRole.OWNER, MemberRole.BILLING)
+# Who may choose which of the organisation's SSH keys an order installs (the keys
+# themselves are managed by owners on accounts:ssh_keys).
+ACCESS_EDITORS = (MemberRole.OWNER, MemberRole.MEMBER)
 
 
 def _language(request: HttpRequest) -> str:
@@ -64,6 +72,7 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
     if order is None:
         raise Http404
     reservations = selectors.order_reservations(order)
+    access_keys = selectors.order_access_keys(order)
     return render(
         request,
         "dashboard/order.html",
@@ -82,8 +91,51 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
             "gate": gate.gate_state(order),
             **service_context(order),
             **dashboard_money.order_money_context(order),
+            "access_keys": access_keys,
+            "access_chosen": [key for key in access_keys if key.chosen],
+            "access_open": order.status in order_services.ACCESS_EDITABLE,
+            "access_editor": request.membership.role in ACCESS_EDITORS,
         },
     )
+
+
+@customer_required
+@require_POST
+def order_access(request: HttpRequest, number: str) -> HttpResponse:
+    """Choose which of the organisation's SSH keys go on the order's nodes (until
+    provisioning starts)."""
+    order = selectors.order_for_org(request.organisation, number)
+    if order is None:
+        raise Http404
+    target = reverse("dashboard_order", args=[order.number]) + "#access"
+    if request.membership.role not in ACCESS_EDITORS:
+        messages.error(request, _("Only owners and members choose the SSH keys of an order."))
+        return redirect(target)
+    try:
+        ids = sorted({int(v) for v in request.POST.getlist("keys")})
+    except ValueError:
+        ids = [-1]  # not an id: refused below like a key of another organisation
+    try:
+        order_services.order_set_access(order=order, ssh_key_ids=ids, actor=request.user)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    else:
+        if ids:
+            messages.success(
+                request,
+                ngettext(
+                    "Saved: %(count)s SSH key will be installed on the nodes.",
+                    "Saved: %(count)s SSH keys will be installed on the nodes.",
+                    len(ids),
+                )
+                % {"count": len(ids)},
+            )
+        else:
+            messages.warning(
+                request,
+                _("Saved: no SSH key chosen, so nobody will be able to log in to the nodes."),
+            )
+    return redirect(target)
 
 
 def _progress_context(order: Order) -> dict[str, object]:

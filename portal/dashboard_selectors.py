@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, QuerySet
 from django.utils.translation import gettext as _
 
-from accounts.models import Membership, Organisation
+from accounts.models import Membership, Organisation, SshPublicKey
 from accounts.selectors import display_name
 from billing.models import (
     QUOTE_CUSTOMER_VISIBLE,
@@ -129,6 +129,17 @@ def order_for_org(organisation: Organisation, number: str) -> Order | None:
     if order is not None:
         _with_periods([order])
     return order
+
+
+def order_access_keys(order: Order) -> list[SshPublicKey]:
+    """The organisation's SSH keys, each with ``chosen``: whether the order installs it
+    (one query)."""
+    chosen = Order.ssh_keys.through.objects.filter(order=order, sshpublickey=OuterRef("pk"))
+    return list(
+        SshPublicKey.objects.filter(organisation_id=order.organisation_id)
+        .annotate(chosen=Exists(chosen))
+        .order_by("name", "pk")
+    )
 
 
 def order_quote_for_org(organisation: Organisation, number: str) -> Quote | None:

@@ -84,7 +84,10 @@ DATABASES = {
     "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"),
 }
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+# Keep a connection between requests and tasks (a worker opened one per task: a few ms
+# each, on every provisioning step); checked before reuse, so a restarted server is fine.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The embedded default runs web, worker and beat on one file. WAL lets readers go on
     # while one process writes; IMMEDIATE transactions take the write lock when they
@@ -431,6 +434,12 @@ CELERY_BEAT_SCHEDULE["provisioning-reaper"] = {
     "task": "provisioning.tasks.provisioning_reaper_task",
     "schedule": 60.0,
 }
+# Paid orders whose rental starts later begin provisioning at start minus the site's lead
+# time: this scan starts them (a database scan, not an ETA message: see provisioning_start).
+CELERY_BEAT_SCHEDULE["provisioning-start-due"] = {
+    "task": "provisioning.tasks.provisioning_start_due_task",
+    "schedule": 60.0,
+}
 CELERY_BEAT_SCHEDULE["provisioning-end-due-orders"] = {
     "task": "provisioning.tasks.provisioning_end_due_orders_task",
     "schedule": 300.0,
@@ -439,8 +448,9 @@ CELERY_BEAT_SCHEDULE["provisioning-end-due-orders"] = {
 PORTAL_PROVISIONING_STALL_S = env.float("PORTAL_PROVISIONING_STALL_S", default=900.0)
 # Simulated failures per hostname, e.g. {"sz-h100-03": ["install_image"]} (demos, tests).
 PORTAL_SIMULATED_FAIL = env.json("PORTAL_SIMULATED_FAIL", default={})
-# A paid order starts its provisioning run at once (off in the test suite, where tests of
-# payments check billing's half and provisioning tests start their runs themselves).
+# A paid order starts its provisioning run when its time comes (its start minus the site's
+# lead time; at once if that is past). Off in the test suite, where tests of payments
+# check billing's half and provisioning tests start their runs themselves.
 PORTAL_PROVISIONING_AUTOSTART = env.bool("PORTAL_PROVISIONING_AUTOSTART", default=True)
 # --- Validation (provisioning/validation) ----------------------------------------------
 # How the node agent is run: ``auto`` by the node's driver (simulated, or Redfish with the

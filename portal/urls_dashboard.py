@@ -7,6 +7,7 @@ from portal import dashboard, dashboard_contracts, dashboard_money, dashboard_se
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
     path("orders/<slug:number>/", dashboard.order_detail, name="dashboard_order"),
+    path("orders/<slug:number>/access", dashboard.order_access, name="dashboard_order_access"),
     path(
         "orders/<slug:number>/progress/", dashboard.order_progress, name="dashboard_order_progress"
     ),

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from billing.models import Order
 from provisioning.models import (
@@ -39,6 +40,7 @@ class RunProgress:
     eta: datetime | None
     swaps: list[NodeSwap]
     jump_host: str
+    message: str = ""  # what the run is doing now: its latest running step, else its own
 
 
 def latest_run(order: Order, kind: str = RunKind.PROVISION) -> ProvisioningRun | None:
@@ -65,6 +67,12 @@ def run_progress(run: ProvisioningRun) -> RunProgress:
     jump = settings.PORTAL_SSH_JUMP_HOST
     total_weight = total_done = 0.0
     latest_eta: datetime | None = None
+    current: NodeStep | None = None  # the latest step started and still running
+    hostnames = {rn.node_id: rn.node.hostname for rn in run_nodes}
+    for step in steps:
+        if step.status == StepStatus.RUNNING and step.started_at:
+            if current is None or step.started_at > current.started_at:
+                current = step
     for rn in run_nodes:
         mine = by_node.get(rn.node_id, [])
         weight = sum(max(s.expected_s, 1.0) for s in mine) or 1.0
@@ -104,4 +112,10 @@ def run_progress(run: ProvisioningRun) -> RunProgress:
         eta=latest_eta,
         swaps=list(NodeSwap.objects.filter(run=run).select_related("failed_node", "spare_node")),
         jump_host=jump,
+        message=(
+            _("%(node)s: %(step)s.")
+            % {"node": hostnames.get(current.node_id, "?"), "step": current.get_name_display()}
+            if current is not None and run.is_active
+            else run.message
+        ),
     )

@@ -24,7 +24,7 @@ from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from billing.models import Order, OrderStatus
+from billing.models import Order, OrderStatus, ProvisioningRelease
 from billing.services.orders import order_transition
 from core import jobs, lifecycle
 from core.errors import DomainError
@@ -112,6 +112,11 @@ STEP_EXPECTED_S: dict[str, float] = {
     StepName.CHECK_CLEAN: _TIMINGS.inventory,
 }
 LOG_EXCERPT_CHARS = 4000
+# The canvas runs each slot's steps in phases, one task each, named by their last step:
+# a task per step cost a broker round trip, a result and a chain hop per node and step
+# for nothing (each task already runs every step up to its own, skipping those done).
+PROVISION_PHASE_ENDS: tuple[str, ...] = (StepName.POWER_ON, StepName.INSTALL, StepName.CHECK_OS)
+CLEAN_PHASE_ENDS: tuple[str, ...] = (StepName.ERASE, StepName.CHECK_CLEAN)
 
 
 class StepBusy(Exception):
@@ -299,12 +304,60 @@ def run_start(*, run: ProvisioningRun, actor: Actor = None) -> ProvisioningRun:
 
 
 def provisioning_begin(*, order_id: int) -> ProvisioningRun | None:
-    """Entry point of a paid order: create its run and start it (safe to call twice)."""
+    """Create the paid order's run and start it now (safe to call twice). Paid orders go
+    through ``provisioning_start_when_due``, which waits for the release's time."""
     order = Order.objects.filter(pk=order_id).first()
     if order is None or order.status not in (OrderStatus.PAID, OrderStatus.PROVISIONING):
         return None
     run = run_create(order=order)
     return run_start(run=run)
+
+
+def provisioning_due_at(order_id: int) -> datetime | None:
+    """When the order's run may start (the gate's ``provision_at``: the rental's start
+    minus the site's lead time); ``None`` when the order was never released."""
+    release = ProvisioningRelease.objects.filter(order_id=order_id).first()
+    if release is None:
+        return None
+    return release.provision_at or release.released_at
+
+
+def provisioning_start_when_due(
+    *, order_id: int, now: datetime | None = None
+) -> ProvisioningRun | datetime | None:
+    """The entry point of a released order: its run is started if its time has come;
+    otherwise the time it will start is returned (``provisioning_start_due`` starts it
+    then). ``None``: not released, or not a paid order any more."""
+    now = now or timezone.now()
+    due = provisioning_due_at(order_id)
+    if due is None:
+        return None
+    if due > now:
+        return due
+    return provisioning_begin(order_id=order_id)
+
+
+def provisioning_start_due(*, now: datetime | None = None, limit: int = 100) -> int:
+    """Beat: start the runs of released, paid orders whose time has come and that have no
+    provisioning run yet. Idempotent: a started order is ``provisioning`` (no longer
+    paid) and ``run_create`` returns an existing run. Returns how many were started."""
+    now = now or timezone.now()
+    has_run = ProvisioningRun.objects.filter(order=OuterRef("order"), kind=RunKind.PROVISION)
+    due = list(
+        ProvisioningRelease.objects.filter(order__status=OrderStatus.PAID)
+        .filter(Q(provision_at__lte=now) | Q(provision_at__isnull=True))
+        .filter(~Exists(has_run))
+        .order_by("provision_at", "pk")
+        .values_list("order_id", flat=True)[:limit]
+    )
+    started = 0
+    for order_id in due:
+        try:
+            if provisioning_begin(order_id=order_id) is not None:
+                started += 1
+        except DomainError as exc:  # e.g. no booked nodes: say so, go on with the others
+            logger.error("order %s could not start provisioning: %s", order_id, exc)
+    return started
 
 
 # --- steps ---------------------------------------------------------------------------------
@@ -419,11 +472,6 @@ def _act(run: ProvisioningRun, step: NodeStep, driver: HardwareDriver | None) ->
         allocation = fabric_allocate(order=order, hostnames=hostnames)
         return _("Isolated in %(key)s.") % {"key": str(allocation)}
     assert driver is not None
-    if run.kind == RunKind.PROVISION:
-        with transaction.atomic():  # a retried run finds its nodes released: claim again
-            fresh = Node.objects.select_for_update().get(pk=node.pk)
-            if fresh.status in (NodeStatus.AVAILABLE, NodeStatus.RESERVED):
-                _claim_node(fresh)
     limit = settings.PORTAL_REDFISH_POWER_TIMEOUT_S
     if name == StepName.POWER_OFF:
         driver.power_off()
@@ -484,20 +532,32 @@ def _needs_driver(name: str) -> bool:
 
 
 def step_execute(
-    *, step_id: int, launch: int | None = None, now: datetime | None = None
+    *,
+    step_id: int,
+    launch: int | None = None,
+    now: datetime | None = None,
+    drivers: dict[int, HardwareDriver] | None = None,
 ) -> StepOutcome:
     """Run one step once: check the record, take a lease, act, record the outcome.
 
     Returns "done" (now or before), "failed" (after its retries: the caller swaps the
     node) or "stopped" (the run is over or relaunched). Raises ``StepBusy`` while another
     worker holds a live lease and ``StepTransient`` for a retryable driver error.
+    ``drivers``: the caller's drivers by node id, kept across the steps of one task (a
+    node's driver is built, and its state restored from the record, once per task).
+
+    Two short transactions per step (lease, then outcome), each one row lock, one event
+    and one update: the step's row is the only one written while the node works, so the
+    nodes of a run never wait for each other's locks.
     """
     now = now or timezone.now()
     with transaction.atomic():
         step = (
-            NodeStep.objects.select_for_update(of=("self",)).select_related("node").get(pk=step_id)
+            NodeStep.objects.select_for_update(of=("self",))
+            .select_related("node", "run", "run__order", "run__order__image_profile")
+            .get(pk=step_id)
         )
-        run = ProvisioningRun.objects.get(pk=step.run_id)
+        run = step.run
         if run.status not in (RunStatus.RUNNING, RunStatus.VALIDATING):
             return StepOutcome("stopped")
         if launch is not None and launch != run.launch:
@@ -521,18 +581,27 @@ def step_execute(
             lease_until=now + timedelta(seconds=STEP_LIMIT_S.get(step.name, 600) + 60),
             message=_("Running: %(step)s.") % {"step": step.get_name_display()},
         )
-        ProvisioningRun.objects.filter(pk=run.pk).update(
-            message=_("%(node)s: %(step)s.")
-            % {"node": step.node.hostname, "step": step.get_name_display()}
-        )
-    run = ProvisioningRun.objects.select_related("order", "order__image_profile").get(pk=run.pk)
+        node = step.node
+        if (
+            run.kind == RunKind.PROVISION
+            and _needs_driver(step.name)
+            and node.status in (NodeStatus.AVAILABLE, NodeStatus.RESERVED)
+        ):
+            _claim_node(node)  # a retried run finds its nodes released: claim again
     error: DriverError | None = None
     message = ""
+    log = ""
     try:
-        driver = driver_for(run, step.node, attempt=attempt) if _needs_driver(step.name) else None
+        driver = None
+        if _needs_driver(step.name):
+            driver = drivers.get(node.pk) if drivers is not None else None
+            if driver is None or attempt > 1:
+                driver = driver_for(run, node, attempt=attempt)
+                if drivers is not None:
+                    drivers[node.pk] = driver
+        recorded = len(getattr(driver, "steps", None) or ())
         message = _act(run, step, driver)
-        log = ""
-        steps = getattr(driver, "steps", None)
+        steps = (getattr(driver, "steps", None) or [])[recorded:]  # this step's operations
         if steps:
             log = "\n".join(
                 f"{s.operation}: {s.simulated_s:g} s (simulated)" + (" FAILED" if s.failed else "")
@@ -546,10 +615,10 @@ def step_execute(
         error = DriverError(f"{type(exc).__name__}: {exc}")
         log = str(error)
     finished = timezone.now()
+    if error is not None and drivers is not None:
+        drivers.pop(node.pk, None)  # its state is unknown now: rebuilt from the record
     with transaction.atomic():
-        step = (
-            NodeStep.objects.select_for_update(of=("self",)).select_related("node").get(pk=step_id)
-        )
+        step = NodeStep.objects.select_for_update().get(pk=step_id)
         if step.status != StepStatus.RUNNING or step.attempt != attempt:
             return StepOutcome("stopped")  # the reaper or a staff action took it over
         if error is None:
@@ -607,10 +676,11 @@ def slot_advance(*, run_id: int, slot: int, upto: str, launch: int | None = None
             ).order_by("position")
         )
         swapped = False
+        drivers: dict[int, HardwareDriver] = {}
         for step in steps:
             if step.status in (StepStatus.DONE, StepStatus.SKIPPED):
                 continue
-            outcome = step_execute(step_id=step.pk, launch=launch)
+            outcome = step_execute(step_id=step.pk, launch=launch, drivers=drivers)
             if outcome.status == "done":
                 continue
             if outcome.status == "stopped":
@@ -798,14 +868,6 @@ def node_send_to_swap(
 # --- validation and delivery --------------------------------------------------------------
 
 
-def _provision_done(run: ProvisioningRun, node_id: int) -> bool:
-    return (
-        not NodeStep.objects.filter(run=run, node_id=node_id, name__in=PROVISION_STEPS)
-        .exclude(status__in=[StepStatus.DONE, StepStatus.SKIPPED])
-        .exists()
-    )
-
-
 def _back_to_running(run: ProvisioningRun, *, actor: Actor = None) -> None:
     if run.status == RunStatus.VALIDATING:
         lifecycle.transition(
@@ -837,7 +899,14 @@ def run_validate(
                 "node", "node__node_type__gpu_model"
             )
         )
-        if not active or not all(_provision_done(run, rn.node_id) for rn in active):
+        unfinished = (
+            NodeStep.objects.filter(
+                run=run, node_id__in=[rn.node_id for rn in active], name__in=PROVISION_STEPS
+            )
+            .exclude(status__in=[StepStatus.DONE, StepStatus.SKIPPED])
+            .exists()
+        )
+        if not active or unfinished:
             return "waiting"
         if run.status == RunStatus.RUNNING:
             lifecycle.transition(
@@ -872,17 +941,20 @@ def run_validate(
             )
         )
         now = timezone.now()
-        for step in todo:
-            if step.status == StepStatus.PENDING:
-                _set_step(
-                    step,
-                    StepStatus.RUNNING,
-                    _("Validation started."),
-                    attempt=step.attempt + 1,
-                    started_at=now,
-                    lease_until=now + timedelta(seconds=STEP_LIMIT_S[StepName.VALIDATE]),
-                    message=_("Running the validation suite."),
-                )
+        pending = [step for step in todo if step.status == StepStatus.PENDING]
+        for attempt in sorted({step.attempt for step in pending}):  # one move per attempt
+            lifecycle.transition_many(
+                [step for step in pending if step.attempt == attempt],
+                to=StepStatus.RUNNING,
+                reason=_("Validation started."),
+                updates={
+                    "attempt": attempt + 1,
+                    "started_at": now,
+                    "lease_until": now + timedelta(seconds=STEP_LIMIT_S[StepName.VALIDATE]),
+                    "message": _("Running the validation suite."),
+                },
+                locked=True,
+            )
     if todo:
         by_node = {rn.node_id: rn for rn in active}
         simulated = (
@@ -923,6 +995,7 @@ def run_validate(
         results = {r.node_id: r for r in outcome.nodes}
         rejected: list[tuple[RunNode, str]] = []
         with transaction.atomic():
+            accepted: list[NodeStep] = []
             for step in (
                 NodeStep.objects.select_for_update(of=("self",))
                 .select_related("node")
@@ -933,15 +1006,8 @@ def run_validate(
                     :LOG_EXCERPT_CHARS
                 ]
                 if result is not None and result.accepted:
-                    _set_step(
-                        step,
-                        StepStatus.DONE,
-                        _("Accepted."),
-                        finished_at=timezone.now(),
-                        lease_until=None,
-                        message=_("Accepted by validation."),
-                        log_excerpt=excerpt,
-                    )
+                    step.log_excerpt = excerpt
+                    accepted.append(step)
                 else:
                     why = "; ".join(result.reasons) if result else _("no result")
                     _set_step(
@@ -954,6 +1020,19 @@ def run_validate(
                         log_excerpt=excerpt,
                     )
                     rejected.append((by_node[step.node_id], why))
+            if accepted:  # one move for all accepted nodes, then their reports
+                lifecycle.transition_many(
+                    accepted,
+                    to=StepStatus.DONE,
+                    reason=_("Accepted."),
+                    updates={
+                        "finished_at": timezone.now(),
+                        "lease_until": None,
+                        "message": _("Accepted by validation."),
+                    },
+                    locked=True,
+                )
+                NodeStep.objects.bulk_update(accepted, ["log_excerpt"])
         if not rejected and not outcome.cluster_accepted and len(active) > 1:
             run_fail(
                 run=run,
@@ -1018,9 +1097,8 @@ def run_deliver(*, run_id: int, launch: int | None = None) -> str:
             locked=True,
         )
         for rn in active:
-            RunNode.objects.filter(pk=rn.pk).update(
-                ssh_user=user, addresses=_addresses(rn.node), delivered_at=now
-            )
+            rn.ssh_user, rn.addresses, rn.delivered_at = user, _addresses(rn.node), now
+        RunNode.objects.bulk_update(active, ["ssh_user", "addresses", "delivered_at"])
         lifecycle.transition(
             run,
             to=RunStatus.DELIVERED,

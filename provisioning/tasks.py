@@ -1,8 +1,9 @@
 """Provisioning tasks: thin, taking ids, each bounded by its own time limits.
 
 The canvas of a run (``provisioning_launch``): per slot a chain of
-``provisioning_slot_advance`` signatures (one per step, each with the time limit of the
-steps up to it), all slots in a group, a chord into cluster validation, then delivery.
+``provisioning_slot_advance`` signatures (one per phase of steps: power cycle into the
+network boot, the OS install, then access, fabric, boot and check; each with the time
+limit of the steps up to it), all slots in a group, a chord into cluster validation, then delivery.
 Cleaning: the same shape, into ``provisioning_clean_finish``. Every task checks the
 recorded state first (``provisioning.services``), so a redelivered or relaunched task
 does no harm; a task of an older launch stops at once.
@@ -53,12 +54,26 @@ def _advance_limit(names: tuple[str, ...], upto: str) -> int:
     time_limit=90,
 )
 def provisioning_start(order_id: int) -> str:
-    """Entry point of a paid order (enqueued by billing): create and start its run."""
+    """Entry point of a released order (enqueued by billing): start its run if its time
+    (the rental's start minus the site's lead time) has come; otherwise the beat job
+    ``provisioning_start_due_task`` starts it then."""
     if not settings.PORTAL_PROVISIONING_AUTOSTART:
         logger.info("Order %s is paid; provisioning autostart is off.", order_id)
         return "queued"
-    run = services.provisioning_begin(order_id=order_id)
-    return "skipped" if run is None else f"run {run.pk}"
+    outcome = services.provisioning_start_when_due(order_id=order_id)
+    if outcome is None:
+        return "skipped"
+    if isinstance(outcome, ProvisioningRun):
+        return f"run {outcome.pk}"
+    return f"scheduled for {outcome.isoformat()}"
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=120, time_limit=150)
+def provisioning_start_due_task() -> int:
+    """Beat: start the runs of released orders whose provisioning time has come."""
+    if not settings.PORTAL_PROVISIONING_AUTOSTART:
+        return 0
+    return services.provisioning_start_due()
 
 
 @shared_task(
@@ -77,23 +92,24 @@ def provisioning_launch(run_id: int, launch: int) -> str:
         .values_list("slot", flat=True)
     )
     if run.kind == RunKind.CLEAN:
-        names = services.CLEAN_STEPS
+        names, ends = services.CLEAN_STEPS, services.CLEAN_PHASE_ENDS
         body = provisioning_clean_finish.si(run_id, launch)
     else:
-        names = services.PROVISION_STEPS
+        names, ends = services.PROVISION_STEPS, services.PROVISION_PHASE_ENDS
         body = chain(
             provisioning_validate.si(run_id, launch), provisioning_deliver.si(run_id, launch)
         )
     chains = []
     for slot in slots:
-        # Steps already done for the slot's node are skipped at once by the task itself.
+        # One task per phase of the slot's steps (the last one named), each limited by
+        # the steps up to it; steps already done are skipped at once by the task itself.
         chains.append(
             chain(
                 provisioning_slot_advance.si(run_id, slot, name, launch).set(
                     soft_time_limit=_advance_limit(names, name),
                     time_limit=_advance_limit(names, name) + 30,
                 )
-                for name in names
+                for name in ends
             )
         )
     if not chains:

@@ -2,15 +2,21 @@
 contract is signed by both parties (or, for a short self-service order, the standard terms
 were accepted).
 
-``order_release_for_provisioning`` checks both and enqueues provisioning once (the unique
+``order_release_for_provisioning`` checks both and records the release once (the unique
 ``ProvisioningRelease`` row makes it idempotent); the payment path and the signing path
-both call it, whichever comes second opens the gate.
+both call it, whichever comes second opens the gate. The release records **when** the run
+may start: the rental's start minus the site's lead time (``provision_at``), at once when
+that is already past. Before then the nodes may still be another customer's, so the run
+must not claim them: ``provisioning_start`` is enqueued at once all the same, and the
+provisioning layer starts the run only when ``provision_at`` has come (its beat job
+``provisioning_start_due`` starts those whose time comes later).
 """
 
 from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -59,6 +65,9 @@ class GateState:
     contract: Contract | None
     terms: TermsAcceptance | None
     released: bool
+    # When the provisioning run begins (recorded at release; planned before it).
+    provision_at: datetime | None = None
+    lead_time_hours: int = 0
 
     @property
     def missing(self) -> list[str]:
@@ -78,14 +87,27 @@ def gate_state(order: Order) -> GateState:
         agreed = contract is not None and contract.status in CONTRACT_SIGNED
     else:
         agreed = terms is not None or (contract is not None and contract.status in CONTRACT_SIGNED)
+    release = ProvisioningRelease.objects.filter(order=order).first()
+    if release is not None:
+        provision_at = release.provision_at or release.released_at
+    else:
+        provision_at = provisioning_planned_at(order)
     return GateState(
         paid=order.status in PAID_STATUSES,
         agreed=agreed,
         needs_contract=contract_needed,
         contract=contract,
         terms=terms,
-        released=ProvisioningRelease.objects.filter(order=order).exists(),
+        released=release is not None,
+        provision_at=provision_at,
+        lead_time_hours=order.site.lead_time_hours,
     )
+
+
+def provisioning_planned_at(order: Order) -> datetime:
+    """When the order's nodes are set up: its start minus the site's lead time (the site
+    needs that long; before it the nodes may still serve the previous booking)."""
+    return order.start_at - timedelta(hours=order.site.lead_time_hours)
 
 
 def order_release_for_provisioning(*, order: Order, actor: Actor = None) -> bool:
@@ -93,11 +115,15 @@ def order_release_for_provisioning(*, order: Order, actor: Actor = None) -> bool
     released it. Safe to call any number of times from either path."""
     with transaction.atomic():
         order = (
-            Order.objects.select_for_update().select_related("quote__created_by").get(pk=order.pk)
+            Order.objects.select_for_update(of=("self",))
+            .select_related("quote__created_by", "site")
+            .get(pk=order.pk)
         )
         state = gate_state(order)
         if state.released or not (state.paid and state.agreed):
             return False
+        now = timezone.now()
+        provision_at = max(now, provisioning_planned_at(order))
         basis = (
             _("contract %(n)s signed") % {"n": state.contract.number}
             if state.contract is not None and state.contract.status in CONTRACT_SIGNED
@@ -106,16 +132,26 @@ def order_release_for_provisioning(*, order: Order, actor: Actor = None) -> bool
         try:
             with transaction.atomic():
                 ProvisioningRelease.objects.create(
-                    order=order, released_at=timezone.now(), basis=basis
+                    order=order, released_at=now, provision_at=provision_at, basis=basis
                 )
         except IntegrityError:
             return False
-        lifecycle.record_note(
-            [order],
-            actor=actor,
-            reason=_("Paid and %(basis)s: provisioning starts.") % {"basis": basis},
-        )
-        # Billing knows provisioning only by its task's name: the higher layer subscribes.
+        if provision_at > now:
+            reason = _(
+                "Paid and %(basis)s: provisioning begins at %(at)s, %(hours)s hours before "
+                "the start."
+            ) % {
+                "basis": basis,
+                "at": timezone.localtime(provision_at, order.site.tzinfo).strftime(
+                    "%Y-%m-%d %H:%M"
+                ),
+                "hours": order.site.lead_time_hours,
+            }
+        else:
+            reason = _("Paid and %(basis)s: provisioning starts.") % {"basis": basis}
+        lifecycle.record_note([order], actor=actor, reason=reason)
+        # Billing knows provisioning only by its task's name: the higher layer subscribes
+        # (and starts the run when provision_at has come; a beat job starts later ones).
         jobs.enqueue(PROVISIONING_START_TASK, order.pk)
         return True
 

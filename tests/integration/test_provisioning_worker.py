@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from billing.models import Order, OrderStatus
 from billing.services.orders import order_mark_paid
-from inventory.models import ImageProfile, Node, NodeStatus
+from inventory.models import ImageProfile, Node, NodeStatus, Site
 from provisioning import services
 from provisioning.models import (
     NodeStep,
@@ -62,8 +62,11 @@ def worker_env(tmp_path, **extra: str) -> dict[str, str]:
 
 
 def paid_order(demo, nodes: int) -> tuple[Order, list[Node]]:
-    """A signed and paid order: the gate publishes provisioning_start (outbox, on commit)."""
+    """A signed and paid order: the gate publishes provisioning_start (outbox, on commit).
+    Its rental starts in a week at a site whose lead time is 8 days, so its provisioning
+    time (start minus lead time) has come and the run starts at once."""
     order = make_order(demo, nodes=nodes)
+    Site.objects.filter(pk=order.site_id).update(lead_time_hours=8 * 24)
     order, _ = order_mark_paid(order=order)
     booked = list(services._order_nodes(order))
     assert len(booked) == nodes
