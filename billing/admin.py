@@ -32,6 +32,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from billing import quote_pdf
 from billing.models import (
     AddonPrice,
     CardOptionPrice,
@@ -501,13 +502,11 @@ class QuoteLineInline(ReadOnlyInline):
     model = QuoteLine
     fields = (
         "position",
-        "kind",
-        "description",
+        "line_description",
         "quantity",
-        "unit",
         "unit_price",
-        "periods",
-        "period_unit",
+        "line_basis",
+        "line_periods",
         "list_amount",
         "discount_amount",
         "net",
@@ -518,10 +517,23 @@ class QuoteLineInline(ReadOnlyInline):
     show_change_link = False
     verbose_name_plural = gettext_lazy("priced lines")
 
+    # The line as the quote's PDF words it, in the admin's language (not the raw codes).
+    @admin.display(description=gettext_lazy("description"))
+    def line_description(self, obj: QuoteLine) -> str:
+        return obj.localized_description()
+
+    @admin.display(description=gettext_lazy("unit"))
+    def line_basis(self, obj: QuoteLine) -> str:
+        return quote_pdf.basis_text(obj.unit, obj.period_unit) or obj.unit
+
+    @admin.display(description=gettext_lazy("periods"))
+    def line_periods(self, obj: QuoteLine) -> str:
+        return quote_pdf.periods_text(obj.periods, obj.period_unit)
+
 
 class QuoteEventInline(ReadOnlyInline):
     model = QuoteEvent
-    fields = ("created_at", "from_status", "to_status", "actor", "reason")
+    fields = ("created_at", "from_label", "to_label", "actor", "reason")
     readonly_fields = fields
     show_change_link = False
     verbose_name_plural = gettext_lazy("status history")
@@ -553,7 +565,7 @@ class QuoteAdmin(ReadOnlyAdmin):
 
 class OrderEventInline(ReadOnlyInline):
     model = OrderEvent
-    fields = ("created_at", "from_status", "to_status", "actor", "reason")
+    fields = ("created_at", "from_label", "to_label", "actor", "reason")
     readonly_fields = fields
     show_change_link = False
     verbose_name_plural = gettext_lazy("status history")
@@ -605,7 +617,7 @@ class BankTransferForm(forms.Form):
 
 class InvoiceEventInline(ReadOnlyInline):
     model = InvoiceEvent
-    fields = ("created_at", "from_status", "to_status", "actor", "reason")
+    fields = ("created_at", "from_label", "to_label", "actor", "reason")
     readonly_fields = fields
     show_change_link = False
     verbose_name_plural = gettext_lazy("status history")

@@ -16,7 +16,7 @@ from core.errors import DomainError, IllegalTransition
 
 class ContractEventInline(ReadOnlyInline):
     model = ContractEvent
-    fields = ("created_at", "from_status", "to_status", "actor", "reason")
+    fields = ("created_at", "from_label", "to_label", "actor", "reason")
     readonly_fields = fields
 
 

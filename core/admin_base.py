@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.utils.translation import gettext_lazy
 
 from core.errors import DomainError
 
@@ -55,3 +57,17 @@ class DomainErrorMessagesMixin:
         except DomainError as exc:
             messages.error(request, exc.message)
             return HttpResponseRedirect(request.get_full_path())
+
+
+class EventStatusFilter(admin.SimpleListFilter):
+    """Filter lifecycle events by the status they moved to, by its translated label."""
+
+    title = gettext_lazy("to")
+    parameter_name = "to_status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(value, str(label)) for value, label in model_admin.model.status_choices()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset.filter(to_status=value) if value else queryset

@@ -95,7 +95,7 @@ class ReportInline(ReadOnlyInline):
 
 class EventInline(ReadOnlyInline):
     model = ValidationRunEvent
-    fields = ("created_at", "from_status", "to_status", "actor", "reason")
+    fields = ("created_at", "from_label", "to_label", "actor", "reason")
     readonly_fields = fields
     show_change_link = False
 
@@ -103,7 +103,7 @@ class EventInline(ReadOnlyInline):
 @admin.register(ValidationRun)
 class ValidationRunAdmin(ReadOnlyAdmin):
     list_display = (
-        "pk",
+        "run_number",
         "status",
         "profile",
         "trigger",
@@ -133,6 +133,10 @@ class ValidationRunAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ValidationRun]:
         return super().get_queryset(request).select_related("order").prefetch_related("nodes")
+
+    @admin.display(description=gettext_lazy("No."), ordering="pk")
+    def run_number(self, obj: ValidationRun) -> int:
+        return obj.pk
 
     @admin.display(description=gettext_lazy("nodes"))
     def node_list(self, obj: ValidationRun) -> str:

@@ -44,6 +44,15 @@ def localized(obj: Any) -> str:
     return str(obj)
 
 
+@register.filter
+def localized_key(data: dict[str, Any], key: str) -> Any:
+    """``data[key + "_zh"]`` on a Chinese page when it is set, else ``data[key]`` (stored
+    JSON such as a quote's placement keeps both names)."""
+    if (translation.get_language() or "").startswith("zh") and data.get(f"{key}_zh"):
+        return data[f"{key}_zh"]
+    return data.get(key, "")
+
+
 UNIT_LABELS = {
     "node": lambda: _("node"),
     "GPU": lambda: _("GPU"),

@@ -42,7 +42,7 @@ def place_and_hold(quote: Quote, actor: Actor) -> None:
             values = {
                 "free": found.free_count,
                 "count": count,
-                "type": nt.name,
+                "type": nt.display_name,
                 "site": quote.site.display_name,
             }
             if found.earliest_start:
@@ -68,6 +68,7 @@ def place_and_hold(quote: Quote, actor: Actor) -> None:
             {
                 "node_type": nt.code,
                 "node_type_name": nt.name,
+                "node_type_name_zh": nt.name_zh,
                 "count": count,
                 "fabric": nt.get_fabric_display(),
                 "fabric_code": nt.fabric,

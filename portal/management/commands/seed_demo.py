@@ -134,6 +134,7 @@ NODE_TYPES: list[dict[str, Any]] = [
     {
         "code": "e5-baremetal",
         "name": "Bare-metal E5",
+        "name_zh": "E5 裸金属服务器",
         "cpu": "2× Intel Xeon E5-2698 v4",
         "ram_gb": 256,
         "ram_kind": "DDR4 ECC",
