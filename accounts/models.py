@@ -13,6 +13,8 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from core.validators import no_emoji
+
 
 class FapiaoType(models.TextChoices):
     """The kind of 发票 the customer wants from the tax system (mainland China)."""
@@ -24,8 +26,10 @@ class FapiaoType(models.TextChoices):
 class Organisation(models.Model):
     """A customer company: what quotes, orders, contracts and invoices belong to."""
 
-    name = models.CharField(_("name"), max_length=200)
-    legal_name = models.CharField(_("legal name"), max_length=200, blank=True)
+    name = models.CharField(_("name"), max_length=200, validators=[no_emoji])
+    legal_name = models.CharField(
+        _("legal name"), max_length=200, blank=True, validators=[no_emoji]
+    )
     tax_id = models.CharField(
         _("tax ID"), max_length=64, blank=True, help_text=_("For the fapiao (统一社会信用代码).")
     )

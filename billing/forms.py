@@ -20,6 +20,7 @@ from billing.models import ItemKind, PriceBook, QuoteStatus, Term
 from billing.periods import site_today
 from billing.services.quotes import ItemSpec
 from core.errors import DomainError
+from core.validators import no_emoji
 from inventory.models import GPUModel, NodeType, Site
 
 HUNDRED = Decimal("100")
@@ -76,7 +77,7 @@ class QuoteForm(forms.Form):
     organisation = forms.ModelChoiceField(
         label=_("Customer organisation"), queryset=Organisation.objects.none()
     )
-    contact_name = forms.CharField(label=_("Contact name"), max_length=200)
+    contact_name = forms.CharField(label=_("Contact name"), max_length=200, validators=[no_emoji])
     contact_email = forms.EmailField(label=_("Contact email"))
     language = forms.ChoiceField(label=_("Quote language"), choices=settings.LANGUAGES)
     site = forms.ModelChoiceField(label=_("Data centre"), queryset=Site.objects.none())

@@ -25,6 +25,7 @@ from billing.periods import end_of_day
 from core.lifecycle import Lifecycle
 from core.models import LifecycleEvent, StoredDocument
 from core.money import money_field
+from core.validators import no_emoji
 from inventory.models import Currency, GPUModel, ImageProfile, NodeType, Site
 
 
@@ -547,7 +548,7 @@ class Quote(models.Model):
     organisation = models.ForeignKey(
         Organisation, on_delete=models.PROTECT, related_name="quotes", verbose_name=_("customer")
     )
-    contact_name = models.CharField(_("contact"), max_length=200)
+    contact_name = models.CharField(_("contact"), max_length=200, validators=[no_emoji])
     contact_email = models.EmailField(_("contact email"))
     language = models.CharField(
         _("language"), max_length=8, choices=settings.LANGUAGES, default="zh-hans"
@@ -597,7 +598,9 @@ class Quote(models.Model):
         related_name="+",
         verbose_name=_("decided by"),
     )
-    decided_by_name = models.CharField(_("accepted or rejected by"), max_length=200, blank=True)
+    decided_by_name = models.CharField(
+        _("accepted or rejected by"), max_length=200, blank=True, validators=[no_emoji]
+    )
     decided_ip = models.GenericIPAddressField(_("from IP"), null=True, blank=True)
     decision_comment = models.TextField(_("comment"), blank=True)
 

@@ -26,6 +26,7 @@ from accounts.models import Organisation
 from billing.models import Order, Quote
 from core.lifecycle import Lifecycle
 from core.models import LifecycleEvent, StoredDocument
+from core.validators import no_emoji
 from inventory.models import Site
 
 __all__ = [
@@ -112,7 +113,9 @@ class Contract(models.Model):
         related_name="+",
         verbose_name=_("signer"),
     )
-    signer_name = models.CharField(_("signed by"), max_length=200, blank=True)
+    signer_name = models.CharField(
+        _("signed by"), max_length=200, blank=True, validators=[no_emoji]
+    )
     signer_title = models.CharField(_("title"), max_length=200, blank=True)
     signer_email = models.EmailField(_("signer's email"), blank=True)
     signed_at = models.DateTimeField(_("signed"), null=True, blank=True)

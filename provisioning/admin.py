@@ -10,8 +10,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
-from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 from core.admin_base import ReadOnlyAdmin, ReadOnlyInline
 from core.errors import DomainError
@@ -205,5 +204,10 @@ class NodeValidationAdmin(admin.ModelAdmin):
         if started:
             messages.success(
                 request,
-                _("Validation queued for %(count)s node(s).") % {"count": started},
+                ngettext(
+                    "Validation queued for %(count)s node.",
+                    "Validation queued for %(count)s nodes.",
+                    started,
+                )
+                % {"count": started},
             )

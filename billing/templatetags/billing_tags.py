@@ -8,6 +8,7 @@ from typing import Any
 from django import template
 from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from billing import pricing, quote_pdf
 
@@ -42,6 +43,13 @@ def localized(obj: Any) -> str:
     if hasattr(obj, "localized_name"):
         return obj.localized_name()
     return str(obj)
+
+
+@register.filter
+def rack_count(n: int) -> str:
+    """``1 rack``, ``2 racks`` (a placement text's rack count, as ngettext words it)."""
+    n = int(n or 0)
+    return ngettext("%(n)s rack", "%(n)s racks", n) % {"n": n}
 
 
 @register.filter

@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from billing.models import ItemKind, Quote, QuoteStatus
 from billing.periods import rental_period
@@ -49,14 +50,20 @@ def place_and_hold(quote: Quote, actor: Actor) -> None:
                 values["when"] = found.earliest_start.astimezone(quote.site.tzinfo).strftime(
                     "%Y-%m-%d %H:%M"
                 )
-                message = _(
+                message = ngettext(
+                    "Only %(free)s of %(count)s %(type)s node is free at %(site)s for the "
+                    "whole period; the full count is free from %(when)s.",
                     "Only %(free)s of %(count)s %(type)s nodes are free at %(site)s for the "
-                    "whole period; the full count is free from %(when)s."
+                    "whole period; the full count is free from %(when)s.",
+                    count,
                 )
             else:
-                message = _(
+                message = ngettext(
+                    "Only %(free)s of %(count)s %(type)s node is free at %(site)s for the "
+                    "whole period, and the full count is not free within a year.",
                     "Only %(free)s of %(count)s %(type)s nodes are free at %(site)s for the "
-                    "whole period, and the full count is not free within a year."
+                    "whole period, and the full count is not free within a year.",
+                    count,
                 )
             raise NotEnoughCapacity(message % values)
         chosen.extend(found.placement.node_ids)
