@@ -58,7 +58,12 @@ from billing.models import (
 from billing.services import orders as order_services
 from billing.services import payments as payment_services
 from billing.services import pricebooks
-from core.admin_base import DomainErrorMessagesMixin, ReadOnlyAdmin, ReadOnlyInline
+from core.admin_base import (
+    DomainErrorMessagesMixin,
+    ReadOnlyAdmin,
+    ReadOnlyInline,
+    SiteTimeZoneMixin,
+)
 from core.errors import DomainError
 
 # The price book's change page lists this many of its latest changes (the rest: a link).
@@ -543,8 +548,10 @@ class QuoteEventInline(ReadOnlyInline):
 
 
 @admin.register(Quote)
-class QuoteAdmin(ReadOnlyAdmin):
+class QuoteAdmin(SiteTimeZoneMixin, ReadOnlyAdmin):
     """Quotes are made and moved on the sales pages; numbers must stay gapless."""
+
+    site_time_fields = ("created_at",)
 
     list_display = (
         "number",
@@ -575,8 +582,10 @@ class OrderEventInline(ReadOnlyInline):
 
 
 @admin.register(Order)
-class OrderAdmin(ReadOnlyAdmin):
+class OrderAdmin(SiteTimeZoneMixin, ReadOnlyAdmin):
     """Orders come from accepted quotes and move through their services."""
+
+    site_time_fields = ("start_at", "end_at", "created_at")
 
     list_display = (
         "number",
@@ -668,8 +677,11 @@ def duplicate_label(obj: Payment) -> str:
 
 
 @admin.register(Invoice)
-class InvoiceAdmin(ReadOnlyAdmin):
+class InvoiceAdmin(SiteTimeZoneMixin, ReadOnlyAdmin):
     """Invoices come with orders; staff mark bank transfers paid here (an action)."""
+
+    site_path = "order__site"
+    site_time_fields = ("due_at", "paid_at")
 
     list_display = (
         "number",

@@ -94,7 +94,13 @@ class QuoteForm(forms.Form):
         min_value=Decimal("0"),
         max_value=Decimal("99.99"),
         decimal_places=2,
-        max_digits=4,
+        # 5 digits, so that 100 or 250 meets only the bound below: one error, not two.
+        max_digits=5,
+        error_messages={
+            "max_value": _("The extra discount must be below 100 percent (at most 99.99)."),
+            "max_digits": _("The extra discount must be below 100 percent (at most 99.99)."),
+            "max_whole_digits": _("The extra discount must be below 100 percent (at most 99.99)."),
+        },
         initial=Decimal("0"),
         help_text=_("In percent: 5 means 5 percent off the discounted price."),
     )
@@ -161,6 +167,14 @@ class QuoteForm(forms.Form):
     def extra_discount_fraction(self) -> Decimal:
         """The discount as the services take it: 5 (%) becomes 0.05."""
         return (self.cleaned_data["extra_discount"] / HUNDRED).quantize(Decimal("0.0001"))
+
+    def pricing_error(self) -> str:
+        """The first error of a price-setting field that was filled in wrongly (one
+        message for the live preview), or "" when those fields are only missing."""
+        for name in ("site", "term", "duration", "start_date", "extra_discount"):
+            if self.data.get(name) and self.errors.get(name):
+                return f"{self.fields[name].label}: {self.errors[name][0]}"
+        return ""
 
     def pricing_ready(self) -> bool:
         """Whether the fields that set the price are valid (for the live preview)."""

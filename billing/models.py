@@ -142,6 +142,13 @@ class PriceBook(models.Model):
         return f"{self.site.code} {self.currency} {self.name}"
 
     @property
+    def short_name(self) -> str:
+        """ "Shenzhen 2026-01-01" / "深圳 2026-01-01": the site and the day it came into force,
+        for narrow document headers."""
+        day = self.effective_from.astimezone(self.site.tzinfo).date().isoformat()
+        return f"{self.site.display_name} {day}"
+
+    @property
     def display_name(self) -> str:
         """How documents name the book in any language: its site, currency and the day it
         came into force (unique per book); ``name`` is the back office's own label."""

@@ -34,6 +34,7 @@ from core.admin_base import (
     EventStatusFilter,
     ReadOnlyAdmin,
     ReadOnlyInline,
+    SiteTimeZoneMixin,
 )
 from core.errors import DomainError
 from inventory import csv_jobs, services
@@ -538,8 +539,10 @@ class MaintenanceWindowForm(forms.ModelForm):
 
 
 @admin.register(MaintenanceWindow)
-class MaintenanceWindowAdmin(DomainErrorMessagesMixin, admin.ModelAdmin):
+class MaintenanceWindowAdmin(SiteTimeZoneMixin, DomainErrorMessagesMixin, admin.ModelAdmin):
     form = MaintenanceWindowForm
+    site_path = "node__site"
+    site_time_fields = ("start_at", "end_at")
     list_display = ("node", "start_at", "end_at", "reason", "created_by")
     list_select_related = ("node", "created_by")
     list_filter = ("node__site",)
@@ -586,8 +589,11 @@ class ReservationEventInline(ReadOnlyInline):
 
 
 @admin.register(Reservation)
-class ReservationAdmin(ReadOnlyAdmin):
+class ReservationAdmin(SiteTimeZoneMixin, ReadOnlyAdmin):
     """Bookings are made and released by services (quotes, orders); shown here only."""
+
+    site_path = "node__site"
+    site_time_fields = ("start_at", "end_at", "expires_at", "created_at")
 
     list_display = (
         "node",
