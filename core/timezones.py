@@ -34,15 +34,14 @@ def utc_offset(tzname: str, at: datetime | None = None) -> str:
 
 
 def tz_label(tzname: str | None, at: datetime | None = None) -> str:
-    """The zone's translated name and its UTC offset; the offset alone for zones without
-    a name here. Empty for an empty name; an unknown identifier is shown as it is."""
+    """The zone's translated name and its UTC offset (the IANA identifier for zones
+    without a name here). Empty for an empty name; an unknown identifier as it is."""
     if not tzname:
         return ""
     try:
         offset = utc_offset(str(tzname), at)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         return str(tzname)
-    name = _names().get(str(tzname))
-    if name is None:
-        return offset
+    # A zone without a translated name here is shown by its identifier.
+    name = _names().get(str(tzname), str(tzname))
     return _("%(name)s, %(offset)s") % {"name": name, "offset": offset}

@@ -46,6 +46,13 @@ def localized(obj: Any) -> str:
 
 
 @register.filter
+def gpu_count(n: int) -> str:
+    """``1 GPU``, ``24 GPUs``."""
+    n = int(n or 0)
+    return ngettext("%(n)s GPU", "%(n)s GPUs", n) % {"n": n}
+
+
+@register.filter
 def rack_count(n: int) -> str:
     """``1 rack``, ``2 racks`` (a placement text's rack count, as ngettext words it)."""
     n = int(n or 0)
