@@ -167,6 +167,12 @@ def test_hong_kong_bare_metal_quotes_state_buy_one_get_one_and_admin_times_are_h
         subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True).stdout.split()
     )
     assert "On this quote 1 of 2 nodes are free." in text and "ICP" not in text
+    path.write_bytes(quote_pdf.render_quote_pdf(quote=quote, language="zh-hans"))
+    text_zh = "".join(
+        subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True).stdout.split()
+    )
+    assert "每付费1台E5裸金属服务器节点，另赠1台" in text_zh
+    assert "本报价中2台节点里有1台免费" in text_zh and "ICP" not in text_zh
 
     client.force_login(demo["admin"])
     page = client.get(f"/en/admin/inventory/reservation/?node__site__id__exact={demo['hk'].pk}")
