@@ -45,7 +45,14 @@ def test_no_hand_made_plurals_in_translatable_text():
 
 
 def test_placement_says_one_rack_and_two_racks():
-    group = {"count": 2, "node_type_name": "H100", "fabric": "RoCE v2", "leaves": [["l1", 2]]}
+    # stored by a Chinese page: the fabric label follows the reader's language, by its code
+    group = {
+        "count": 2,
+        "node_type_name": "H100",
+        "fabric": "以太网",
+        "fabric_code": "ethernet",
+        "leaves": [["l1", 2]],
+    }
     with translation.override("en"):
         one = render_to_string(
             "billing/_placement.html", {"placement": {"groups": [{**group, "racks": 1}]}}
@@ -53,5 +60,34 @@ def test_placement_says_one_rack_and_two_racks():
         two = render_to_string(
             "billing/_placement.html", {"placement": {"groups": [{**group, "racks": 2}]}}
         )
-    assert "in 1 rack," in one and "in 2 racks," in two
+    assert "in 1 rack, Ethernet" in one and "in 2 racks, Ethernet" in two
     assert "rack(s)" not in one + two
+
+
+def test_quote_lines_say_one_node_and_two_nodes():
+    from decimal import Decimal
+
+    from billing.models import QuoteLine
+
+    def line(n: int) -> QuoteLine:
+        return QuoteLine(
+            description="H100",
+            quantity=Decimal(n),
+            unit="node",
+            unit_price=Decimal(1),
+            periods=Decimal(n),
+            period_unit="month",
+            list_amount=Decimal(1),
+            discount_amount=Decimal(0),
+            net=Decimal(1),
+            vat=Decimal(0),
+            gross=Decimal(1),
+        )
+
+    with translation.override("en"):
+        html = render_to_string(
+            "billing/_quote_lines.html",
+            {"lines": [line(1), line(2)], "totals": None, "currency": "CNY"},
+        )
+    assert ">1 node<" in html and ">2 nodes<" in html
+    assert ">1 month<" in html and ">2 months<" in html
