@@ -13,6 +13,8 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from core.validators import no_emoji
+
 
 class FapiaoType(models.TextChoices):
     """The kind of 发票 the customer wants from the tax system (mainland China)."""
@@ -24,8 +26,10 @@ class FapiaoType(models.TextChoices):
 class Organisation(models.Model):
     """A customer company: what quotes, orders, contracts and invoices belong to."""
 
-    name = models.CharField(_("name"), max_length=200)
-    legal_name = models.CharField(_("legal name"), max_length=200, blank=True)
+    name = models.CharField(_("name"), max_length=200, validators=[no_emoji])
+    legal_name = models.CharField(
+        _("legal name"), max_length=200, blank=True, validators=[no_emoji]
+    )
     tax_id = models.CharField(
         _("tax ID"), max_length=64, blank=True, help_text=_("For the fapiao (统一社会信用代码).")
     )
@@ -101,15 +105,21 @@ class MemberRole(models.TextChoices):
 
 class Membership(models.Model):
     organisation = models.ForeignKey(
-        Organisation, on_delete=models.CASCADE, related_name="memberships"
+        Organisation,
+        on_delete=models.CASCADE,
+        related_name="memberships",
+        verbose_name=_("organisation"),
     )
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="memberships",
+        verbose_name=_("user"),
     )
     role = models.CharField(
         _("role"), max_length=16, choices=MemberRole.choices, default=MemberRole.MEMBER
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
         verbose_name = _("membership")
@@ -203,7 +213,10 @@ class CustomerProfile(models.Model):
     """
 
     user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="customer_profile"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="customer_profile",
+        verbose_name=_("user"),
     )
     email_verified_at = models.DateTimeField(_("email verified"), null=True, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
@@ -228,11 +241,14 @@ class Invitation(models.Model):
     """
 
     organisation = models.ForeignKey(
-        Organisation, on_delete=models.CASCADE, related_name="invitations"
+        Organisation,
+        on_delete=models.CASCADE,
+        related_name="invitations",
+        verbose_name=_("organisation"),
     )
     email = models.EmailField(_("email"))
     role = models.CharField(_("role"), max_length=16, choices=MemberRole.choices)
-    token = models.CharField(max_length=64, unique=True, editable=False)
+    token = models.CharField(max_length=64, unique=True, editable=False, verbose_name=_("token"))
     invited_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -287,7 +303,10 @@ class SshPublicKey(models.Model):
     """
 
     organisation = models.ForeignKey(
-        Organisation, on_delete=models.CASCADE, related_name="ssh_keys"
+        Organisation,
+        on_delete=models.CASCADE,
+        related_name="ssh_keys",
+        verbose_name=_("organisation"),
     )
     name = models.CharField(_("name"), max_length=100)
     public_key = models.TextField(_("public key"))
@@ -295,7 +314,12 @@ class SshPublicKey(models.Model):
     bits = models.PositiveIntegerField(_("bits"))
     fingerprint = models.CharField(_("fingerprint"), max_length=64)
     added_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("added by"),
     )
     created_at = models.DateTimeField(_("added"), auto_now_add=True)
 

@@ -30,6 +30,7 @@ from django.utils import formats, timezone, translation
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from accounts import selectors, throttle, tokens
 from accounts.models import (
@@ -43,6 +44,7 @@ from accounts.models import (
 from accounts.ssh_keys import InvalidSshKey, parse_public_key
 from core import jobs
 from core.errors import DomainError
+from core.validators import name_check
 
 logger = logging.getLogger(__name__)
 
@@ -180,7 +182,7 @@ def signup_create(
     membership with the invited role (the click on the emailed link verified the address).
     """
     email = email_normalise(email)
-    full_name = " ".join(full_name.split())
+    full_name = name_check(full_name, max_length=150, label=_("Your full name"))
     if not full_name:
         raise DomainError(_("Enter your full name."))
     invitation = None
@@ -192,10 +194,10 @@ def signup_create(
                 % {"invited": invitation.email}
             )
     else:
-        company_name = " ".join(company_name.split())
+        company_name = name_check(company_name, max_length=200, label=_("Your company's name"))
         if not company_name:
             raise DomainError(_("Enter your company's name."))
-    user = UserModel(username=email, email=email, first_name=full_name[:150])
+    user = UserModel(username=email, email=email, first_name=full_name)
     _password_check(password, user)
     # Hash before asking whether the address is taken: both answers cost the same Argon2
     # work, so the response time does not tell which addresses have accounts.
@@ -213,7 +215,7 @@ def signup_create(
     if invitation is not None:
         _invitation_join(invitation=invitation, user=user, now=now)
     else:
-        organisation = Organisation.objects.create(name=company_name[:200])
+        organisation = Organisation.objects.create(name=company_name)
         Membership.objects.create(organisation=organisation, user=user, role=MemberRole.OWNER)
         email_verification_send(user=user)
     logger.info("Sign-up: %s (invited: %s)", email, bool(invitation))
@@ -262,10 +264,14 @@ def email_verification_resend(*, user: AbstractBaseUser) -> bool:
 
 def email_verify(*, token: str) -> AbstractUser:
     """Mark the address in a verification link as verified; the link works once."""
-    expired = _(
+    days = tokens.EMAIL_VERIFICATION_MAX_AGE.days
+    expired = ngettext(
+        "This verification link has expired: links are valid for %(days)s day. Log in "
+        "and we will send you a new one.",
         "This verification link has expired: links are valid for %(days)s days. Log in "
-        "and we will send you a new one."
-    ) % {"days": tokens.EMAIL_VERIFICATION_MAX_AGE.days}
+        "and we will send you a new one.",
+        days,
+    ) % {"days": days}
     invalid = _(
         "This verification link is not valid. Check that you opened the whole link from "
         "the email, or log in and we will send you a new one."
@@ -351,8 +357,8 @@ def organisation_update(
         roles=(MemberRole.OWNER, MemberRole.BILLING),
         refusal=_("Only owners and billing members can change the organisation's details."),
     )
-    organisation.name = " ".join(name.split())
-    organisation.legal_name = " ".join(legal_name.split())
+    organisation.name = name_check(name, max_length=200, label=_("The organisation's name"))
+    organisation.legal_name = name_check(legal_name, max_length=200, label=_("The legal name"))
     organisation.tax_id = tax_id
     organisation.billing_address = billing_address.strip()
     organisation.country = country.strip().upper()

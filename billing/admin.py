@@ -32,6 +32,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from billing import quote_pdf
 from billing.exports import fapiao_csv_response
 from billing.models import (
     AddonPrice,
@@ -58,7 +59,12 @@ from billing.models import (
 from billing.services import orders as order_services
 from billing.services import payments as payment_services
 from billing.services import pricebooks
-from core.admin_base import DomainErrorMessagesMixin, ReadOnlyAdmin, ReadOnlyInline
+from core.admin_base import (
+    DomainErrorMessagesMixin,
+    ReadOnlyAdmin,
+    ReadOnlyInline,
+    SiteTimeZoneMixin,
+)
 from core.errors import DomainError
 
 # The price book's change page lists this many of its latest changes (the rest: a link).
@@ -502,13 +508,11 @@ class QuoteLineInline(ReadOnlyInline):
     model = QuoteLine
     fields = (
         "position",
-        "kind",
-        "description",
+        "line_description",
         "quantity",
-        "unit",
         "unit_price",
-        "periods",
-        "period_unit",
+        "line_basis",
+        "line_periods",
         "list_amount",
         "discount_amount",
         "net",
@@ -519,10 +523,23 @@ class QuoteLineInline(ReadOnlyInline):
     show_change_link = False
     verbose_name_plural = gettext_lazy("priced lines")
 
+    # The line as the quote's PDF words it, in the admin's language (not the raw codes).
+    @admin.display(description=gettext_lazy("description"))
+    def line_description(self, obj: QuoteLine) -> str:
+        return obj.localized_description()
+
+    @admin.display(description=gettext_lazy("unit"))
+    def line_basis(self, obj: QuoteLine) -> str:
+        return quote_pdf.basis_text(obj.unit, obj.period_unit) or obj.unit
+
+    @admin.display(description=gettext_lazy("periods"))
+    def line_periods(self, obj: QuoteLine) -> str:
+        return quote_pdf.periods_text(obj.periods, obj.period_unit)
+
 
 class QuoteEventInline(ReadOnlyInline):
     model = QuoteEvent
-    fields = ("created_at", "from_status", "to_status", "actor", "reason")
+    fields = ("created_at", "from_label", "to_label", "actor", "reason")
     readonly_fields = fields
     show_change_link = False
     verbose_name_plural = gettext_lazy("status history")
@@ -532,8 +549,10 @@ class QuoteEventInline(ReadOnlyInline):
 
 
 @admin.register(Quote)
-class QuoteAdmin(ReadOnlyAdmin):
+class QuoteAdmin(SiteTimeZoneMixin, ReadOnlyAdmin):
     """Quotes are made and moved on the sales pages; numbers must stay gapless."""
+
+    site_time_fields = ("created_at",)
 
     list_display = (
         "number",
@@ -554,7 +573,7 @@ class QuoteAdmin(ReadOnlyAdmin):
 
 class OrderEventInline(ReadOnlyInline):
     model = OrderEvent
-    fields = ("created_at", "from_status", "to_status", "actor", "reason")
+    fields = ("created_at", "from_label", "to_label", "actor", "reason")
     readonly_fields = fields
     show_change_link = False
     verbose_name_plural = gettext_lazy("status history")
@@ -564,8 +583,10 @@ class OrderEventInline(ReadOnlyInline):
 
 
 @admin.register(Order)
-class OrderAdmin(ReadOnlyAdmin):
+class OrderAdmin(SiteTimeZoneMixin, ReadOnlyAdmin):
     """Orders come from accepted quotes and move through their services."""
+
+    site_time_fields = ("start_at", "end_at", "created_at")
 
     list_display = (
         "number",
@@ -606,7 +627,7 @@ class BankTransferForm(forms.Form):
 
 class InvoiceEventInline(ReadOnlyInline):
     model = InvoiceEvent
-    fields = ("created_at", "from_status", "to_status", "actor", "reason")
+    fields = ("created_at", "from_label", "to_label", "actor", "reason")
     readonly_fields = fields
     show_change_link = False
     verbose_name_plural = gettext_lazy("status history")
@@ -657,8 +678,11 @@ def duplicate_label(obj: Payment) -> str:
 
 
 @admin.register(Invoice)
-class InvoiceAdmin(ReadOnlyAdmin):
+class InvoiceAdmin(SiteTimeZoneMixin, ReadOnlyAdmin):
     """Invoices come with orders; staff mark bank transfers paid here (an action)."""
+
+    site_path = "order__site"
+    site_time_fields = ("due_at", "paid_at")
 
     list_display = (
         "number",

@@ -5,8 +5,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 from billing.models import Contract, ContractAuditEntry, ContractEvent
 from billing.services import contracts as contract_services
@@ -16,7 +15,7 @@ from core.errors import DomainError, IllegalTransition
 
 class ContractEventInline(ReadOnlyInline):
     model = ContractEvent
-    fields = ("created_at", "from_status", "to_status", "actor", "reason")
+    fields = ("created_at", "from_label", "to_label", "actor", "reason")
     readonly_fields = fields
 
 
@@ -57,5 +56,11 @@ class ContractAdmin(ReadOnlyAdmin):
                 messages.error(request, f"{contract.number}: {exc.message}")
         if done:
             messages.success(
-                request, _("%(n)s contract(s) countersigned; sealing follows.") % {"n": done}
+                request,
+                ngettext(
+                    "%(n)s contract countersigned; sealing follows.",
+                    "%(n)s contracts countersigned; sealing follows.",
+                    done,
+                )
+                % {"n": done},
             )

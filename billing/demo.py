@@ -80,8 +80,17 @@ FREE_SERVICES = [
         "环境部署：CUDA 12.4、PyTorch 2.3、DeepSpeed 0.14、FlashAttention-2",
     ),
     ("NCCL tuning sheet", "NCCL 调优参数表"),
-    ("ICP filing support (备案)", "ICP 备案协助"),
 ]
+# ICP filing (ICP 备案) is a mainland China requirement for websites served from the
+# mainland: its support is a free service at mainland sites only, not in Hong Kong.
+MAINLAND_FREE_SERVICES = [("ICP filing support (备案)", "ICP 备案协助")]
+MAINLAND_SITES = ("SZ",)
+
+
+def free_services_for(site_code: str) -> list[tuple[str, str]]:
+    return FREE_SERVICES + (MAINLAND_FREE_SERVICES if site_code in MAINLAND_SITES else [])
+
+
 DISCOUNTS = [
     # code, English, Chinese, term, multiplier, category, GPU model
     ("gpu-quarterly", "GPU quarterly", "GPU 季付 95 折", "quarter", D("0.95"), "gpu", None),
@@ -147,10 +156,11 @@ def seed_price_books() -> list[PriceBook]:
                     "tax_category": ADDON_TAX_CATEGORIES.get(code, "it_service"),
                 },
             )
+        services = free_services_for(site.code)
         FreeService.objects.filter(price_book=book).exclude(
-            name__in=[name for name, _zh in FREE_SERVICES]
+            name__in=[name for name, _zh in services]
         ).delete()
-        for i, (name, name_zh) in enumerate(FREE_SERVICES):
+        for i, (name, name_zh) in enumerate(services):
             FreeService.objects.update_or_create(
                 price_book=book, name=name, defaults={"name_zh": name_zh, "position": i}
             )

@@ -20,6 +20,7 @@ from billing.models import ItemKind, PriceBook, QuoteStatus, Term
 from billing.periods import site_today
 from billing.services.quotes import ItemSpec
 from core.errors import DomainError
+from core.validators import no_emoji
 from inventory.models import GPUModel, NodeType, Site
 
 HUNDRED = Decimal("100")
@@ -76,7 +77,7 @@ class QuoteForm(forms.Form):
     organisation = forms.ModelChoiceField(
         label=_("Customer organisation"), queryset=Organisation.objects.none()
     )
-    contact_name = forms.CharField(label=_("Contact name"), max_length=200)
+    contact_name = forms.CharField(label=_("Contact name"), max_length=200, validators=[no_emoji])
     contact_email = forms.EmailField(label=_("Contact email"))
     language = forms.ChoiceField(label=_("Quote language"), choices=settings.LANGUAGES)
     site = forms.ModelChoiceField(label=_("Data centre"), queryset=Site.objects.none())
@@ -93,7 +94,13 @@ class QuoteForm(forms.Form):
         min_value=Decimal("0"),
         max_value=Decimal("99.99"),
         decimal_places=2,
-        max_digits=4,
+        # 5 digits, so that 100 or 250 meets only the bound below: one error, not two.
+        max_digits=5,
+        error_messages={
+            "max_value": _("The extra discount must be below 100 percent (at most 99.99)."),
+            "max_digits": _("The extra discount must be below 100 percent (at most 99.99)."),
+            "max_whole_digits": _("The extra discount must be below 100 percent (at most 99.99)."),
+        },
         initial=Decimal("0"),
         help_text=_("In percent: 5 means 5 percent off the discounted price."),
     )
@@ -160,6 +167,14 @@ class QuoteForm(forms.Form):
     def extra_discount_fraction(self) -> Decimal:
         """The discount as the services take it: 5 (%) becomes 0.05."""
         return (self.cleaned_data["extra_discount"] / HUNDRED).quantize(Decimal("0.0001"))
+
+    def pricing_error(self) -> str:
+        """The first error of a price-setting field that was filled in wrongly (one
+        message for the live preview), or "" when those fields are only missing."""
+        for name in ("site", "term", "duration", "start_date", "extra_discount"):
+            if self.data.get(name) and self.errors.get(name):
+                return f"{self.fields[name].label}: {self.errors[name][0]}"
+        return ""
 
     def pricing_ready(self) -> bool:
         """Whether the fields that set the price are valid (for the live preview)."""

@@ -25,6 +25,7 @@ from billing.periods import end_of_day
 from core.lifecycle import Lifecycle
 from core.models import LifecycleEvent, StoredDocument
 from core.money import money_field
+from core.validators import no_emoji
 from inventory.models import Currency, GPUModel, ImageProfile, NodeType, Site
 
 
@@ -101,7 +102,9 @@ class PriceBook(models.Model):
     prices, so a sent quote keeps them.
     """
 
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="price_books")
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="price_books", verbose_name=_("site")
+    )
     tax_rates = models.JSONField(
         _("VAT rate per tax category"),
         default=dict,
@@ -115,9 +118,14 @@ class PriceBook(models.Model):
     currency = models.CharField(_("currency"), max_length=3, choices=Currency.choices)
     effective_from = models.DateTimeField(_("effective from"))
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("created by"),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     notes = models.TextField(_("notes"), blank=True)
 
     class Meta:
@@ -133,6 +141,24 @@ class PriceBook(models.Model):
     def __str__(self) -> str:
         return f"{self.site.code} {self.currency} {self.name}"
 
+    @property
+    def short_name(self) -> str:
+        """ "Shenzhen 2026-01-01" / "深圳 2026-01-01": the site and the day it came into force,
+        for narrow document headers."""
+        day = self.effective_from.astimezone(self.site.tzinfo).date().isoformat()
+        return f"{self.site.display_name} {day}"
+
+    @property
+    def display_name(self) -> str:
+        """How documents name the book in any language: its site, currency and the day it
+        came into force (unique per book); ``name`` is the back office's own label."""
+        day = self.effective_from.astimezone(self.site.tzinfo).date().isoformat()
+        return gettext("%(site)s · %(currency)s · in force from %(date)s") % {
+            "site": self.site.display_name,
+            "currency": self.currency,
+            "date": day,
+        }
+
 
 class PriceBasis(models.TextChoices):
     PER_NODE = "node", _("per node")
@@ -142,8 +168,15 @@ class PriceBasis(models.TextChoices):
 class NodePrice(models.Model):
     """A node type's price: per node or per GPU, per month, and a daily rate of its own."""
 
-    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="node_prices")
-    node_type = models.ForeignKey(NodeType, on_delete=models.PROTECT, related_name="+")
+    price_book = models.ForeignKey(
+        PriceBook,
+        on_delete=models.CASCADE,
+        related_name="node_prices",
+        verbose_name=_("price book"),
+    )
+    node_type = models.ForeignKey(
+        NodeType, on_delete=models.PROTECT, related_name="+", verbose_name=_("node type")
+    )
     category = models.CharField(_("category"), max_length=16, choices=Category.choices)
     tax_category = models.CharField(
         _("tax category"),
@@ -183,9 +216,18 @@ class NodePrice(models.Model):
 class CardOptionPrice(models.Model):
     """An optional GPU card for a server (bare-metal E5 + RTX 3090 ¥1,750 per card)."""
 
-    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="card_prices")
-    node_type = models.ForeignKey(NodeType, on_delete=models.PROTECT, related_name="+")
-    gpu_model = models.ForeignKey(GPUModel, on_delete=models.PROTECT, related_name="+")
+    price_book = models.ForeignKey(
+        PriceBook,
+        on_delete=models.CASCADE,
+        related_name="card_prices",
+        verbose_name=_("price book"),
+    )
+    node_type = models.ForeignKey(
+        NodeType, on_delete=models.PROTECT, related_name="+", verbose_name=_("node type")
+    )
+    gpu_model = models.ForeignKey(
+        GPUModel, on_delete=models.PROTECT, related_name="+", verbose_name=_("GPU model")
+    )
     monthly = money_field(_("per card per month"), validators=[MinValueValidator(0)])
     daily = money_field(_("per card per day"), validators=[MinValueValidator(0)])
     max_per_node = models.PositiveSmallIntegerField(_("cards per node, at most"), default=4)
@@ -226,7 +268,9 @@ class AddonUnit(models.TextChoices):
 class AddonPrice(Bilingual):
     """Priced, or explicitly free: storage, traffic, IPs, DDoS tiers."""
 
-    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="addons")
+    price_book = models.ForeignKey(
+        PriceBook, on_delete=models.CASCADE, related_name="addons", verbose_name=_("price book")
+    )
     code = models.SlugField(_("code"), max_length=32)
     unit = models.CharField(_("unit"), max_length=16, choices=AddonUnit.choices)
     price = money_field(_("price per unit"), validators=[MinValueValidator(0)])
@@ -238,7 +282,7 @@ class AddonPrice(Bilingual):
         choices=TaxCategory.choices,
         default=TaxCategory.IT_SERVICE,
     )
-    position = models.PositiveSmallIntegerField(default=0)
+    position = models.PositiveSmallIntegerField(default=0, verbose_name=_("position"))
 
     class Meta:
         ordering = ["position", "code"]
@@ -249,16 +293,25 @@ class AddonPrice(Bilingual):
         ]
 
     def __str__(self) -> str:
-        return self.name
+        return self.localized_name()
+
+    def localized_note(self, language: str | None = None) -> str:
+        language = language or translation.get_language() or "en"
+        if language.startswith("zh") and self.note_zh:
+            return self.note_zh
+        return self.note
 
 
 class FreeService(Bilingual):
     """Shown on every quote as a zero-priced line (snapshots, environment set-up …)."""
 
     price_book = models.ForeignKey(
-        PriceBook, on_delete=models.CASCADE, related_name="free_services"
+        PriceBook,
+        on_delete=models.CASCADE,
+        related_name="free_services",
+        verbose_name=_("price book"),
     )
-    position = models.PositiveSmallIntegerField(default=0)
+    position = models.PositiveSmallIntegerField(default=0, verbose_name=_("position"))
 
     class Meta:
         ordering = ["position", "pk"]
@@ -266,13 +319,15 @@ class FreeService(Bilingual):
         verbose_name_plural = _("free services")
 
     def __str__(self) -> str:
-        return self.name
+        return self.localized_name()
 
 
 class DiscountRule(Bilingual):
     """Pay ``multiplier`` of list for a term; the most specific scope wins."""
 
-    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="discounts")
+    price_book = models.ForeignKey(
+        PriceBook, on_delete=models.CASCADE, related_name="discounts", verbose_name=_("price book")
+    )
     code = models.SlugField(_("code"), max_length=32)
     term = models.CharField(_("term"), max_length=8, choices=Term.choices)
     multiplier = fraction_field(
@@ -280,10 +335,20 @@ class DiscountRule(Bilingual):
         help_text=_("0.8500 means the customer pays 85 percent of list"),
     )
     node_type = models.ForeignKey(
-        NodeType, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+        NodeType,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("node type"),
     )
     gpu_model = models.ForeignKey(
-        GPUModel, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+        GPUModel,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("GPU model"),
     )
     category = models.CharField(_("category"), max_length=16, choices=Category.choices, blank=True)
 
@@ -300,13 +365,15 @@ class DiscountRule(Bilingual):
         ]
 
     def __str__(self) -> str:
-        return f"{self.name} ({self.multiplier})"
+        return f"{self.localized_name()} ({self.multiplier})"
 
 
 class Promotion(Bilingual):
     """Buy N, get M free, between two dates (Hong Kong bare metal: buy one, get one)."""
 
-    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="promotions")
+    price_book = models.ForeignKey(
+        PriceBook, on_delete=models.CASCADE, related_name="promotions", verbose_name=_("price book")
+    )
     code = models.SlugField(_("code"), max_length=32)
     valid_from = models.DateField(_("valid from"))
     valid_until = models.DateField(_("valid until (inclusive)"))
@@ -314,7 +381,12 @@ class Promotion(Bilingual):
     get = models.PositiveSmallIntegerField(_("get free"), default=1)
     category = models.CharField(_("category"), max_length=16, choices=Category.choices, blank=True)
     node_type = models.ForeignKey(
-        NodeType, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+        NodeType,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("node type"),
     )
 
     class Meta:
@@ -331,17 +403,24 @@ class Promotion(Bilingual):
         ]
 
     def __str__(self) -> str:
-        return self.name
+        return self.localized_name()
 
 
 class PriceChange(models.Model):
     """The log of every price-book change: who, when, what, before and after."""
 
-    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="changes")
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    price_book = models.ForeignKey(
+        PriceBook, on_delete=models.CASCADE, related_name="changes", verbose_name=_("price book")
     )
-    at = models.DateTimeField(default=timezone.now)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("actor"),
+    )
+    at = models.DateTimeField(default=timezone.now, verbose_name=_("time"))
     what = models.CharField(_("what"), max_length=200)
     before = models.JSONField(_("before"), null=True, blank=True)
     after = models.JSONField(_("after"), null=True, blank=True)
@@ -362,7 +441,10 @@ class SalesProfile(models.Model):
     """How much extra discount a salesperson may give alone, and whether they approve."""
 
     user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sales_profile"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="sales_profile",
+        verbose_name=_("user"),
     )
     max_discount = fraction_field(
         _("maximum extra discount"), default=Decimal("0.10"), help_text=_("0.1000 = 10%")
@@ -436,12 +518,18 @@ class NumberSequence(models.Model):
     a rolled-back creation gives its number back.
     """
 
-    kind = models.CharField(max_length=8)  # "Q" quotes, "O" orders, "I" invoices
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="+")
-    year = models.PositiveSmallIntegerField()
-    last = models.PositiveIntegerField(default=0)
+    kind = models.CharField(
+        max_length=8, verbose_name=_("kind")
+    )  # "Q" quotes, "O" orders, "I" invoices
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="+", verbose_name=_("site")
+    )
+    year = models.PositiveSmallIntegerField(verbose_name=_("year"))
+    last = models.PositiveIntegerField(default=0, verbose_name=_("last number"))
 
     class Meta:
+        verbose_name = _("number sequence")
+        verbose_name_plural = _("number sequences")
         constraints = [
             models.UniqueConstraint(fields=["kind", "site", "year"], name="numbersequence_unique")
         ]
@@ -461,16 +549,20 @@ class Quote(models.Model):
         related_name="next_revision",
         verbose_name=_("revises"),
     )
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="quotes")
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="quotes", verbose_name=_("site")
+    )
     organisation = models.ForeignKey(
         Organisation, on_delete=models.PROTECT, related_name="quotes", verbose_name=_("customer")
     )
-    contact_name = models.CharField(_("contact"), max_length=200)
+    contact_name = models.CharField(_("contact"), max_length=200, validators=[no_emoji])
     contact_email = models.EmailField(_("contact email"))
     language = models.CharField(
         _("language"), max_length=8, choices=settings.LANGUAGES, default="zh-hans"
     )
-    price_book = models.ForeignKey(PriceBook, on_delete=models.PROTECT, related_name="quotes")
+    price_book = models.ForeignKey(
+        PriceBook, on_delete=models.PROTECT, related_name="quotes", verbose_name=_("price book")
+    )
     currency = models.CharField(_("currency"), max_length=3, choices=Currency.choices)
     vat_rate = fraction_field(_("VAT rate"))
     term = models.CharField(_("term"), max_length=8, choices=Term.choices)
@@ -491,10 +583,15 @@ class Quote(models.Model):
     gross_total = money_field(_("total"), default=Decimal("0"))
     placement = models.JSONField(_("placement"), default=dict, blank=True)
     reservation_group = models.UUIDField(_("booking"), null=True, blank=True)
-    token = models.CharField(max_length=64, unique=True, default=new_token, editable=False)
+    token = models.CharField(
+        max_length=64, unique=True, default=new_token, editable=False, verbose_name=_("token")
+    )
     notes = models.TextField(_("notes for the customer"), blank=True)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="quotes_created"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="quotes_created",
+        verbose_name=_("created by"),
     )
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     sent_at = models.DateTimeField(_("sent"), null=True, blank=True)
@@ -506,8 +603,11 @@ class Quote(models.Model):
         null=True,
         blank=True,
         related_name="+",
+        verbose_name=_("decided by"),
     )
-    decided_by_name = models.CharField(_("accepted or rejected by"), max_length=200, blank=True)
+    decided_by_name = models.CharField(
+        _("accepted or rejected by"), max_length=200, blank=True, validators=[no_emoji]
+    )
     decided_ip = models.GenericIPAddressField(_("from IP"), null=True, blank=True)
     decision_comment = models.TextField(_("comment"), blank=True)
 
@@ -555,11 +655,18 @@ class ItemKind(models.TextChoices):
 class QuoteItem(models.Model):
     """What the quote asks for (the engine's input); ``QuoteLine`` is what it costs."""
 
-    quote = models.ForeignKey(Quote, on_delete=models.CASCADE, related_name="items")
-    position = models.PositiveSmallIntegerField(default=0)
+    quote = models.ForeignKey(
+        Quote, on_delete=models.CASCADE, related_name="items", verbose_name=_("quote")
+    )
+    position = models.PositiveSmallIntegerField(default=0, verbose_name=_("position"))
     kind = models.CharField(_("kind"), max_length=8, choices=ItemKind.choices)
     node_type = models.ForeignKey(
-        NodeType, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+        NodeType,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("node type"),
     )
     quantity = models.DecimalField(
         _("quantity"), max_digits=10, decimal_places=2, validators=[MinValueValidator(0)]
@@ -596,38 +703,44 @@ class QuoteItem(models.Model):
 class QuoteLine(models.Model):
     """A priced line, exactly as the engine produced it when the quote was priced."""
 
-    quote = models.ForeignKey(Quote, on_delete=models.CASCADE, related_name="lines")
-    position = models.PositiveSmallIntegerField()
-    kind = models.CharField(max_length=8)
-    code = models.CharField(max_length=64)
-    description = models.CharField(max_length=300)
-    description_zh = models.CharField(max_length=300, blank=True)
-    quantity = models.DecimalField(max_digits=12, decimal_places=2)
-    unit = models.CharField(max_length=16)
+    quote = models.ForeignKey(
+        Quote, on_delete=models.CASCADE, related_name="lines", verbose_name=_("quote")
+    )
+    position = models.PositiveSmallIntegerField(verbose_name=_("position"))
+    kind = models.CharField(max_length=8, verbose_name=_("kind"))
+    code = models.CharField(max_length=64, verbose_name=_("code"))
+    description = models.CharField(max_length=300, verbose_name=_("description"))
+    description_zh = models.CharField(
+        max_length=300, blank=True, verbose_name=_("description (Chinese)")
+    )
+    quantity = models.DecimalField(max_digits=12, decimal_places=2, verbose_name=_("quantity"))
+    unit = models.CharField(max_length=16, verbose_name=_("unit"))
     unit_price = money_field(_("unit price"))
-    periods = models.DecimalField(max_digits=10, decimal_places=4)
-    period_unit = models.CharField(max_length=8)
+    periods = models.DecimalField(max_digits=10, decimal_places=4, verbose_name=_("periods"))
+    period_unit = models.CharField(max_length=8, verbose_name=_("period unit"))
     list_amount = money_field(_("list"))
     discount_amount = money_field(_("discounts"))
     net = money_field(_("net"))
     vat = money_field(_("VAT"))
     gross = money_field(_("gross"))
-    adjustments = models.JSONField(default=list)
-    note = models.CharField(max_length=200, blank=True)
-    note_zh = models.CharField(max_length=200, blank=True)
+    adjustments = models.JSONField(default=list, verbose_name=_("adjustments"))
+    note = models.CharField(max_length=200, blank=True, verbose_name=_("note"))
+    note_zh = models.CharField(max_length=200, blank=True, verbose_name=_("note (Chinese)"))
     tax_category = models.CharField(
         _("tax category"), max_length=16, choices=TaxCategory.choices, default="it_service"
     )
     vat_rate = fraction_field(_("VAT rate"), default=Decimal("0"))
 
     class Meta:
+        verbose_name = _("quote line")
+        verbose_name_plural = _("quote lines")
         ordering = ["position"]
         constraints = [
             models.UniqueConstraint(fields=["quote", "position"], name="quoteline_unique_pos")
         ]
 
     def __str__(self) -> str:
-        return f"{self.description}: {self.net}"
+        return f"{self.localized_description()}: {self.net}"
 
     def localized_description(self, language: str | None = None) -> str:
         language = language or translation.get_language() or "en"
@@ -637,19 +750,29 @@ class QuoteLine(models.Model):
 
 
 class QuoteEvent(LifecycleEvent):
-    quote = models.ForeignKey(Quote, on_delete=models.CASCADE, related_name="events")
+    quote = models.ForeignKey(
+        Quote, on_delete=models.CASCADE, related_name="events", verbose_name=_("quote")
+    )
+
+    class Meta(LifecycleEvent.Meta):
+        verbose_name = _("quote event")
+        verbose_name_plural = _("quote events")
 
     def __str__(self) -> str:
-        return f"{self.quote_id}: {self.from_status or '∅'} → {self.to_status}"
+        return f"{self.quote_id}: {self.from_label()} → {self.to_label()}"
 
 
 class QuoteDocument(StoredDocument):
     """A rendered quote PDF, stored once per version and language, with its SHA-256."""
 
-    quote = models.ForeignKey(Quote, on_delete=models.CASCADE, related_name="documents")
-    file = models.FileField(upload_to="quotes/%Y/")
+    quote = models.ForeignKey(
+        Quote, on_delete=models.CASCADE, related_name="documents", verbose_name=_("quote")
+    )
+    file = models.FileField(upload_to="quotes/%Y/", verbose_name=_("file"))
 
     class Meta:
+        verbose_name = _("quote document")
+        verbose_name_plural = _("quote documents")
         constraints = [
             models.UniqueConstraint(fields=["quote", "language"], name="quotedoc_unique")
         ]
@@ -750,16 +873,20 @@ class Estimate(models.Model):
     book and day (``key``), so identical configurations are served from the stored file.
     The documents queue renders it; ``rendered_at`` is set when the file is stored."""
 
-    key = models.CharField(max_length=64, unique=True)
-    language = models.CharField(max_length=8, choices=settings.LANGUAGES)
-    configuration = models.JSONField()
-    reopen_path = models.CharField(max_length=2000)
-    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="+")
-    file = models.FileField(upload_to="estimates/%Y/", blank=True)
-    sha256 = models.CharField(max_length=64, blank=True)
-    size = models.PositiveIntegerField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    rendered_at = models.DateTimeField(null=True, blank=True)
+    key = models.CharField(max_length=64, unique=True, verbose_name=_("key"))
+    language = models.CharField(
+        max_length=8, choices=settings.LANGUAGES, verbose_name=_("language")
+    )
+    configuration = models.JSONField(verbose_name=_("configuration"))
+    reopen_path = models.CharField(max_length=2000, verbose_name=_("reopen path"))
+    price_book = models.ForeignKey(
+        PriceBook, on_delete=models.CASCADE, related_name="+", verbose_name=_("price book")
+    )
+    file = models.FileField(upload_to="estimates/%Y/", blank=True, verbose_name=_("file"))
+    sha256 = models.CharField(max_length=64, blank=True, verbose_name=_("SHA-256"))
+    size = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("size"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    rendered_at = models.DateTimeField(null=True, blank=True, verbose_name=_("rendered at"))
 
     class Meta:
         verbose_name = _("estimate")
@@ -808,8 +935,12 @@ class Order(models.Model):
     organisation = models.ForeignKey(
         Organisation, on_delete=models.PROTECT, related_name="orders", verbose_name=_("customer")
     )
-    quote = models.OneToOneField(Quote, on_delete=models.PROTECT, related_name="order")
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="orders")
+    quote = models.OneToOneField(
+        Quote, on_delete=models.PROTECT, related_name="order", verbose_name=_("quote")
+    )
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="orders", verbose_name=_("site")
+    )
     status = models.CharField(
         _("status"),
         max_length=20,
@@ -843,7 +974,7 @@ class Order(models.Model):
     ssh_keys = models.ManyToManyField(
         SshPublicKey, blank=True, related_name="orders", verbose_name=_("SSH keys")
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     lifecycle = Lifecycle(
         choices=OrderStatus,
@@ -871,10 +1002,16 @@ class Order(models.Model):
 
 
 class OrderEvent(LifecycleEvent):
-    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="events")
+    order = models.ForeignKey(
+        Order, on_delete=models.CASCADE, related_name="events", verbose_name=_("order")
+    )
+
+    class Meta(LifecycleEvent.Meta):
+        verbose_name = _("order event")
+        verbose_name_plural = _("order events")
 
     def __str__(self) -> str:
-        return f"{self.order_id}: {self.from_status or '∅'} → {self.to_status}"
+        return f"{self.order_id}: {self.from_label()} → {self.to_label()}"
 
 
 # --- Invoices and payments --------------------------------------------------------------
@@ -905,7 +1042,9 @@ class Invoice(models.Model):
     """What the customer pays: the order's first invoice carries the quote's totals."""
 
     number = models.CharField(_("number"), max_length=32, unique=True)
-    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="invoices")
+    order = models.ForeignKey(
+        Order, on_delete=models.PROTECT, related_name="invoices", verbose_name=_("order")
+    )
     organisation = models.ForeignKey(
         Organisation, on_delete=models.PROTECT, related_name="invoices", verbose_name=_("customer")
     )
@@ -927,7 +1066,12 @@ class Invoice(models.Model):
     paid_at = models.DateTimeField(_("paid"), null=True, blank=True)
     paid_reference = models.CharField(_("payment reference"), max_length=100, blank=True)
     marked_paid_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("marked paid by"),
     )
     # The billing period this document charges (``billing.schedule``); ``None`` for a
     # document outside the schedule (metered usage after the term, legacy invoices).
@@ -971,14 +1115,16 @@ class Invoice(models.Model):
 
 
 class InvoiceEvent(LifecycleEvent):
-    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="events")
+    invoice = models.ForeignKey(
+        Invoice, on_delete=models.CASCADE, related_name="events", verbose_name=_("invoice")
+    )
 
     class Meta(LifecycleEvent.Meta):
         verbose_name = _("invoice event")
         verbose_name_plural = _("invoice events")
 
     def __str__(self) -> str:
-        return f"{self.invoice_id}: {self.from_status or '∅'} → {self.to_status}"
+        return f"{self.invoice_id}: {self.from_label()} → {self.to_label()}"
 
 
 class PaymentStatus(models.TextChoices):
@@ -991,7 +1137,9 @@ class PaymentStatus(models.TextChoices):
 class Payment(models.Model):
     """One attempt to pay an invoice: a Stripe PaymentIntent or a bank transfer."""
 
-    invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="payments")
+    invoice = models.ForeignKey(
+        Invoice, on_delete=models.PROTECT, related_name="payments", verbose_name=_("invoice")
+    )
     method = models.CharField(_("method"), max_length=16, choices=PaymentMethod.choices)
     status = models.CharField(
         _("status"), max_length=12, choices=PaymentStatus.choices, default=PaymentStatus.PENDING
@@ -999,11 +1147,13 @@ class Payment(models.Model):
     currency = models.CharField(_("currency"), max_length=3, choices=Currency.choices)
     amount = money_field(_("amount"))
     amount_refunded = money_field(_("refunded"), default=Decimal("0"))
-    stripe_payment_intent = models.CharField(max_length=255, null=True, blank=True, unique=True)
+    stripe_payment_intent = models.CharField(
+        max_length=255, null=True, blank=True, unique=True, verbose_name=_("Stripe payment intent")
+    )
     reference = models.CharField(_("reference"), max_length=100, blank=True)
     failure_message = models.TextField(_("failure"), blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    succeeded_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    succeeded_at = models.DateTimeField(null=True, blank=True, verbose_name=_("succeeded at"))
     provider_succeeded_at = models.DateTimeField(
         _("succeeded at the provider"),
         null=True,
@@ -1049,15 +1199,18 @@ class StripeEventStatus(models.TextChoices):
 class StripeEvent(models.Model):
     """Every verified webhook event, stored once by its Stripe id."""
 
-    stripe_id = models.CharField(max_length=255, unique=True)
-    type = models.CharField(max_length=100)
-    payload = models.JSONField()
+    stripe_id = models.CharField(max_length=255, unique=True, verbose_name=_("Stripe event ID"))
+    type = models.CharField(max_length=100, verbose_name=_("type"))
+    payload = models.JSONField(verbose_name=_("payload"))
     status = models.CharField(
-        max_length=12, choices=StripeEventStatus.choices, default=StripeEventStatus.RECEIVED
+        max_length=12,
+        choices=StripeEventStatus.choices,
+        default=StripeEventStatus.RECEIVED,
+        verbose_name=_("status"),
     )
-    error = models.TextField(blank=True)
-    received_at = models.DateTimeField(auto_now_add=True)
-    processed_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True, verbose_name=_("error"))
+    received_at = models.DateTimeField(auto_now_add=True, verbose_name=_("received at"))
+    processed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("processed at"))
 
     class Meta:
         ordering = ["-received_at", "-pk"]
@@ -1071,10 +1224,14 @@ class StripeEvent(models.Model):
 class InvoiceDocument(StoredDocument):
     """A rendered invoice PDF, stored once per invoice and language, with its SHA-256."""
 
-    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="documents")
-    file = models.FileField(upload_to="invoices/%Y/")
+    invoice = models.ForeignKey(
+        Invoice, on_delete=models.CASCADE, related_name="documents", verbose_name=_("invoice")
+    )
+    file = models.FileField(upload_to="invoices/%Y/", verbose_name=_("file"))
 
     class Meta:
+        verbose_name = _("invoice document")
+        verbose_name_plural = _("invoice documents")
         constraints = [
             models.UniqueConstraint(fields=["invoice", "language"], name="invoicedoc_unique")
         ]

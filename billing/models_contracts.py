@@ -26,6 +26,7 @@ from accounts.models import Organisation
 from billing.models import Order, Quote
 from core.lifecycle import Lifecycle
 from core.models import LifecycleEvent, StoredDocument
+from core.validators import no_emoji
 from inventory.models import Site
 
 __all__ = [
@@ -75,12 +76,18 @@ CONTRACT_SIGNED = (
 
 class Contract(models.Model):
     number = models.CharField(_("number"), max_length=32, unique=True)
-    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="contracts")
-    quote = models.ForeignKey(Quote, on_delete=models.PROTECT, related_name="contracts")
+    order = models.ForeignKey(
+        Order, on_delete=models.PROTECT, related_name="contracts", verbose_name=_("order")
+    )
+    quote = models.ForeignKey(
+        Quote, on_delete=models.PROTECT, related_name="contracts", verbose_name=_("quote")
+    )
     organisation = models.ForeignKey(
         Organisation, on_delete=models.PROTECT, related_name="contracts", verbose_name=_("customer")
     )
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="+")
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="+", verbose_name=_("site")
+    )
     amends = models.ForeignKey(
         "self",
         on_delete=models.PROTECT,
@@ -99,9 +106,16 @@ class Contract(models.Model):
     created_at = models.DateTimeField(_("drafted"), auto_now_add=True)
     # The customer's signature.
     signer = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("signer"),
     )
-    signer_name = models.CharField(_("signed by"), max_length=200, blank=True)
+    signer_name = models.CharField(
+        _("signed by"), max_length=200, blank=True, validators=[no_emoji]
+    )
     signer_title = models.CharField(_("title"), max_length=200, blank=True)
     signer_email = models.EmailField(_("signer's email"), blank=True)
     signed_at = models.DateTimeField(_("signed"), null=True, blank=True)
@@ -109,11 +123,21 @@ class Contract(models.Model):
     signed_user_agent = models.CharField(_("browser"), max_length=400, blank=True)
     signed_sha256 = models.CharField(_("SHA-256 of the PDF signed"), max_length=64, blank=True)
     signed_code = models.ForeignKey(
-        "billing.SigningCode", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+        "billing.SigningCode",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("signing code used"),
     )
     # The provider's countersignature.
     countersigner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("countersigner"),
     )
     countersigned_at = models.DateTimeField(_("countersigned"), null=True, blank=True)
     final_sha256 = models.CharField(_("SHA-256 of the sealed PDF"), max_length=64, blank=True)
@@ -140,7 +164,9 @@ class Contract(models.Model):
 
 
 class ContractEvent(LifecycleEvent):
-    contract = models.ForeignKey(Contract, on_delete=models.CASCADE, related_name="events")
+    contract = models.ForeignKey(
+        Contract, on_delete=models.CASCADE, related_name="events", verbose_name=_("contract")
+    )
 
     class Meta(LifecycleEvent.Meta):
         verbose_name = _("contract event")
@@ -150,18 +176,27 @@ class ContractEvent(LifecycleEvent):
 class ContractAuditEntry(models.Model):
     """One link of the contract's audit chain (``hash`` covers ``prev_hash``)."""
 
-    contract = models.ForeignKey(Contract, on_delete=models.CASCADE, related_name="audit")
-    seq = models.PositiveIntegerField()
-    at = models.DateTimeField()
-    kind = models.CharField(max_length=32)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    contract = models.ForeignKey(
+        Contract, on_delete=models.CASCADE, related_name="audit", verbose_name=_("contract")
     )
-    detail = models.JSONField(default=dict)
-    prev_hash = models.CharField(max_length=64)
-    hash = models.CharField(max_length=64)
+    seq = models.PositiveIntegerField(verbose_name=_("sequence number"))
+    at = models.DateTimeField(verbose_name=_("time"))
+    kind = models.CharField(max_length=32, verbose_name=_("kind"))
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("actor"),
+    )
+    detail = models.JSONField(default=dict, verbose_name=_("detail"))
+    prev_hash = models.CharField(max_length=64, verbose_name=_("previous hash"))
+    hash = models.CharField(max_length=64, verbose_name=_("hash"))
 
     class Meta:
+        verbose_name = _("contract audit entry")
+        verbose_name_plural = _("contract audit entries")
         ordering = ["contract", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["contract", "seq"], name="contractaudit_unique_seq")
@@ -179,11 +214,17 @@ class ContractDocumentKind(models.TextChoices):
 class ContractDocument(StoredDocument):
     """A contract's PDF: the draft the customer signs, then the sealed final one."""
 
-    contract = models.ForeignKey(Contract, on_delete=models.CASCADE, related_name="documents")
-    kind = models.CharField(max_length=8, choices=ContractDocumentKind.choices)
-    file = models.FileField(upload_to="contracts/%Y/")
+    contract = models.ForeignKey(
+        Contract, on_delete=models.CASCADE, related_name="documents", verbose_name=_("contract")
+    )
+    kind = models.CharField(
+        max_length=8, choices=ContractDocumentKind.choices, verbose_name=_("kind")
+    )
+    file = models.FileField(upload_to="contracts/%Y/", verbose_name=_("file"))
 
     class Meta:
+        verbose_name = _("contract document")
+        verbose_name_plural = _("contract documents")
         constraints = [
             models.UniqueConstraint(
                 fields=["contract", "kind", "language"], name="contractdoc_unique"
@@ -197,16 +238,22 @@ class ContractDocument(StoredDocument):
 class SigningCode(models.Model):
     """A one-time code emailed to the signer; only its keyed hash is stored."""
 
-    contract = models.ForeignKey(Contract, on_delete=models.CASCADE, related_name="codes")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    email = models.EmailField()
-    code_hash = models.CharField(max_length=64)
-    created_at = models.DateTimeField(auto_now_add=True)
-    expires_at = models.DateTimeField()
-    attempts = models.PositiveSmallIntegerField(default=0)
-    used_at = models.DateTimeField(null=True, blank=True)
+    contract = models.ForeignKey(
+        Contract, on_delete=models.CASCADE, related_name="codes", verbose_name=_("contract")
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", verbose_name=_("user")
+    )
+    email = models.EmailField(verbose_name=_("email"))
+    code_hash = models.CharField(max_length=64, verbose_name=_("code hash"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    expires_at = models.DateTimeField(verbose_name=_("expires at"))
+    attempts = models.PositiveSmallIntegerField(default=0, verbose_name=_("attempts"))
+    used_at = models.DateTimeField(null=True, blank=True, verbose_name=_("used at"))
 
     class Meta:
+        verbose_name = _("signing code")
+        verbose_name_plural = _("signing codes")
         ordering = ["-created_at", "-pk"]
 
     def __str__(self) -> str:
@@ -216,12 +263,20 @@ class SigningCode(models.Model):
 class TermsAcceptance(models.Model):
     """A short self-service order's acceptance of the versioned standard terms."""
 
-    order = models.OneToOneField(Order, on_delete=models.CASCADE, related_name="terms_acceptance")
+    order = models.OneToOneField(
+        Order, on_delete=models.CASCADE, related_name="terms_acceptance", verbose_name=_("order")
+    )
     version = models.CharField(_("terms version"), max_length=16)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", verbose_name=_("user")
+    )
     name = models.CharField(_("name"), max_length=200)
     accepted_at = models.DateTimeField(_("accepted"))
-    ip = models.GenericIPAddressField(null=True, blank=True)
+    ip = models.GenericIPAddressField(null=True, blank=True, verbose_name=_("IP address"))
+
+    class Meta:
+        verbose_name = _("terms acceptance")
+        verbose_name_plural = _("terms acceptances")
 
     def __str__(self) -> str:
         return f"{self.order_id} terms {self.version}"
@@ -234,11 +289,18 @@ class ProvisioningRelease(models.Model):
     field existed: at once). Until then its nodes may still be another customer's."""
 
     order = models.OneToOneField(
-        Order, on_delete=models.CASCADE, related_name="provisioning_release"
+        Order,
+        on_delete=models.CASCADE,
+        related_name="provisioning_release",
+        verbose_name=_("order"),
     )
-    released_at = models.DateTimeField()
+    released_at = models.DateTimeField(verbose_name=_("released at"))
     provision_at = models.DateTimeField(_("provisioning begins"), null=True, blank=True)
-    basis = models.CharField(max_length=200)
+    basis = models.CharField(max_length=200, verbose_name=_("basis"))
+
+    class Meta:
+        verbose_name = _("provisioning release")
+        verbose_name_plural = _("provisioning releases")
 
     def __str__(self) -> str:
         return f"{self.order_id} released {self.released_at:%Y-%m-%d %H:%M}"

@@ -23,9 +23,11 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import timezone, translation
+from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from billing import pricing, selectors
 from billing.models import (
     AddonPrice,
     ItemKind,
@@ -47,6 +49,7 @@ from billing.services.orders import (
     payment_methods_offered,
     payment_methods_text,
 )
+from core import jobs
 from core.pdf import css_content, normalise_language, render_pdf, store_document
 from inventory.models import Fabric
 
@@ -380,7 +383,7 @@ def tax_notes(lines: Any) -> list[str]:
     return [
         _("%(category)s: VAT %(rate)s. %(reason)s")
         % {
-            "category": str(TaxCategory(code).label).capitalize(),
+            "category": capfirst(str(TaxCategory(code).label)),
             "rate": f"{(rate * 100).normalize():f}%",
             "reason": tax_category_reason(code),
         }
@@ -417,6 +420,65 @@ def quote_gpu_equivalent(quote: Quote, lines: list[QuoteLine]) -> GpuEquivalent 
     return gpu_equivalent(amount=amount, gpus=gpus, months=months)
 
 
+def promotion_notes(quote: Quote) -> list[str]:
+    """The rule of each promotion that applies to a node line of the quote (the Hong Kong
+    bare-metal "buy one, get one"), stated in words with what it gives on this quote; a
+    line below the promotion's count is told what it would take."""
+    book = quote.price_book
+    if book is None:
+        return []
+    categories = {np.node_type_id: np.category for np in book.node_prices.all()}
+    counts: dict[Any, int] = {}
+    for item in quote.items.all():
+        if item.kind == "node" and item.node_type_id:
+            counts[item.node_type] = counts.get(item.node_type, 0) + int(item.quantity)
+    notes = []
+    for promo in book.promotions.select_related("node_type"):
+        rule = selectors.engine_promotion(promo, site_code=quote.site.code)
+        for node_type, count in counts.items():
+            category = categories.get(node_type.pk)
+            if category is None or not rule.applies(
+                on=quote.start_date,
+                site=quote.site.code,
+                node_type=node_type.code,
+                category=pricing.Category(category),
+            ):
+                continue
+            free = (count // (promo.buy + promo.get)) * promo.get
+            every = ngettext(
+                "for every %(buy)s %(type)s node paid for, %(get)s more is free",
+                "for every %(buy)s %(type)s nodes paid for, %(get)s more are free",
+                promo.buy,
+            ) % {"buy": promo.buy, "get": promo.get, "type": node_type.display_name}
+            notes.append(
+                _(
+                    "Promotion “%(name)s”: %(every)s, for terms starting from %(start)s to "
+                    "%(end)s. On this quote %(free)s of %(count)s nodes are free."
+                )
+                % {
+                    "name": promo.localized_name(),
+                    "every": every,
+                    "start": promo.valid_from.isoformat(),
+                    "end": promo.valid_until.isoformat(),
+                    "free": free,
+                    "count": count,
+                }
+            )
+    return notes
+
+
+def salesperson(quote: Quote) -> tuple[str, str]:
+    """(name, email) of who speaks for the provider on a quote: the salesperson who made
+    it, or for a self-service quote the provider's sales contact, never the customer."""
+    creator = quote.created_by
+    if creator is not None and creator.is_staff:
+        return creator.get_full_name() or creator.get_username(), creator.email or ""
+    return (
+        settings.PORTAL_SALES_CONTACT_NAME or _("Sales team"),
+        settings.PORTAL_SALES_CONTACT_EMAIL or settings.PORTAL_PROVIDER_EMAIL,
+    )
+
+
 def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
     """Everything ``pdf/quote.html`` shows, translated into ``language``."""
     quote = (
@@ -444,7 +506,6 @@ def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
         amount_in_words = ""
         if language.lower().startswith("zh") and quote.currency == "CNY":
             amount_in_words = rmb_upper(quote.gross_total)
-        creator = quote.created_by
         party = quote.organisation.legal_name or quote.organisation.name
         the_provider = provider(language, quote.site)
         configurations = _configurations(quote)
@@ -476,13 +537,9 @@ def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
             "holds": quote_holds(quote),
             "payment_methods_text": payment_methods_text(payment_methods_offered()),
             "bank": bank_details(quote.site, language),
-            # A self-service quote is prepared by the provider's sales team, not the customer.
-            "prepared_by": (creator.get_full_name() or creator.get_username())
-            if creator.is_staff
-            else settings.PORTAL_SALES_CONTACT_NAME or _("Sales team"),
-            "prepared_by_email": creator.email
-            if creator.is_staff
-            else settings.PORTAL_PROVIDER_EMAIL,
+            "promotions": promotion_notes(quote),
+            "prepared_by": salesperson(quote)[0],
+            "prepared_by_email": salesperson(quote)[1],
         }
 
 
@@ -517,6 +574,33 @@ def quote_document(*, quote: Quote, language: str) -> QuoteDocument:
         # Sent while this draft was rendering: render (and store) the final document.
         return quote_document(quote=quote, language=language)
     return _store(quote=quote, language=language, data=data, frozen=frozen)
+
+
+RENDER_TASK = "billing.tasks.document_render_quote"
+# A render asked for and not stored after this long is asked for again (its message may
+# have died with a worker; the beat sweep does the same for sent quotes).
+RENDER_ASK_AGAIN = timedelta(minutes=2)
+
+
+def stored_quote_document(
+    *, quote: Quote, language: str, since: datetime | None = None
+) -> QuoteDocument | None:
+    """The stored PDF of ``quote`` in ``language`` when it is current, else None; never
+    renders. A sent (frozen) quote's document is current once rendered after sending; a
+    draft's only when it was rendered at or after ``since`` (when it was asked for)."""
+    language = normalise_language(language)
+    stored = QuoteDocument.objects.filter(quote=quote, language=language).first()
+    if stored is None:
+        return None
+    if quote.status in FROZEN_STATUSES:
+        return stored if _is_current(stored, quote) else None
+    return stored if since is not None and stored.created_at >= since else None
+
+
+def quote_document_ask(*, quote: Quote, language: str) -> None:
+    """Ask the documents queue for the quote's PDF (after the commit, through the outbox):
+    web requests never render a PDF themselves."""
+    jobs.enqueue(RENDER_TASK, quote.pk, normalise_language(language))
 
 
 def _store(*, quote: Quote, language: str, data: bytes, frozen: bool) -> QuoteDocument:

@@ -136,6 +136,9 @@ def price_book_snapshot(*, book: PriceBook) -> BookSnapshot:
         np.node_type.code: engine_node_price(np, tuple(cards_by_type.get(np.node_type_id, ())))
         for np in book.node_prices.all()
     }
+    for np in book.node_prices.all():
+        if np.node_type.name_zh:
+            names_zh[f"node:{np.node_type.code}"] = np.node_type.name_zh
     addons = {}
     for a in book.addons.all():
         addons[a.code] = pricing.AddonPrice(

@@ -5,9 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from core.errors import DomainError
+from core.timezones import tz_label
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -55,3 +60,87 @@ class DomainErrorMessagesMixin:
         except DomainError as exc:
             messages.error(request, exc.message)
             return HttpResponseRedirect(request.get_full_path())
+
+
+class EventStatusFilter(admin.SimpleListFilter):
+    """Filter lifecycle events by the status they moved to, by its translated label."""
+
+    title = gettext_lazy("to")
+    parameter_name = "to_status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(value, str(label)) for value, label in model_admin.model.status_choices()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset.filter(to_status=value) if value else queryset
+
+
+def _follow(obj: Any, path: str) -> Any:
+    for part in path.split("__"):
+        obj = getattr(obj, part, None) if obj is not None else None
+    return obj
+
+
+def _site_time_column(name: str, label: Any, site_path: str) -> Any:
+    def column(obj: Any) -> str:
+        value = getattr(obj, name)
+        site = _follow(obj, site_path)
+        if value is None:
+            return "—"
+        if site is None:
+            return f"{timezone.localtime(value):%Y-%m-%d %H:%M}"
+        local = value.astimezone(site.tzinfo)
+        return f"{local:%Y-%m-%d %H:%M} ({tz_label(site.timezone, value)})"
+
+    column.short_description = label  # type: ignore[attr-defined]
+    column.admin_order_field = name  # type: ignore[attr-defined]
+    column.__name__ = f"{name}_site_time"
+    return column
+
+
+class SiteTimeZoneMixin:
+    """Times of site-bound objects in their site's time zone, labelled with it.
+
+    ``site_path`` reaches the site from the object (``"site"``, ``"node__site"``,
+    ``"order__site"``); ``site_time_fields`` are the list's datetime columns. The change
+    list shows each row's times in its own site's zone; the change page is rendered in
+    the object's site zone and says which one.
+    """
+
+    site_path: str = "site"
+    site_time_fields: tuple[str, ...] = ()
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        columns = super().get_list_display(request)  # type: ignore[misc]
+        model = self.model  # type: ignore[attr-defined]
+        return [
+            _site_time_column(c, model._meta.get_field(c).verbose_name, self.site_path)
+            if isinstance(c, str) and c in self.site_time_fields
+            else c
+            for c in columns
+        ]
+
+    def get_list_select_related(self, request: HttpRequest) -> Any:
+        related = super().get_list_select_related(request)  # type: ignore[misc]
+        if related is True or related is False:
+            return related
+        return (*related, self.site_path)
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        obj = self.get_object(request, object_id)  # type: ignore[attr-defined]
+        site = _follow(obj, self.site_path) if obj is not None else None
+        if site is None:
+            return super().change_view(request, object_id, form_url, extra_context)  # type: ignore[misc]
+        extra_context = {
+            **(extra_context or {}),
+            "subtitle": _("%(object)s · times in %(zone)s (%(site)s)")
+            % {"object": obj, "zone": tz_label(site.timezone), "site": site.display_name},
+        }
+        with timezone.override(site.tzinfo):
+            response = super().change_view(request, object_id, form_url, extra_context)  # type: ignore[misc]
+            if hasattr(response, "render") and not getattr(response, "is_rendered", True):
+                response.render()
+        return response

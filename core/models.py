@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+
+from django.apps import apps
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -34,7 +37,36 @@ class LifecycleEvent(models.Model):
         ordering = ["created_at", "pk"]
 
     def __str__(self) -> str:
-        return f"{self.from_status or '∅'} → {self.to_status}"
+        return f"{self.from_label()} → {self.to_label()}"
+
+    @classmethod
+    def status_choices(cls) -> list[tuple[str, str]]:
+        """The statuses of the lifecycle whose events this model records, with their
+        translated labels (the admin shows and filters by these, never the raw codes)."""
+        return _lifecycle_choices(cls._meta.label)
+
+    @classmethod
+    def status_label(cls, status: str) -> str:
+        return str(dict(cls.status_choices()).get(status, status)) if status else "∅"
+
+    def from_label(self) -> str:
+        return self.status_label(self.from_status)
+
+    from_label.short_description = _("from")  # type: ignore[attr-defined]
+
+    def to_label(self) -> str:
+        return self.status_label(self.to_status)
+
+    to_label.short_description = _("to")  # type: ignore[attr-defined]
+
+
+@functools.cache
+def _lifecycle_choices(event_model: str) -> list[tuple[str, str]]:
+    for model in apps.get_models():
+        lifecycle = model.__dict__.get("lifecycle")
+        if lifecycle is not None and lifecycle.event_model == event_model:
+            return list(lifecycle.choices.choices)
+    return []
 
 
 class StoredDocument(models.Model):
@@ -42,10 +74,12 @@ class StoredDocument(models.Model):
     bytes (``core.pdf.store_document`` writes them). Subclasses add the foreign key to
     their owner and the ``file`` field with its upload folder."""
 
-    language = models.CharField(max_length=8, choices=settings.LANGUAGES)
-    sha256 = models.CharField(max_length=64)
-    size = models.PositiveIntegerField()
-    created_at = models.DateTimeField(auto_now_add=True)
+    language = models.CharField(
+        max_length=8, choices=settings.LANGUAGES, verbose_name=_("language")
+    )
+    sha256 = models.CharField(max_length=64, verbose_name=_("SHA-256"))
+    size = models.PositiveIntegerField(verbose_name=_("size"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
         abstract = True

@@ -29,7 +29,13 @@ from import_export.admin import ImportExportModelAdmin
 from import_export.formats import base_formats
 from import_export.results import Result
 
-from core.admin_base import DomainErrorMessagesMixin, ReadOnlyAdmin, ReadOnlyInline
+from core.admin_base import (
+    DomainErrorMessagesMixin,
+    EventStatusFilter,
+    ReadOnlyAdmin,
+    ReadOnlyInline,
+    SiteTimeZoneMixin,
+)
 from core.errors import DomainError
 from inventory import csv_jobs, services
 from inventory.models import (
@@ -360,7 +366,7 @@ class NodeReservationInline(ReadOnlyInline):
 
 class NodeEventInline(ReadOnlyInline):
     model = NodeEvent
-    fields = ("created_at", "from_status", "to_status", "actor", "reason")
+    fields = ("created_at", "from_label", "to_label", "actor", "reason")
     readonly_fields = fields
     show_change_link = False
     verbose_name_plural = gettext_lazy("status history")
@@ -482,9 +488,11 @@ class NodeAdmin(DomainErrorMessagesMixin, SiteScopedChoicesMixin, InventoryImpor
 
 @admin.register(NodeEvent)
 class NodeEventAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "node", "from_status", "to_status", "actor", "reason")
+    list_display = ("created_at", "node", "from_label", "to_label", "actor", "reason")
+    fields = list_display
+    readonly_fields = list_display
     list_select_related = ("node", "actor")
-    list_filter = ("to_status", "node__site")
+    list_filter = (EventStatusFilter, "node__site")
     search_fields = ("node__hostname", "reason")
 
 
@@ -531,8 +539,10 @@ class MaintenanceWindowForm(forms.ModelForm):
 
 
 @admin.register(MaintenanceWindow)
-class MaintenanceWindowAdmin(DomainErrorMessagesMixin, admin.ModelAdmin):
+class MaintenanceWindowAdmin(SiteTimeZoneMixin, DomainErrorMessagesMixin, admin.ModelAdmin):
     form = MaintenanceWindowForm
+    site_path = "node__site"
+    site_time_fields = ("start_at", "end_at")
     list_display = ("node", "start_at", "end_at", "reason", "created_by")
     list_select_related = ("node", "created_by")
     list_filter = ("node__site",)
@@ -570,7 +580,7 @@ class MaintenanceWindowAdmin(DomainErrorMessagesMixin, admin.ModelAdmin):
 
 class ReservationEventInline(ReadOnlyInline):
     model = ReservationEvent
-    fields = ("created_at", "from_status", "to_status", "actor", "reason")
+    fields = ("created_at", "from_label", "to_label", "actor", "reason")
     readonly_fields = fields
     show_change_link = False
 
@@ -579,8 +589,11 @@ class ReservationEventInline(ReadOnlyInline):
 
 
 @admin.register(Reservation)
-class ReservationAdmin(ReadOnlyAdmin):
+class ReservationAdmin(SiteTimeZoneMixin, ReadOnlyAdmin):
     """Bookings are made and released by services (quotes, orders); shown here only."""
+
+    site_path = "node__site"
+    site_time_fields = ("start_at", "end_at", "expires_at", "created_at")
 
     list_display = (
         "node",
@@ -600,9 +613,11 @@ class ReservationAdmin(ReadOnlyAdmin):
 
 @admin.register(ReservationEvent)
 class ReservationEventAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "reservation", "node", "from_status", "to_status", "actor")
+    list_display = ("created_at", "reservation", "node", "from_label", "to_label", "actor")
+    fields = (*list_display, "reason")
+    readonly_fields = fields
     list_select_related = ("reservation__node", "actor")
-    list_filter = ("to_status",)
+    list_filter = (EventStatusFilter,)
     search_fields = ("reservation__owner_ref", "reservation__node__hostname", "reason")
 
     @admin.display(description=gettext_lazy("node"), ordering="reservation__node__hostname")

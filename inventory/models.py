@@ -101,7 +101,9 @@ class Site(models.Model):
 
 
 class Rack(models.Model):
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="racks")
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="racks", verbose_name=_("site")
+    )
     room = models.CharField(_("room"), max_length=50, blank=True)
     name = models.CharField(_("name"), max_length=50)
     power_kw = models.DecimalField(
@@ -133,9 +135,16 @@ class SwitchRole(models.TextChoices):
 
 
 class Switch(models.Model):
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="switches")
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="switches", verbose_name=_("site")
+    )
     rack = models.ForeignKey(
-        Rack, on_delete=models.PROTECT, null=True, blank=True, related_name="switches"
+        Rack,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="switches",
+        verbose_name=_("rack"),
     )
     name = models.CharField(_("name"), max_length=64)
     role = models.CharField(_("role"), max_length=8, choices=SwitchRole.choices)
@@ -230,6 +239,12 @@ class NodeType(models.Model):
 
     code = models.SlugField(_("code"), max_length=32, unique=True)
     name = models.CharField(_("name"), max_length=100)
+    name_zh = models.CharField(
+        _("name (Chinese)"),
+        max_length=100,
+        blank=True,
+        help_text=_("Shown on Chinese pages and documents; empty: the name above."),
+    )
     cpu = models.CharField(_("CPU"), max_length=100, help_text=_("e.g. 2× Xeon Platinum 8480+"))
     ram_gb = models.PositiveIntegerField(_("RAM (GB)"))
     ram_kind = models.CharField(_("RAM kind"), max_length=32, blank=True)
@@ -275,7 +290,12 @@ class NodeType(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.name
+        return self.display_name
+
+    @property
+    def display_name(self) -> str:
+        """The name in the active language."""
+        return self.name_zh if _chinese() and self.name_zh else self.name
 
 
 class ImageProfile(models.Model):
@@ -362,7 +382,9 @@ NODE_UNBOOKABLE_STATUSES = (NodeStatus.MAINTENANCE, NodeStatus.FAULTY, NodeStatu
 
 
 class Node(models.Model):
-    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="nodes")
+    site = models.ForeignKey(
+        Site, on_delete=models.PROTECT, related_name="nodes", verbose_name=_("site")
+    )
     node_type = models.ForeignKey(
         NodeType, on_delete=models.PROTECT, related_name="nodes", verbose_name=_("node type")
     )
@@ -371,7 +393,9 @@ class Node(models.Model):
     bmc_address = models.CharField(
         _("BMC address"), max_length=255, blank=True, help_text=_("Redfish endpoint URL or IP.")
     )
-    rack = models.ForeignKey(Rack, on_delete=models.PROTECT, related_name="nodes")
+    rack = models.ForeignKey(
+        Rack, on_delete=models.PROTECT, related_name="nodes", verbose_name=_("rack")
+    )
     leaf_switch = models.ForeignKey(
         Switch,
         on_delete=models.PROTECT,
@@ -442,7 +466,9 @@ class Node(models.Model):
 class NodeEvent(LifecycleEvent):
     """One row per node status transition: who, when, from, to, why."""
 
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="events")
+    node = models.ForeignKey(
+        Node, on_delete=models.CASCADE, related_name="events", verbose_name=_("node")
+    )
 
     class Meta(LifecycleEvent.Meta):
         ordering = ["-created_at", "-id"]
@@ -450,18 +476,25 @@ class NodeEvent(LifecycleEvent):
         verbose_name_plural = _("node events")
 
     def __str__(self) -> str:
-        return f"{self.node_id}: {self.from_status} → {self.to_status}"
+        return f"{self.node_id}: {self.from_label()} → {self.to_label()}"
 
 
 class MaintenanceWindow(models.Model):
     """Planned downtime of one node over ``[start_at, end_at)``; no booking may overlap it."""
 
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="maintenance_windows")
+    node = models.ForeignKey(
+        Node, on_delete=models.CASCADE, related_name="maintenance_windows", verbose_name=_("node")
+    )
     start_at = models.DateTimeField(_("starts"))
     end_at = models.DateTimeField(_("ends"))
     reason = models.CharField(_("reason"), max_length=200)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("created by"),
     )
 
     class Meta:
@@ -510,7 +543,9 @@ class Reservation(models.Model):
     the booking belongs to (``quote:Q-SZ-2026-000123``, ``order:42``).
     """
 
-    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="reservations")
+    node = models.ForeignKey(
+        Node, on_delete=models.PROTECT, related_name="reservations", verbose_name=_("node")
+    )
     start_at = models.DateTimeField(_("starts"))
     end_at = models.DateTimeField(_("ends"))
     status = models.CharField(
@@ -525,7 +560,12 @@ class Reservation(models.Model):
     group = models.UUIDField(_("booking"), default=uuid.uuid4, db_index=True)
     owner_ref = models.CharField(_("belongs to"), max_length=100, db_index=True)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("created by"),
     )
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
@@ -567,7 +607,7 @@ class Reservation(models.Model):
 
     def __str__(self) -> str:
         span = f"[{self.start_at:%Y-%m-%d %H:%M}, {self.end_at:%Y-%m-%d %H:%M})"
-        return f"{self.node_id} {span} {self.status}"
+        return f"{self.node_id} {span} {self.get_status_display()}"
 
     @property
     def is_active(self) -> bool:
@@ -575,7 +615,9 @@ class Reservation(models.Model):
 
 
 class ReservationEvent(LifecycleEvent):
-    reservation = models.ForeignKey(Reservation, on_delete=models.CASCADE, related_name="events")
+    reservation = models.ForeignKey(
+        Reservation, on_delete=models.CASCADE, related_name="events", verbose_name=_("reservation")
+    )
 
     class Meta(LifecycleEvent.Meta):
         ordering = ["-created_at", "-id"]
@@ -583,7 +625,7 @@ class ReservationEvent(LifecycleEvent):
         verbose_name_plural = _("reservation events")
 
     def __str__(self) -> str:
-        return f"{self.reservation_id}: {self.from_status or '∅'} → {self.to_status}"
+        return f"{self.reservation_id}: {self.from_label()} → {self.to_label()}"
 
 
 # --- CSV imports run in the background ---------------------------------------------------
@@ -627,7 +669,12 @@ class ImportJob(models.Model):
     rows_unchanged = models.PositiveIntegerField(_("rows unchanged"), default=0)
     errors = models.JSONField(_("errors"), default=list, blank=True)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("created by"),
     )
     created_at = models.DateTimeField(_("uploaded"), auto_now_add=True)
     started_at = models.DateTimeField(_("started"), null=True, blank=True)

@@ -215,7 +215,7 @@ def bookings(order: Order, reservations: list[Reservation]) -> list[Booking]:
                 last_day=last_day,
                 status=status,
                 status_label=rows[0].get_status_display(),
-                nodes=[(r.node.hostname, r.node.node_type.name) for r in rows],
+                nodes=[(r.node.hostname, r.node.node_type.display_name) for r in rows],
             )
         )
     return out

@@ -234,8 +234,8 @@ class ConfigureForm(forms.Form):
         self.sites = {s.code: s for s in sites}
         self.node_types = {nt.code: nt for nt in node_types}
         self.snapshot = snapshot
-        self.fields["site"].choices = [(s.code, s.name) for s in sites]
-        self.fields["node_type"].choices = [(nt.code, nt.name) for nt in node_types]
+        self.fields["site"].choices = [(s.code, s.display_name) for s in sites]
+        self.fields["node_type"].choices = [(nt.code, nt.display_name) for nt in node_types]
         self.fields["term"].choices = Term.choices
         self.fields["payment_method"].choices = [
             (m, PaymentMethod(m).label) for m in payment_methods_offered()
@@ -382,7 +382,7 @@ class ConfigureForm(forms.Form):
                 self.add_error(
                     "card",
                     _("%(type)s takes no optional GPU cards of this kind.")
-                    % {"type": node_type.name},
+                    % {"type": node_type.display_name},
                 )
         cards_per_node = 0
         if card is not None:

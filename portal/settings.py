@@ -301,6 +301,11 @@ PORTAL_PROVIDER_EMAIL = env.str("PORTAL_PROVIDER_EMAIL", default="sales@gpucloud
 PORTAL_PROVIDER_PHONE = env.str("PORTAL_PROVIDER_PHONE", default="+86 755 0000 0000")
 # Who "prepared" a self-service quote: the provider's sales contact (blank: "Sales team").
 PORTAL_SALES_CONTACT_NAME = env.str("PORTAL_SALES_CONTACT_NAME", default="")
+# ... and their address (blank: PORTAL_PROVIDER_EMAIL).
+PORTAL_SALES_CONTACT_EMAIL = env.str("PORTAL_SALES_CONTACT_EMAIL", default="")
+# The sender of quote emails: an address the provider's mail domain authorises (SPF/DKIM);
+# the display name is "<salesperson> via <brand>" and replies go to the salesperson.
+PORTAL_QUOTE_FROM_EMAIL = env.str("PORTAL_QUOTE_FROM_EMAIL", default=PORTAL_PROVIDER_EMAIL)
 PORTAL_PROVIDER_WEBSITE = env.str("PORTAL_PROVIDER_WEBSITE", default="gpucloud.example")
 
 # --- Security (production) ------------------------------------------------------------

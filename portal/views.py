@@ -401,7 +401,7 @@ def _configure_context(
             "groups": [
                 {
                     "count": config.node_count,
-                    "node_type_name": config.node_type.name,
+                    "node_type_name": config.node_type.display_name,
                     "fabric": config.node_type.get_fabric_display(),
                     "leaves": leaves,
                     "units": units,

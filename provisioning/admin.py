@@ -10,8 +10,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
-from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 from core.admin_base import ReadOnlyAdmin, ReadOnlyInline
 from core.errors import DomainError
@@ -95,7 +94,7 @@ class ReportInline(ReadOnlyInline):
 
 class EventInline(ReadOnlyInline):
     model = ValidationRunEvent
-    fields = ("created_at", "from_status", "to_status", "actor", "reason")
+    fields = ("created_at", "from_label", "to_label", "actor", "reason")
     readonly_fields = fields
     show_change_link = False
 
@@ -103,7 +102,7 @@ class EventInline(ReadOnlyInline):
 @admin.register(ValidationRun)
 class ValidationRunAdmin(ReadOnlyAdmin):
     list_display = (
-        "pk",
+        "run_number",
         "status",
         "profile",
         "trigger",
@@ -133,6 +132,10 @@ class ValidationRunAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ValidationRun]:
         return super().get_queryset(request).select_related("order").prefetch_related("nodes")
+
+    @admin.display(description=gettext_lazy("No."), ordering="pk")
+    def run_number(self, obj: ValidationRun) -> int:
+        return obj.pk
 
     @admin.display(description=gettext_lazy("nodes"))
     def node_list(self, obj: ValidationRun) -> str:
@@ -201,5 +204,10 @@ class NodeValidationAdmin(admin.ModelAdmin):
         if started:
             messages.success(
                 request,
-                _("Validation queued for %(count)s node(s).") % {"count": started},
+                ngettext(
+                    "Validation queued for %(count)s node.",
+                    "Validation queued for %(count)s nodes.",
+                    started,
+                )
+                % {"count": started},
             )

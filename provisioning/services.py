@@ -23,6 +23,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from billing.models import Order, OrderStatus, ProvisioningRelease
 from billing.services.orders import order_transition
@@ -498,7 +499,11 @@ def _act(run: ProvisioningRun, step: NodeStep, driver: HardwareDriver | None) ->
         keys = list(order.ssh_keys.values_list("public_key", flat=True))
         user = order.image_profile.ssh_user if order.image_profile else "root"
         driver.inject_access(ssh_public_keys=keys, username=user)
-        return _("%(count)s SSH key(s) installed for %(user)s.") % {
+        return ngettext(
+            "%(count)s SSH key installed for %(user)s.",
+            "%(count)s SSH keys installed for %(user)s.",
+            len(keys),
+        ) % {
             "count": len(keys),
             "user": user,
         }

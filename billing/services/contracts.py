@@ -23,6 +23,7 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from accounts.models import MemberRole, Membership
 from billing.models import (
@@ -40,6 +41,7 @@ from billing.services.numbers import next_number
 from core import jobs, lifecycle
 from core.errors import DomainError
 from core.types import Actor
+from core.validators import name_check
 
 SIGNERS = (MemberRole.OWNER, MemberRole.BILLING)
 CODE_TTL = timedelta(minutes=10)
@@ -228,9 +230,12 @@ def signing_code_send(*, contract: Contract, user: Actor) -> SigningCode:
     row, code = signing_code_issue(contract=contract, user=user)
     send_mail(
         _("Your signing code for contract %(n)s") % {"n": contract.number},
-        _(
+        ngettext(
             "Your one-time code to sign contract %(n)s is %(code)s. It expires in "
-            "%(minutes)s minutes and works once. If you did not ask for it, ignore this email."
+            "%(minutes)s minute and works once. If you did not ask for it, ignore this email.",
+            "Your one-time code to sign contract %(n)s is %(code)s. It expires in "
+            "%(minutes)s minutes and works once. If you did not ask for it, ignore this email.",
+            int(CODE_TTL.total_seconds() // 60),
         )
         % {"n": contract.number, "code": code, "minutes": int(CODE_TTL.total_seconds() // 60)},
         None,
@@ -281,6 +286,7 @@ def contract_sign(
         raise DomainError(_("Type your full name and your title."))
     if len(full_name) > 200 or len(title) > 200:
         raise DomainError(_("Name and title can be at most 200 characters each."))
+    full_name = name_check(full_name, max_length=200, label=_("Your name"))
     if not consent:
         raise DomainError(_("Tick the box to agree to sign electronically."))
     try:

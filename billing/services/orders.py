@@ -18,6 +18,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from accounts.models import SshPublicKey
 from billing import stripe_api
@@ -572,7 +573,11 @@ def order_set_access(
     lifecycle.record_note(
         [order],
         actor=actor,
-        reason=_("Access set: %(count)s SSH key(s), image %(image)s.")
+        reason=ngettext(
+            "Access set: %(count)s SSH key, image %(image)s.",
+            "Access set: %(count)s SSH keys, image %(image)s.",
+            len(keys),
+        )
         % {"count": len(keys), "image": order.image_profile or "—"},
     )
     return order

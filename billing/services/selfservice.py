@@ -133,7 +133,7 @@ def configuration_check(
         elif not per_node:
             errors["gpu_count"] = _(
                 "%(type)s has no GPUs built in: give a number of nodes, or choose GPU cards first."
-            ) % {"type": node_type.name}
+            ) % {"type": node_type.display_name}
         else:
             nodes = -(-gpu_count // per_node)
             count = NodeCount(nodes=nodes, gpus=gpu_count, per_node=per_node)

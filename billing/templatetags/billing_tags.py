@@ -8,8 +8,10 @@ from typing import Any
 from django import template
 from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from billing import pricing, quote_pdf
+from inventory.models import Fabric
 
 register = template.Library()
 
@@ -42,6 +44,55 @@ def localized(obj: Any) -> str:
     if hasattr(obj, "localized_name"):
         return obj.localized_name()
     return str(obj)
+
+
+COUNTED_UNITS = ("node", "GPU", "card", "tb_month", "tb", "ip_month")
+
+
+@register.filter
+def line_quantity(line: Any) -> str:
+    """ "1 node", "16 nodes", "2 IP addresses" (ngettext, as the PDFs say it)."""
+    if line.unit in COUNTED_UNITS:
+        return quote_pdf.quantity_text(Decimal(line.quantity), line.unit)
+    shown = f"{Decimal(line.quantity).normalize():f}"
+    return shown if line.unit == "month" else f"{shown} {unit_label(line.unit)}"
+
+
+@register.filter
+def line_periods(line: Any) -> str:
+    """ "1 month", "12 months", "30 days"; "—" for one-off lines."""
+    return quote_pdf.periods_text(Decimal(line.periods), line.period_unit)
+
+
+@register.filter
+def fabric_label(group: dict[str, Any]) -> str:
+    """A placement group's fabric in the page's language (the stored label was written
+    in the language of whoever placed it)."""
+    code = group.get("fabric_code", "")
+    return str(Fabric(code).label) if code in Fabric.values else group.get("fabric", "")
+
+
+@register.filter
+def gpu_count(n: int) -> str:
+    """``1 GPU``, ``24 GPUs``."""
+    n = int(n or 0)
+    return ngettext("%(n)s GPU", "%(n)s GPUs", n) % {"n": n}
+
+
+@register.filter
+def rack_count(n: int) -> str:
+    """``1 rack``, ``2 racks`` (a placement text's rack count, as ngettext words it)."""
+    n = int(n or 0)
+    return ngettext("%(n)s rack", "%(n)s racks", n) % {"n": n}
+
+
+@register.filter
+def localized_key(data: dict[str, Any], key: str) -> Any:
+    """``data[key + "_zh"]`` on a Chinese page when it is set, else ``data[key]`` (stored
+    JSON such as a quote's placement keeps both names)."""
+    if (translation.get_language() or "").startswith("zh") and data.get(f"{key}_zh"):
+        return data[f"{key}_zh"]
+    return data.get(key, "")
 
 
 UNIT_LABELS = {

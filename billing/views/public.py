@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import translation
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
@@ -14,6 +15,7 @@ from accounts.throttle import client_ip
 from billing import quote_pdf
 from billing.models import QUOTE_CUSTOMER_VISIBLE, Order, Quote, QuoteStatus
 from billing.services import quotes as quote_services
+from billing.views import documents
 from core.errors import DomainError, NotEnoughCapacity
 
 
@@ -120,9 +122,10 @@ def quote_public_reject(request: HttpRequest, token: str) -> HttpResponse:
 def quote_public_pdf(request: HttpRequest, token: str) -> HttpResponse:
     quote = _quote_for(request, token)
     language = translation.get_language() or quote.language
-    document = quote_pdf.quote_document(quote=quote, language=language)
-    return FileResponse(
-        document.file.open("rb"),
-        content_type="application/pdf",
+    return documents.quote_pdf_response(
+        request,
+        quote=quote,
+        language=language,
         filename=f"{quote.number}-v{quote.version}.pdf",
+        back_url=reverse("quote_public", args=[token]),
     )

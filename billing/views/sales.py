@@ -18,7 +18,7 @@ from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import translation
@@ -26,7 +26,6 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from billing import quote_pdf as quote_documents
 from billing import selectors
 from billing.forms import (
     BaseLineFormSet,
@@ -41,6 +40,7 @@ from billing.forms import (
 )
 from billing.models import QUOTE_EDITABLE, Quote, QuoteStatus, SalesProfile, Term
 from billing.services import quotes as quote_services
+from billing.views import documents
 from core.errors import DomainError
 from inventory.models import Site
 
@@ -264,7 +264,7 @@ def quote_preview(request: HttpRequest) -> HttpResponse:
         1 for f in lines.forms if f.has_changed() and not f.is_valid()
     ) + int(not lines.management_form.is_valid())
     if not form.pricing_ready():
-        context["problem"] = _(
+        context["problem"] = form.pricing_error() or _(
             "Fill in the data centre, term, duration, start date and discount to see prices."
         )
     elif not specs:
@@ -285,11 +285,24 @@ def quote_preview(request: HttpRequest) -> HttpResponse:
         except DomainError as exc:
             context["problem"] = exc.message
         else:
+            wanted: dict[int, int] = {}
+            for spec in specs:
+                if spec.kind == "node" and spec.node_type_id:
+                    wanted[spec.node_type_id] = wanted.get(spec.node_type_id, 0) + int(
+                        spec.quantity
+                    )
             context.update(
                 priced=priced,
                 lines=quote_services.priced_lines_as_rows(snapshot, priced),
                 currency=priced.currency,
                 book=snapshot.book,
+                shortages=quote_services.capacity_shortages(
+                    site=form.cleaned_data["site"],
+                    term=form.cleaned_data["term"],
+                    duration=form.cleaned_data["duration"],
+                    start_date=form.cleaned_data["start_date"],
+                    wanted=wanted,
+                ),
             )
     return render(request, "billing/sales/_preview.html", context)
 
@@ -349,6 +362,10 @@ def quote_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "actions": _actions(quote, request.user),
             "limit": quote_services.discount_limit(request.user),
             "customer_link": customer_link,
+            # A draft for more nodes than are free says so now, not only at Send.
+            "shortages": quote_services.quote_capacity_shortages(quote)
+            if quote.status in QUOTE_EDITABLE
+            else [],
             "comment_form": CommentForm(),
             "pdf_languages": settings.LANGUAGES,
         },
@@ -436,13 +453,10 @@ def quote_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     codes = [code for code, _name in settings.LANGUAGES]
     language = request.GET.get("language", "")
     language = language if language in codes else quote.language
-    try:
-        document = quote_documents.quote_document(quote=quote, language=language)
-    except DomainError as exc:
-        messages.error(request, exc.message)
-        return redirect("sales:quote_detail", pk=quote.pk)
-    return FileResponse(
-        document.file.open("rb"),
-        content_type="application/pdf",
+    return documents.quote_pdf_response(
+        request,
+        quote=quote,
+        language=language,
         filename=f"{quote.number}-v{quote.version}-{language}.pdf",
+        back_url=reverse("sales:quote_detail", args=[quote.pk]),
     )

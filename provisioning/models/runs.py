@@ -123,7 +123,9 @@ STEP_TRANSITIONS: dict[str, frozenset[str]] = {
 
 
 class ProvisioningRun(models.Model):
-    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="provisioning_runs")
+    order = models.ForeignKey(
+        Order, on_delete=models.PROTECT, related_name="provisioning_runs", verbose_name=_("order")
+    )
     kind = models.CharField(
         _("kind"), max_length=16, choices=RunKind.choices, default=RunKind.PROVISION
     )
@@ -171,14 +173,16 @@ class ProvisioningRun(models.Model):
 
 
 class ProvisioningRunEvent(LifecycleEvent):
-    run = models.ForeignKey(ProvisioningRun, on_delete=models.CASCADE, related_name="events")
+    run = models.ForeignKey(
+        ProvisioningRun, on_delete=models.CASCADE, related_name="events", verbose_name=_("run")
+    )
 
     class Meta(LifecycleEvent.Meta):
         verbose_name = _("provisioning run event")
         verbose_name_plural = _("provisioning run events")
 
     def __str__(self) -> str:
-        return f"{self.run_id}: {self.from_status or '∅'} → {self.to_status}"
+        return f"{self.run_id}: {self.from_label()} → {self.to_label()}"
 
 
 class RunNodeState(models.TextChoices):
@@ -189,8 +193,12 @@ class RunNodeState(models.TextChoices):
 class RunNode(models.Model):
     """A node of a run: the slot it fills (a spare takes the failed node's slot)."""
 
-    run = models.ForeignKey(ProvisioningRun, on_delete=models.CASCADE, related_name="run_nodes")
-    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="run_nodes")
+    run = models.ForeignKey(
+        ProvisioningRun, on_delete=models.CASCADE, related_name="run_nodes", verbose_name=_("run")
+    )
+    node = models.ForeignKey(
+        Node, on_delete=models.PROTECT, related_name="run_nodes", verbose_name=_("node")
+    )
     slot = models.PositiveSmallIntegerField(_("slot"))
     state = models.CharField(
         _("state"), max_length=16, choices=RunNodeState.choices, default=RunNodeState.ACTIVE
@@ -217,8 +225,12 @@ class RunNode(models.Model):
 class NodeStep(models.Model):
     """One step of one node in a run: status, attempts, times, message, log excerpt."""
 
-    run = models.ForeignKey(ProvisioningRun, on_delete=models.CASCADE, related_name="steps")
-    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="provisioning_steps")
+    run = models.ForeignKey(
+        ProvisioningRun, on_delete=models.CASCADE, related_name="steps", verbose_name=_("run")
+    )
+    node = models.ForeignKey(
+        Node, on_delete=models.PROTECT, related_name="provisioning_steps", verbose_name=_("node")
+    )
     name = models.CharField(_("step"), max_length=16, choices=StepName.choices)
     position = models.PositiveSmallIntegerField(_("order"))
     status = models.CharField(
@@ -261,33 +273,54 @@ class NodeStep(models.Model):
 
 
 class NodeStepEvent(LifecycleEvent):
-    step = models.ForeignKey(NodeStep, on_delete=models.CASCADE, related_name="events")
+    step = models.ForeignKey(
+        NodeStep, on_delete=models.CASCADE, related_name="events", verbose_name=_("step")
+    )
 
     class Meta(LifecycleEvent.Meta):
         verbose_name = _("node step event")
         verbose_name_plural = _("node step events")
 
     def __str__(self) -> str:
-        return f"{self.step_id}: {self.from_status or '∅'} → {self.to_status}"
+        return f"{self.step_id}: {self.from_label()} → {self.to_label()}"
 
 
 class NodeSwap(models.Model):
     """A node of an order replaced by a spare (or not, when none was free)."""
 
-    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="node_swaps")
-    run = models.ForeignKey(
-        ProvisioningRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="swaps"
+    order = models.ForeignKey(
+        Order, on_delete=models.PROTECT, related_name="node_swaps", verbose_name=_("order")
     )
-    failed_node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="+")
+    run = models.ForeignKey(
+        ProvisioningRun,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="swaps",
+        verbose_name=_("run"),
+    )
+    failed_node = models.ForeignKey(
+        Node, on_delete=models.PROTECT, related_name="+", verbose_name=_("failed node")
+    )
     spare_node = models.ForeignKey(
-        Node, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+        Node,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("spare node"),
     )
     reason = models.TextField(_("reason"))
     failed_at = models.DateTimeField(_("failed"))
     restored_at = models.DateTimeField(_("spare delivered"), null=True, blank=True)
     hours_lost = models.DecimalField(_("hours lost"), max_digits=10, decimal_places=2, default=0)
     requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("requested by"),
     )
 
     class Meta:
@@ -302,7 +335,9 @@ class NodeSwap(models.Model):
 class FabricAllocation(models.Model):
     """The order's fabric isolation key (InfiniBand P_Key or VLAN); released at the end."""
 
-    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="fabric_keys")
+    order = models.ForeignKey(
+        Order, on_delete=models.PROTECT, related_name="fabric_keys", verbose_name=_("order")
+    )
     kind = models.CharField(_("kind"), max_length=8)  # "pkey" | "vlan"
     value = models.PositiveIntegerField(_("value"))
     fabric = models.CharField(_("fabric"), max_length=16)

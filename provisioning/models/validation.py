@@ -270,7 +270,9 @@ class ValidationRun(models.Model):
 
 
 class ValidationRunEvent(LifecycleEvent):
-    run = models.ForeignKey(ValidationRun, on_delete=models.CASCADE, related_name="events")
+    run = models.ForeignKey(
+        ValidationRun, on_delete=models.CASCADE, related_name="events", verbose_name=_("run")
+    )
 
     class Meta(LifecycleEvent.Meta):
         verbose_name = _("validation run event")
@@ -280,9 +282,14 @@ class ValidationRunEvent(LifecycleEvent):
 class ValidationNodeResult(models.Model):
     """One node's verdict in a run: accepted or not, with every reason (code and text)."""
 
-    run = models.ForeignKey(ValidationRun, on_delete=models.CASCADE, related_name="results")
+    run = models.ForeignKey(
+        ValidationRun, on_delete=models.CASCADE, related_name="results", verbose_name=_("run")
+    )
     node = models.ForeignKey(
-        "inventory.Node", on_delete=models.PROTECT, related_name="validation_results"
+        "inventory.Node",
+        on_delete=models.PROTECT,
+        related_name="validation_results",
+        verbose_name=_("node"),
     )
     hostname = models.CharField(_("hostname"), max_length=100)
     gpu_model = models.CharField(_("GPU model judged"), max_length=64)
@@ -315,13 +322,16 @@ class ValidationArtifact(models.Model):
     """A raw output (one check's text, the agent's whole document, the cluster
     measurement), kept as it was with its SHA-256."""
 
-    run = models.ForeignKey(ValidationRun, on_delete=models.CASCADE, related_name="artifacts")
+    run = models.ForeignKey(
+        ValidationRun, on_delete=models.CASCADE, related_name="artifacts", verbose_name=_("run")
+    )
     node = models.ForeignKey(
         "inventory.Node",
         on_delete=models.PROTECT,
         null=True,
         blank=True,
         related_name="validation_artifacts",
+        verbose_name=_("node"),
     )
     check_name = models.CharField(_("check"), max_length=48)
     status = models.CharField(_("check status"), max_length=16, blank=True)
@@ -343,8 +353,10 @@ class ValidationArtifact(models.Model):
 class ValidationReport(StoredDocument):
     """The acceptance report PDF of a run, stored once per language with its SHA-256."""
 
-    run = models.ForeignKey(ValidationRun, on_delete=models.CASCADE, related_name="reports")
-    file = models.FileField(upload_to="acceptance/%Y/")
+    run = models.ForeignKey(
+        ValidationRun, on_delete=models.CASCADE, related_name="reports", verbose_name=_("run")
+    )
+    file = models.FileField(upload_to="acceptance/%Y/", verbose_name=_("file"))
 
     class Meta:
         verbose_name = _("acceptance report")

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from billing.models import Order
 from core import jobs, lifecycle
@@ -472,7 +473,12 @@ def _start(run_id: int) -> tuple[ValidationRun | None, list[Node]]:
         run = lifecycle.transition(
             run,
             to=ValidationRunStatus.RUNNING,
-            reason=_("The agent runs on %(count)s node(s).") % {"count": len(nodes)},
+            reason=ngettext(
+                "The agent runs on %(count)s node.",
+                "The agent runs on %(count)s nodes.",
+                len(nodes),
+            )
+            % {"count": len(nodes)},
             updates={"started_at": timezone.now()},
             locked=True,
         )

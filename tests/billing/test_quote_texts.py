@@ -41,7 +41,7 @@ def _quote(demo, actor):
 def test_a_draft_says_draft_once_and_names_its_price_book(demo, tmp_path):
     text = _text(_quote(demo, demo["sales"]), tmp_path)
     assert "Draft (draft)" not in text and "Draft: for review only" in text
-    assert f"Priced from the price book “{demo['sz_book'].name}”" in text
+    assert f"Priced from the price book “{demo['sz_book'].display_name}”" in text
     assert "the prices hold for the whole term" in text
     assert "Prepared by: " + (demo["sales"].get_full_name() or "sales") in text
 

@@ -159,7 +159,7 @@ def test_htmx_gets_the_partial(client, demo):
     [
         ("24", 3, "24 GPUs → 3 nodes of 8"),
         ("20", 3, "20 GPUs → 3 nodes of 8 — nodes are rented whole, so you get 24 GPUs"),
-        ("1", 1, "1 GPUs → 1 nodes of 8"),
+        ("1", 1, "1 GPU → 1 node of 8"),
     ],
 )
 def test_gpu_count_is_rounded_up_to_whole_nodes(client, demo, gpus, nodes, note):

@@ -20,6 +20,7 @@ from billing.services.quotes.common import (
     discount_limit,
 )
 from billing.services.quotes.decisions import quote_accept, quote_refresh, quote_reject
+from billing.services.quotes.holds import capacity_shortages, quote_capacity_shortages
 from billing.services.quotes.lifecycle import (
     quote_create,
     quote_expire_due,
@@ -37,10 +38,12 @@ __all__ = [
     "DEFAULT_VALIDITY_DAYS",
     "ItemSpec",
     "NodesGone",
+    "capacity_shortages",
     "discount_limit",
     "priced_lines_as_rows",
     "quote_accept",
     "quote_approve",
+    "quote_capacity_shortages",
     "quote_create",
     "quote_decline_approval",
     "quote_expire_due",

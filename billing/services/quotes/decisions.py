@@ -24,6 +24,7 @@ from billing.services.quotes.holds import release_holds, supersede_others
 from billing.services.quotes.lifecycle import quote_revise, quote_send
 from core.errors import DomainError, NotEnoughCapacity
 from core.types import Actor
+from core.validators import name_check
 from inventory.models import Reservation, ReservationStatus
 
 
@@ -35,9 +36,7 @@ def _check_customer(quote: Quote, user: Actor) -> None:
 
 def _decision_input(name: str, ip: str | None, comment: str = "") -> tuple[str, str | None]:
     """The customer's typed name (and comment) checked; an unusable IP becomes None."""
-    name = name.strip()
-    if len(name) > 200:
-        raise DomainError(_("Your name can be at most 200 characters."))
+    name = name_check(name, max_length=200, label=_("Your name"))
     if "\x00" in name or "\x00" in comment:
         raise DomainError(_("The text contains characters that are not allowed."))
     try:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from email.utils import formataddr
+
 from django.conf import settings
 from django.core.mail import EmailMessage
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone, translation
+from django.utils.translation import gettext as _
 
 from billing import quote_pdf
 from billing.models import Quote, QuoteStatus
@@ -33,11 +36,19 @@ def quote_email_send(*, quote_id: int) -> str:
         }
         subject = render_to_string("email/quote_sent_subject.txt", context).strip()
         body = render_to_string("email/quote_sent.txt", context)
+        name, email = quote_pdf.salesperson(quote)
+        # "Li Lei via GPU Cloud" <sales@…>: the provider's configured sender address (one
+        # that its mail domain authorises), the salesperson's name; replies go to them.
+        sender = _("%(name)s via %(brand)s") % {
+            "name": name,
+            "brand": settings.PORTAL_PROVIDER_BRAND,
+        }
     message = EmailMessage(
         subject=subject,
         body=body,
+        from_email=formataddr((sender, settings.PORTAL_QUOTE_FROM_EMAIL)),
         to=[quote.contact_email],
-        reply_to=[quote.created_by.email] if quote.created_by.email else None,
+        reply_to=[email] if email else None,
     )
     with document.file.open("rb") as fh:
         message.attach(f"{quote.number}-v{quote.version}.pdf", fh.read(), "application/pdf")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Sequence
+from datetime import date
 from typing import Any
 
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from billing.models import ItemKind, Quote, QuoteStatus
 from billing.periods import rental_period
@@ -15,7 +17,7 @@ from core.errors import NotEnoughCapacity
 from core.types import Actor
 from inventory import selectors as inventory_selectors
 from inventory import services as inventory_services
-from inventory.models import Node, NodeType
+from inventory.models import Node, NodeType, Site
 from inventory.placement import Candidate, Placement, leaf_summary, place, unit_summary
 
 
@@ -47,26 +49,7 @@ def place_and_hold(quote: Quote, actor: Actor, prefer: Collection[int] = ()) -> 
         if preferred_ids:
             chosen_placement = keep_preferred(found.free, preferred_ids, count) or chosen_placement
         if chosen_placement is None:
-            values = {
-                "free": found.free_count,
-                "count": count,
-                "type": nt.name,
-                "site": quote.site.display_name,
-            }
-            if found.earliest_start:
-                values["when"] = found.earliest_start.astimezone(quote.site.tzinfo).strftime(
-                    "%Y-%m-%d %H:%M"
-                )
-                message = _(
-                    "Only %(free)s of %(count)s %(type)s nodes are free at %(site)s for the "
-                    "whole period; the full count is free from %(when)s."
-                )
-            else:
-                message = _(
-                    "Only %(free)s of %(count)s %(type)s nodes are free at %(site)s for the "
-                    "whole period, and the full count is not free within a year."
-                )
-            raise NotEnoughCapacity(message % values)
+            raise NotEnoughCapacity(shortage_message(quote.site, nt, count, found))
         chosen.extend(chosen_placement.node_ids)
         leaves = leaf_summary(chosen_placement)
         unit_count, rails = unit_summary(
@@ -76,6 +59,7 @@ def place_and_hold(quote: Quote, actor: Actor, prefer: Collection[int] = ()) -> 
             {
                 "node_type": nt.code,
                 "node_type_name": nt.name,
+                "node_type_name_zh": nt.name_zh,
                 "count": count,
                 "fabric": nt.get_fabric_display(),
                 "fabric_code": nt.fabric,
@@ -122,6 +106,69 @@ def keep_preferred(
     if extra is None:
         return None
     return Placement(tuple(kept) + extra.nodes)
+
+
+def shortage_message(site: Site, nt: NodeType, count: int, found: Any) -> str:
+    """ "Only 3 of 16 H100 nodes are free at Shenzhen for the whole period; …": what
+    Send says when the nodes are not free, and what the draft page warns at once."""
+    values = {
+        "free": found.free_count,
+        "count": count,
+        "type": nt.display_name,
+        "site": site.display_name,
+    }
+    if found.earliest_start:
+        values["when"] = found.earliest_start.astimezone(site.tzinfo).strftime("%Y-%m-%d %H:%M")
+        message = ngettext(
+            "Only %(free)s of %(count)s %(type)s node is free at %(site)s for the "
+            "whole period; the full count is free from %(when)s.",
+            "Only %(free)s of %(count)s %(type)s nodes are free at %(site)s for the "
+            "whole period; the full count is free from %(when)s.",
+            count,
+        )
+    else:
+        message = ngettext(
+            "Only %(free)s of %(count)s %(type)s node is free at %(site)s for the "
+            "whole period, and the full count is not free within a year.",
+            "Only %(free)s of %(count)s %(type)s nodes are free at %(site)s for the "
+            "whole period, and the full count is not free within a year.",
+            count,
+        )
+    return message % values
+
+
+def capacity_shortages(
+    *, site: Site, term: str, duration: int, start_date: date, wanted: dict[int, int]
+) -> list[str]:
+    """The shortage messages for node counts per node type id (none: all are free now).
+    Reads only: a draft is checked at once, and Send checks again while holding."""
+    start_at, end_at = rental_period(site=site, start_date=start_date, term=term, duration=duration)
+    types = NodeType.objects.in_bulk(list(wanted))
+    out = []
+    for type_id, count in sorted(wanted.items()):
+        if count <= 0 or type_id not in types:
+            continue
+        found = inventory_selectors.availability_search(
+            site=site, node_type=types[type_id], count=count, start_at=start_at, end_at=end_at
+        )
+        if found.placement is None:
+            out.append(shortage_message(site, types[type_id], count, found))
+    return out
+
+
+def quote_capacity_shortages(quote: Quote) -> list[str]:
+    """``capacity_shortages`` for a quote's node lines."""
+    wanted: dict[int, int] = defaultdict(int)
+    for item in quote.items.all():
+        if item.kind == ItemKind.NODE and item.node_type_id:
+            wanted[item.node_type_id] += int(item.quantity)
+    return capacity_shortages(
+        site=quote.site,
+        term=quote.term,
+        duration=quote.duration,
+        start_date=quote.start_date,
+        wanted=dict(wanted),
+    )
 
 
 def release_holds(quote: Quote, actor: Actor, reason: str) -> None:

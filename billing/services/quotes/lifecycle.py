@@ -30,6 +30,7 @@ from billing.services.quotes.pricing import quote_items, reprice, save_items, va
 from core import jobs, lifecycle
 from core.errors import DomainError
 from core.types import Actor
+from core.validators import name_check
 from inventory.models import Site
 
 
@@ -60,6 +61,7 @@ def quote_create(
     )
     if not items:
         raise DomainError(_("Add at least one line to the quote."))
+    contact_name = name_check(contact_name, max_length=200, label=_("The contact name"))
     try:
         validate_email(contact_email)
     except ValidationError as exc:
@@ -129,7 +131,7 @@ def quote_update(
     if quote.status != QuoteStatus.DRAFT:
         move(quote, QuoteStatus.DRAFT, actor, _("Edited; the approval request was withdrawn."))
     quote.organisation = organisation
-    quote.contact_name = contact_name
+    quote.contact_name = name_check(contact_name, max_length=200, label=_("The contact name"))
     quote.contact_email = contact_email
     quote.term = term
     quote.duration = duration

@@ -88,6 +88,8 @@ def _line_zh(snapshot: selectors.BookSnapshot, line: pricing.PricedLine) -> str:
         return snapshot.names_zh.get(f"addon:{line.code}", "")
     if line.kind == pricing.LineKind.FREE:
         return snapshot.names_zh.get(f"free:{line.description}", "")
+    if line.kind == pricing.LineKind.NODE:
+        return snapshot.names_zh.get(f"node:{line.code}", "")
     return ""
 
 

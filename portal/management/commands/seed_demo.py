@@ -134,6 +134,7 @@ NODE_TYPES: list[dict[str, Any]] = [
     {
         "code": "e5-baremetal",
         "name": "Bare-metal E5",
+        "name_zh": "E5 裸金属服务器",
         "cpu": "2× Intel Xeon E5-2698 v4",
         "ram_gb": 256,
         "ram_kind": "DDR4 ECC",
@@ -236,7 +237,7 @@ DEMO_USERS: list[dict[str, Any]] = [
     {"username": "finance", "password": "finance-demo-2026", "superuser": False,
      "group": "Finance", "email": "finance@example.com"},
     {"username": "customer", "password": "customer-demo-2026", "superuser": False,
-     "group": None, "email": "customer@example.com"},
+     "group": None, "email": "customer@example.com", "full_name": "Li Wei"},
 ]  # fmt: skip
 
 GROUP_PERMISSIONS = {
@@ -417,6 +418,8 @@ class Command(BaseCommand):
             )
             user.is_superuser = spec["superuser"]
             user.is_staff = spec["superuser"] or spec["group"] is not None
+            if spec.get("full_name") and not user.get_full_name():
+                user.first_name = spec["full_name"]  # as sign-up stores it
             if created:  # a password changed since is kept (hashing is slow on purpose)
                 user.set_password(spec["password"])
             user.save()
