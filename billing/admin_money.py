@@ -14,7 +14,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 from billing.exports import fapiao_csv_response
 from billing.models import (
@@ -227,7 +227,11 @@ class UsageRecordAdmin(ReadOnlyAdmin):
             else:
                 messages.success(
                     request,
-                    _("Usage imported: %(new)s new record(s), %(same)s already recorded.")
+                    ngettext(
+                        "Usage imported: %(new)s new record, %(same)s already recorded.",
+                        "Usage imported: %(new)s new records, %(same)s already recorded.",
+                        result.created,
+                    )
                     % {"new": result.created, "same": result.unchanged},
                 )
                 return redirect("admin:billing_usagerecord_changelist")

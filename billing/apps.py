@@ -8,8 +8,9 @@ class BillingConfig(AppConfig):
 
     def ready(self) -> None:
         # The pure modules (sizing) translate through this hook, in the active language.
-        from django.utils.translation import gettext
+        from django.utils.translation import gettext, ngettext
 
         from billing import i18n
 
         i18n.set_translator(gettext)
+        i18n.set_plural_translator(ngettext)

@@ -35,6 +35,7 @@ from billing.models import (
 )
 from billing.quote_pdf import bank_details, duration_label, provider
 from billing.sla import SLA_CREDIT_TABLE, SLA_TARGET
+from core import jobs
 from core.pdf import css_content, normalise_language, render_pdf, store_document
 
 TEMPLATE = "pdf/contract.html"
@@ -198,6 +199,24 @@ def render_contract_pdf(*, contract: Contract, language: str, sealed: bool = Fal
     return render_pdf(
         TEMPLATE, contract_context(contract, language=language, sealed=sealed), language=language
     )
+
+
+RENDER_TASK = "billing.tasks.document_render_contract"
+
+
+def stored_draft_document(*, contract: Contract) -> ContractDocument | None:
+    """The PDF for signature in the contract's language if rendered, else None; never
+    renders."""
+    return ContractDocument.objects.filter(
+        contract=contract,
+        kind=ContractDocumentKind.DRAFT,
+        language=normalise_language(contract.language),
+    ).first()
+
+
+def draft_document_ask(*, contract: Contract) -> None:
+    """Ask the documents queue for the PDF for signature (web requests never render)."""
+    jobs.enqueue(RENDER_TASK, contract.pk, normalise_language(contract.language))
 
 
 def draft_document(*, contract: Contract, language: str | None = None) -> ContractDocument:

@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 
 from billing.models import CreditNote, CreditNoteDocument
 from billing.quote_pdf import provider
+from core import jobs
 from core.pdf import css_content, normalise_language, render_pdf, store_document
 
 TEMPLATE = "pdf/credit_note.html"
@@ -53,6 +54,20 @@ def credit_note_context(note: CreditNote, *, language: str) -> dict[str, Any]:
             "running_right_css": css_content(f"{note.number} · {note.invoice.number}"),
             "footer_left_css": css_content(f"{the_provider.name} · {the_provider.website}"),
         }
+
+
+RENDER_TASK = "billing.tasks.document_render_credit_note"
+
+
+def stored_credit_note_document(*, note: CreditNote, language: str) -> CreditNoteDocument | None:
+    """The stored PDF, or None; never renders."""
+    language = normalise_language(language)
+    return CreditNoteDocument.objects.filter(credit_note=note, language=language).first()
+
+
+def credit_note_document_ask(*, note: CreditNote, language: str) -> None:
+    """Ask the documents queue for the credit note's PDF (web requests never render)."""
+    jobs.enqueue(RENDER_TASK, note.pk, normalise_language(language))
 
 
 def credit_note_document(*, note: CreditNote, language: str) -> CreditNoteDocument:

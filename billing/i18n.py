@@ -10,6 +10,7 @@ layer installs one once at startup, e.g. ``set_translator(django.utils.translati
 in an ``AppConfig.ready()``; the lookup happens when ``_()`` is called, so each call
 gets the language active at that moment.
 
+``ngettext(singular, plural, n)`` chooses the plural form (``set_plural_translator``).
 ``gettext_noop()`` marks a string for extraction without translating it (module-level
 tables); translate the value with ``_()`` where it is used. ``makemessages`` knows both
 names (``_`` from xgettext's Python defaults, ``gettext_noop`` from Django's keywords).
@@ -41,6 +42,24 @@ def get_translator() -> Callable[[str], str]:
 def _(message: str) -> str:
     """Translate ``message`` with the installed translator (identity by default)."""
     return _translate(message)
+
+
+def _english_plural(singular: str, plural: str, n: int) -> str:
+    return singular if n == 1 else plural
+
+
+_translate_plural: Callable[[str, str, int], str] = _english_plural
+
+
+def set_plural_translator(fn: Callable[[str, str, int], str] | None) -> None:
+    """Route every ``ngettext()`` call through ``fn``; None puts back English's rule."""
+    global _translate_plural  # process-wide, like ``set_translator``
+    _translate_plural = _english_plural if fn is None else fn
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """ "1 node" / "2 nodes": the form for ``n`` in the active language."""
+    return _translate_plural(singular, plural, n)
 
 
 def gettext_noop(message: str) -> str:

@@ -49,6 +49,7 @@ from billing.quote_pdf import (
     single_rate,
     tax_notes,
 )
+from core import jobs
 from core.pdf import css_content, normalise_language, render_pdf, store_document
 
 logger = logging.getLogger(__name__)
@@ -257,6 +258,21 @@ def is_current(document: InvoiceDocument, invoice: Invoice) -> bool:
     stem = Path(document.file.name or "").stem
     expected = _file_stem(invoice, document.language)
     return stem == expected or stem.startswith(expected + "_")
+
+
+RENDER_TASK = "billing.tasks.document_render_invoice"
+
+
+def stored_invoice_document(*, invoice: Invoice, language: str) -> InvoiceDocument | None:
+    """The stored PDF for the invoice's present status, or None; never renders."""
+    language = normalise_language(language)
+    stored = InvoiceDocument.objects.filter(invoice=invoice, language=language).first()
+    return stored if stored is not None and is_current(stored, invoice) else None
+
+
+def invoice_document_ask(*, invoice: Invoice, language: str) -> None:
+    """Ask the documents queue for the invoice's PDF (web requests never render)."""
+    jobs.enqueue(RENDER_TASK, invoice.pk, normalise_language(language))
 
 
 def invoice_document(*, invoice: Invoice, language: str) -> InvoiceDocument:

@@ -577,9 +577,6 @@ def quote_document(*, quote: Quote, language: str) -> QuoteDocument:
 
 
 RENDER_TASK = "billing.tasks.document_render_quote"
-# A render asked for and not stored after this long is asked for again (its message may
-# have died with a worker; the beat sweep does the same for sent quotes).
-RENDER_ASK_AGAIN = timedelta(minutes=2)
 
 
 def stored_quote_document(

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field, replace
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, Literal
 
-from billing.i18n import _, gettext_noop
+from billing.i18n import _, gettext_noop, ngettext
 from billing.sizing_data import (
     ARCHITECTURES,
     BF16_ARCHITECTURES,
@@ -1617,9 +1617,12 @@ def _parallelism(band: Band, plan: Plan | None, mode: str) -> str:
     if plan is None:
         return _("No plan runs on the node types offered; see the reason.")
     if mode == "infer":
-        return _(
+        return ngettext(
             "Serving with tensor parallel %(tp)s inside the node and pipeline parallel "
-            "%(pp)s; %(replicas)s replica(s)."
+            "%(pp)s; %(replicas)s replica.",
+            "Serving with tensor parallel %(tp)s inside the node and pipeline parallel "
+            "%(pp)s; %(replicas)s replicas.",
+            plan.dp,
         ) % {"tp": plan.tp, "pp": plan.pp, "replicas": plan.dp}
     parts = {
         "layout": plan.layout,
@@ -1636,7 +1639,12 @@ def _parallelism(band: Band, plan: Plan | None, mode: str) -> str:
                 "recovery with regular checkpoints; 400 Gb/s between nodes."
             )
             + " "
-            + _("This plan: %(layout)s, ZeRO-%(zero)s, %(gpus)s GPUs on %(nodes)s node(s).") % parts
+            + ngettext(
+                "This plan: %(layout)s, ZeRO-%(zero)s, %(gpus)s GPUs on %(nodes)s node.",
+                "This plan: %(layout)s, ZeRO-%(zero)s, %(gpus)s GPUs on %(nodes)s nodes.",
+                plan.nodes,
+            )
+            % parts
         )
     if plan.tp > 1 or plan.pp > 1:
         return (
@@ -1645,12 +1653,20 @@ def _parallelism(band: Band, plan: Plan | None, mode: str) -> str:
                 "nodes; at least 200 Gb/s between nodes."
             )
             + " "
-            + _("This plan: %(layout)s, ZeRO-%(zero)s, %(gpus)s GPUs on %(nodes)s node(s).") % parts
+            + ngettext(
+                "This plan: %(layout)s, ZeRO-%(zero)s, %(gpus)s GPUs on %(nodes)s node.",
+                "This plan: %(layout)s, ZeRO-%(zero)s, %(gpus)s GPUs on %(nodes)s nodes.",
+                plan.nodes,
+            )
+            % parts
         )
     return (
-        _(
+        ngettext(
             "Data parallel (PyTorch DDP, or ZeRO/FSDP to shard) across %(gpus)s GPUs on %(nodes)s "
-            "node(s), ZeRO-%(zero)s."
+            "node, ZeRO-%(zero)s.",
+            "Data parallel (PyTorch DDP, or ZeRO/FSDP to shard) across %(gpus)s GPUs on %(nodes)s "
+            "nodes, ZeRO-%(zero)s.",
+            plan.nodes,
         )
         % parts
     )

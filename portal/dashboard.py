@@ -9,7 +9,7 @@ or invoice answers 404, exactly like one that does not exist.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone, translation
@@ -19,10 +19,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.decorators import customer_required
 from accounts.models import MemberRole
-from billing import invoices, quote_pdf
+from billing import invoices
 from billing.models import Order
 from billing.services import gate
 from billing.services import orders as order_services
+from billing.views import documents as quote_documents
+from core.document_views import stored_or_preparing
 from core.errors import DomainError
 from portal import dashboard_money
 from portal import dashboard_selectors as selectors
@@ -167,11 +169,12 @@ def order_quote_pdf(request: HttpRequest, number: str) -> HttpResponse:
     quote = selectors.order_quote_for_org(request.organisation, number)
     if quote is None:
         raise Http404
-    document = quote_pdf.quote_document(quote=quote, language=_language(request))
-    return FileResponse(
-        document.file.open("rb"),
-        content_type="application/pdf",
+    return quote_documents.quote_pdf_response(
+        request,
+        quote=quote,
+        language=_language(request),
         filename=f"{quote.number}-v{quote.version}.pdf",
+        back_url=reverse("dashboard_order", args=[number]),
     )
 
 
@@ -182,25 +185,33 @@ def invoice_pdf(request: HttpRequest, number: str) -> HttpResponse:
     invoice = selectors.invoice_for_org(request.organisation, number)
     if invoice is None:
         raise Http404
-    document = invoices.invoice_document(invoice=invoice, language=_language(request))
-    return FileResponse(
-        document.file.open("rb"),
-        content_type="application/pdf",
+    language = _language(request)
+    return stored_or_preparing(
+        request,
+        find=lambda since: invoices.stored_invoice_document(invoice=invoice, language=language),
+        ask=lambda: invoices.invoice_document_ask(invoice=invoice, language=language),
         filename=f"{invoice.number}.pdf",
+        title=_("%(number)s: PDF being prepared") % {"number": invoice.number},
+        heading=invoice.number,
+        back_url=reverse("dashboard_order", args=[invoice.order.number]),
     )
 
 
 @customer_required
 @require_GET
 def acceptance_report_pdf(request: HttpRequest, number: str, run_id: int) -> HttpResponse:
-    """The acceptance report of a passed validation run of the order, in the page's
-    language (rendered and stored on first download if the worker has not yet)."""
+    """The acceptance report of a finished validation run of the order, in the page's
+    language (asked of the documents queue if the worker has not stored it yet)."""
     run = selectors.acceptance_run_for_org(request.organisation, number, run_id)
     if run is None:
         raise Http404
-    document = acceptance_report.acceptance_report_document(run=run, language=_language(request))
-    return FileResponse(
-        document.file.open("rb"),
-        content_type="application/pdf",
+    language = _language(request)
+    return stored_or_preparing(
+        request,
+        find=lambda since: acceptance_report.stored_acceptance_report(run=run, language=language),
+        ask=lambda: acceptance_report.acceptance_report_ask(run=run, language=language),
         filename=f"acceptance-{number}-{run.pk}.pdf",
+        title=_("Acceptance report: PDF being prepared"),
+        heading=_("Acceptance report of order %(number)s") % {"number": number},
+        back_url=reverse("dashboard_order", args=[number]),
     )

@@ -8,8 +8,9 @@ answers 404, exactly like one that does not exist.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
@@ -20,6 +21,7 @@ from billing import contract_pdf
 from billing.models import Contract, ContractDocument, ContractDocumentKind, ContractStatus, Order
 from billing.services import contracts as contract_services
 from billing.services import gate
+from core.document_views import stored_or_preparing
 from core.errors import DomainError
 from portal import dashboard_selectors as selectors
 
@@ -68,15 +70,19 @@ def contract_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
     """The sealed PDF once countersigned; before that, the exact PDF for signature."""
     order = _order(request, number)
     contract = _contract(order)
-    document = (
+    sealed = (
         ContractDocument.objects.filter(contract=contract, kind=ContractDocumentKind.SEALED)
         .order_by("pk")
         .first()
-    ) or contract_pdf.draft_document(contract=contract)
-    return FileResponse(
-        document.file.open("rb"),
-        content_type="application/pdf",
-        filename=f"{contract.number}-{document.kind}.pdf",
+    )
+    return stored_or_preparing(
+        request,
+        find=lambda since: sealed or contract_pdf.stored_draft_document(contract=contract),
+        ask=lambda: contract_pdf.draft_document_ask(contract=contract),
+        filename=f"{contract.number}-{(sealed.kind if sealed else ContractDocumentKind.DRAFT)}.pdf",
+        title=_("%(number)s: PDF being prepared") % {"number": contract.number},
+        heading=contract.number,
+        back_url=reverse("dashboard_order", args=[number]),
     )
 
 

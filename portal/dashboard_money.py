@@ -8,14 +8,17 @@ import csv
 import io
 from typing import Any
 
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import reverse
 from django.utils import translation
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from accounts.decorators import customer_required
 from billing import credit_note_pdf
 from billing.models import CreditNote, Order, UsageRecord
 from billing.services import invoicing
+from core.document_views import stored_or_preparing
 from inventory.resources import escape_formula
 
 
@@ -42,9 +45,16 @@ def credit_note_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
     if note is None:
         raise Http404
     language = translation.get_language() or request.LANGUAGE_CODE or "en"
-    document = credit_note_pdf.credit_note_document(note=note, language=language)
-    return FileResponse(
-        document.file.open("rb"), content_type="application/pdf", filename=f"{note.number}.pdf"
+    return stored_or_preparing(
+        request,
+        find=lambda since: credit_note_pdf.stored_credit_note_document(
+            note=note, language=language
+        ),
+        ask=lambda: credit_note_pdf.credit_note_document_ask(note=note, language=language),
+        filename=f"{note.number}.pdf",
+        title=_("%(number)s: PDF being prepared") % {"number": note.number},
+        heading=note.number,
+        back_url=reverse("dashboard_order", args=[note.order.number]),
     )
 
 

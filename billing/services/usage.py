@@ -22,6 +22,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from billing.models import Order, OrderStatus, UsageMetric, UsageRecord
 from core.errors import DomainError
@@ -65,7 +66,11 @@ class UsageImportError(DomainError):
     def __init__(self, errors: list[RowError]) -> None:
         self.errors = errors
         super().__init__(
-            _("Nothing was imported: %(count)s problem(s). %(first)s")
+            ngettext(
+                "Nothing was imported: %(count)s problem. %(first)s",
+                "Nothing was imported: %(count)s problems. %(first)s",
+                len(errors),
+            )
             % {"count": len(errors), "first": "; ".join(str(e) for e in errors[:5])}
         )
 
@@ -92,11 +97,21 @@ def rows_from_csv(text: str) -> list[dict[str, str]]:
         problems = []
         if missing:
             problems.append(
-                RowError(0, "header", _("Missing column(s): %(c)s.") % {"c": ", ".join(missing)})
+                RowError(
+                    0,
+                    "header",
+                    ngettext("Missing column: %(c)s.", "Missing columns: %(c)s.", len(missing))
+                    % {"c": ", ".join(missing)},
+                )
             )
         if unknown:
             problems.append(
-                RowError(0, "header", _("Unknown column(s): %(c)s.") % {"c": ", ".join(unknown)})
+                RowError(
+                    0,
+                    "header",
+                    ngettext("Unknown column: %(c)s.", "Unknown columns: %(c)s.", len(unknown))
+                    % {"c": ", ".join(unknown)},
+                )
             )
         raise UsageImportError(problems)
     rows = []

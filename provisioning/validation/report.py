@@ -21,6 +21,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
 from billing.quote_pdf import provider
+from core import jobs
 from core.pdf import css_content, normalise_language, render_pdf, store_document
 from provisioning.models import (
     ValidationArtifact,
@@ -465,6 +466,19 @@ def render_acceptance_report(
     with translation.override(language):
         context = acceptance_report_context(run, language=language, swaps=swaps)
     return render_pdf(TEMPLATE, context, language=language)
+
+
+RENDER_TASK = "provisioning.validation.tasks.document_render_acceptance_report"
+
+
+def stored_acceptance_report(*, run: ValidationRun, language: str) -> ValidationReport | None:
+    """The run's stored report in ``language``, or None; never renders."""
+    return ValidationReport.objects.filter(run=run, language=normalise_language(language)).first()
+
+
+def acceptance_report_ask(*, run: ValidationRun, language: str) -> None:
+    """Ask the documents queue for the run's report (web requests never render)."""
+    jobs.enqueue(RENDER_TASK, run.pk, normalise_language(language))
 
 
 def acceptance_report_document(

@@ -36,13 +36,12 @@ from billing.services import quotes as qs
 from billing.services.numbers import next_number
 from billing.services.orders import order_mark_paid
 from core import lifecycle
-from core.models import OutboxMessage
 from inventory.models import NodeStatus, ReservationStatus
-from portal.celery import app
 from provisioning import services as provisioning_services
 from provisioning import suspension as power
 from provisioning.validation import contract as validation_contract
 from tests import factories
+from tests.factories import run_outbox
 from tests.provisioning.test_runs import drive
 
 pytestmark = pytest.mark.django_db
@@ -144,20 +143,6 @@ def period_invoice(order: Order, *, month: int, due_at: datetime) -> Invoice:
     )
     lifecycle.record_creation([invoice], reason="test: period invoice")
     return invoice
-
-
-def run_outbox(*names: str) -> int:
-    """Run the pending outbox messages of these tasks, as the worker would, once each."""
-    ran = 0
-    for message in OutboxMessage.objects.filter(status="pending").order_by("pk"):
-        if not all(name in names for name in message.task_names):
-            continue
-        for name, args in message.steps:
-            app.tasks[name](*args)
-        message.status = "published"
-        message.save(update_fields=["status"])
-        ran += 1
-    return ran
 
 
 def local_day(order: Order, value: datetime) -> str:

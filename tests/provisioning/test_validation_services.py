@@ -31,6 +31,7 @@ from provisioning.validation import report, services
 from provisioning.validation.contract import NodeTarget, validate_nodes
 from provisioning.validation.rules import DEFAULT_RULES
 from tests import factories
+from tests.factories import run_document_renders
 
 pytestmark = pytest.mark.django_db
 
@@ -392,6 +393,11 @@ def test_the_order_page_lists_the_report_for_download(demo, nodes, client):
     run = execute(nodes[:1], order=order)
     url = reverse("dashboard_acceptance_report", kwargs={"number": order.number, "run_id": run.pk})
     assert url in client.get(page).content.decode()
+    # Never rendered in the request: "being prepared", the documents queue, a reload.
+    response = client.get(url)
+    assert response.status_code == 200 and "being prepared" in response.content.decode()
+    assert not report.stored_acceptance_report(run=run, language="en")
+    assert run_document_renders() >= 1
     response = client.get(url)
     assert response.status_code == 200 and response["Content-Type"] == "application/pdf"
     assert b"".join(response.streaming_content).startswith(b"%PDF")
