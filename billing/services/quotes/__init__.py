@@ -20,9 +20,11 @@ from billing.services.quotes.common import (
     discount_limit,
 )
 from billing.services.quotes.decisions import quote_accept, quote_refresh, quote_reject
+from billing.services.quotes.holds import Held, nodes_place_and_hold, nodes_wanted
 from billing.services.quotes.lifecycle import (
     quote_create,
     quote_expire_due,
+    quote_expiry,
     quote_revise,
     quote_send,
     quote_update,
@@ -35,15 +37,19 @@ from billing.services.quotes.pricing import (
 
 __all__ = [
     "DEFAULT_VALIDITY_DAYS",
+    "Held",
     "ItemSpec",
     "NodesGone",
     "discount_limit",
+    "nodes_place_and_hold",
+    "nodes_wanted",
     "priced_lines_as_rows",
     "quote_accept",
     "quote_approve",
     "quote_create",
     "quote_decline_approval",
     "quote_expire_due",
+    "quote_expiry",
     "quote_items",
     "quote_price_preview",
     "quote_refresh",
