@@ -65,8 +65,11 @@ def catalog(request: HttpRequest) -> HttpResponse:
     and a 13-week availability calendar.
 
     A fixed number of queries whatever the size of the fleet: five for the catalog and
-    the counts, four for the prices of all sites and two for the calendar of all sites
-    (both cached for a minute, so a warm page runs the five).
+    the counts, and four for the prices of all sites (cached for a minute, so a warm
+    page runs the five). The calendar is computed off the request by a beat job
+    (``billing.catalog.calendar_refresh``, every minute) and read from the cache; while
+    none is stored (a cold cache), the page says it is being computed and a refresh is
+    requested, so no visitor waits for it.
     """
     sites = selectors.catalog_sites()
     node_types = selectors.catalog_node_types()
@@ -75,6 +78,8 @@ def catalog(request: HttpRequest) -> HttpResponse:
     prices = shop.catalog_prices(sites=sites)
     pairs = [(site, nt.pk) for nt in node_types for site in sites if total.get((site.pk, nt.pk))]
     calendar = shop.availability_calendar(pairs=pairs)
+    calendar_pending = calendar is None
+    calendar = calendar or {}
     rows = []
     for nt in node_types:
         per_site = []
@@ -115,6 +120,7 @@ def catalog(request: HttpRequest) -> HttpResponse:
         "rows": rows,
         "typical_cluster": shop.TYPICAL_CLUSTER_NODES,
         "calendar_weeks": shop.CALENDAR_WEEKS,
+        "calendar_pending": calendar_pending,
     }
     return render(request, "portal/catalog.html", context)
 
