@@ -714,7 +714,7 @@ def measure_page(*, runs: int, warmup: int) -> dict[str, Any]:
         anonymous = Client()
 
         queries, html, sqls = _count_queries(customer, url, placeable)
-        if "leaf switch" not in html:
+        if '<section class="placement">' not in html:
             raise SystemExit("the configure page shows no placement for 16 SZ H100 nodes")
         print(f"  configure ({url}?{'&'.join(f'{k}={v}' for k, v in placeable.items())})")
         print(f"  logged in, placeable: {queries} queries")
