@@ -51,6 +51,7 @@ bench: setup services ## Benchmarks; each prints one JSON object as its last lin
 	$(PY) bench/pricing.py
 	$(PY) bench/quote_pdf.py
 	$(PY) bench/ordering.py
+	$(PY) bench/catalog.py
 	$(PY) bench/provisioning.py
 
 clean-var:

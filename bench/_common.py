@@ -59,6 +59,24 @@ def recreate_database(url: str) -> None:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
+def clone_database(url: str, name: str) -> None:
+    """``CREATE DATABASE name TEMPLATE <url's database>``: a file-level copy of a built
+    benchmark database (nothing may be connected to it meanwhile). ``name`` must contain
+    ``bench``; it is dropped first if it exists."""
+    if "bench" not in name or not name.isidentifier():
+        raise ValueError(f"not a benchmark database name: {name!r}")
+    server, source = _maintenance_conninfo(url)
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(source)
+            )
+        )
+
+
 def drop_database(url: str) -> None:
     server, name = _maintenance_conninfo(url)
     with psycopg.connect(server, autocommit=True) as conn:
@@ -78,6 +96,25 @@ def setup_django(url: str) -> None:
     django.setup()
 
 
+def _text_defaults(table: str, columns: list[str]) -> dict[str, str]:
+    """``{column: default}`` of the model's NOT NULL text columns missing from ``columns``
+    (fields added since a benchmark was written, e.g. a blank ``CharField``)."""
+    from django.apps import apps
+    from django.db import models
+
+    model = next((m for m in apps.get_models() if m._meta.db_table == table), None)
+    if model is None:
+        return {}
+    out = {}
+    for f in model._meta.concrete_fields:
+        if f.column in columns or f.null or not isinstance(f, models.CharField | models.TextField):
+            continue
+        default = f.get_default()
+        if isinstance(default, str) and not any(c in default for c in "\t\n\\"):
+            out[f.column] = default
+    return out
+
+
 def copy_rows(table: str, columns: Iterable[str], lines: Iterable[str]) -> None:
     """``COPY table (columns) FROM STDIN`` of tab-separated text lines (``\\N`` is NULL).
 
@@ -85,6 +122,12 @@ def copy_rows(table: str, columns: Iterable[str], lines: Iterable[str]) -> None:
     """
     from django.db import connection
 
+    columns = list(columns)
+    fill = _text_defaults(table, columns)
+    if fill:  # NOT NULL text columns the caller does not give: their model default
+        columns += list(fill)
+        tail = "\t" + "\t".join(fill.values())
+        lines = (line + tail for line in lines)
     cols = ", ".join(connection.ops.quote_name(c) for c in columns)
     stmt = f"COPY {connection.ops.quote_name(table)} ({cols}) FROM STDIN"
     with connection.cursor() as cursor, cursor.cursor.copy(stmt) as copy:

@@ -129,6 +129,12 @@ class _Clock:
         return int((at - self.year_start).total_seconds() // 3600)
 
 
+SWITCH_COLS = (
+    "id", "site_id", "rack_id", "name", "role", "fabric", "port_speed_gbps", "port_count",
+    "scalable_unit",
+)  # fmt: skip
+
+
 def create_catalog() -> Catalog:
     from decimal import Decimal
 
@@ -234,7 +240,7 @@ def build_fleet(
             leaf_rack_id = len(racks) + 1
             switches.append(
                 f"{leaf_id}\t{site_id}\t{leaf_rack_id}\t{s_code}-leaf-{leaf_no[s_code]:05d}"
-                f"\tleaf\t{fabric}\t400\t64"
+                f"\tleaf\t{fabric}\t400\t64\t"  # no scalable unit
             )
             in_leaf = leaf_size
             while in_leaf > 0:
@@ -260,7 +266,7 @@ def build_fleet(
     copy_rows("inventory_rack", ("id", "site_id", "room", "name", "power_kw"), racks)
     copy_rows(
         "inventory_switch",
-        ("id", "site_id", "rack_id", "name", "role", "fabric", "port_speed_gbps", "port_count"),
+        SWITCH_COLS,
         switches,
     )
     node_cols = (

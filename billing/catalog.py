@@ -25,6 +25,7 @@ from billing import pricing
 from billing.models import DiscountRule, NodePrice, PriceBook, Promotion
 from billing.periods import rental_period, site_today
 from billing.selectors import engine_discount, engine_node_price, engine_promotion
+from core import jobs
 from inventory.models import (
     ACTIVE_RESERVATION_STATUSES,
     NODE_UNBOOKABLE_STATUSES,
@@ -38,7 +39,11 @@ from inventory.placement import Candidate, place
 from inventory.selectors import Availability
 
 CALENDAR_WEEKS = 13  # the next 90 days, in whole weeks
-CALENDAR_CACHE_SECONDS = 60  # the page says "updated every minute"
+# The calendar is computed off the request by a beat job (``calendar_refresh``) every
+# CALENDAR_REFRESH_SECONDS (the page says "updated every minute"); a stored calendar is
+# shown for at most CALENDAR_KEEP_SECONDS if the refreshes stop.
+CALENDAR_REFRESH_SECONDS = 60
+CALENDAR_KEEP_SECONDS = 15 * 60
 PRICES_CACHE_SECONDS = 60
 # The calendar's leaf count is for a typical training cluster of this many nodes (or all
 # the free nodes of the week when fewer are free).
@@ -203,46 +208,75 @@ class CalendarWeek:
         return self.end - timedelta(days=1)
 
 
-def _calendar_key(site_id: int, node_type_id: int, start: date) -> str:
-    return f"{_cache_prefix()}:calendar:{site_id}:{node_type_id}:{start.isoformat()}"
+def _calendar_key() -> str:
+    return f"{_cache_prefix()}:calendar:all"
+
+
+def _calendar_requested_key() -> str:
+    return f"{_cache_prefix()}:calendar:requested"
+
+
+@dataclass(frozen=True)
+class StoredCalendar:
+    """Every (site, node type) calendar, as the last refresh computed it."""
+
+    computed_at: datetime
+    weeks: dict[tuple[int, int], list[CalendarWeek]]
+
+
+def calendar_refresh(*, weeks: int = CALENDAR_WEEKS) -> int:
+    """Compute the calendar of every site and node type that has nodes and store it for
+    the landing page (the beat job, every minute). Safe to run twice or at once: each
+    run computes from the database and replaces the whole stored calendar.
+
+    Returns how many (site, node type) calendars were stored.
+    """
+    sites = {site.pk: site for site in Site.objects.order_by("code")}
+    pairs = sorted(
+        {
+            (site_id, nt_id)
+            for site_id, nt_id in Node.objects.order_by()
+            .values_list("site_id", "node_type_id")
+            .distinct()
+            if site_id in sites
+        }
+    )
+    site_pairs = [(sites[site_id], nt_id) for site_id, nt_id in pairs]
+    starts = {site.pk: site_today(site) for site, _ in site_pairs}
+    computed = _calendar_compute(pairs=site_pairs, starts=starts, weeks=weeks) if pairs else {}
+    cache.set(
+        _calendar_key(),
+        StoredCalendar(computed_at=timezone.now(), weeks=computed),
+        CALENDAR_KEEP_SECONDS,
+    )
+    cache.delete(_calendar_requested_key())
+    return len(computed)
 
 
 def availability_calendar(
-    *, pairs: Iterable[tuple[Site, int]], weeks: int = CALENDAR_WEEKS
-) -> dict[tuple[int, int], list[CalendarWeek]]:
-    """Free nodes per week for the next ``weeks`` weeks, per ``(site, node_type_id)``.
+    *, pairs: Iterable[tuple[Site, int]]
+) -> dict[tuple[int, int], list[CalendarWeek]] | None:
+    """Free nodes per week for the next ``CALENDAR_WEEKS`` weeks, per ``(site,
+    node_type_id)``, as the last ``calendar_refresh`` stored them: no query, nothing
+    computed in the caller's request.
 
-    A week starts at midnight of a site-local day (today, then every 7 days) and a node
-    counts as free when it is bookable and neither reserved nor in a maintenance window
-    at any moment of the week. Each week also says how many leaf switches the best
-    topology-aware placement of a typical cluster (``TYPICAL_CLUSTER_NODES``, or all free
-    nodes when fewer) would span.
+    ``None`` when no calendar is stored (a cold cache, before the first refresh); a
+    refresh is then requested once (``billing.tasks.catalog_calendar_refresh_task``),
+    and the page says the calendar is being computed. A pair the refresh did not know
+    (a node type added since) gets no weeks until the next refresh.
 
-    Each (site, node type, week start) is cached for a minute. On a miss, two queries
-    for all pairs (the bookable nodes with their leaf and rack; the active reservations
-    and maintenance windows overlapping the period), then Python.
+    A week starts at midnight of a site-local day (the refresh's today, then every 7
+    days) and a node counts as free when it is bookable and neither reserved nor in a
+    maintenance window at any moment of the week. Each week also says how many leaf
+    switches the best topology-aware placement of a typical cluster
+    (``TYPICAL_CLUSTER_NODES``, or all free nodes when fewer) would span.
     """
-    pairs = list(pairs)
-    if not pairs:
-        return {}
-    starts = {site.pk: site_today(site) for site, _ in pairs}
-    keys = {
-        (site.pk, nt_id, i): _calendar_key(site.pk, nt_id, starts[site.pk] + timedelta(days=7 * i))
-        for site, nt_id in pairs
-        for i in range(weeks)
-    }
-    cached = cache.get_many(list(keys.values()))
-    if len(cached) == len(keys):
-        return {
-            (site.pk, nt_id): [cached[keys[(site.pk, nt_id, i)]] for i in range(weeks)]
-            for site, nt_id in pairs
-        }
-    result = _calendar_compute(pairs=pairs, starts=starts, weeks=weeks)
-    cache.set_many(
-        {keys[(s, t, i)]: week for (s, t), ws in result.items() for i, week in enumerate(ws)},
-        CALENDAR_CACHE_SECONDS,
-    )
-    return result
+    stored = cache.get(_calendar_key())
+    if stored is None:
+        if cache.add(_calendar_requested_key(), True, CALENDAR_REFRESH_SECONDS):
+            jobs.enqueue("billing.tasks.catalog_calendar_refresh_task")
+        return None
+    return {(site.pk, nt_id): stored.weeks.get((site.pk, nt_id), []) for site, nt_id in pairs}
 
 
 def _calendar_compute(

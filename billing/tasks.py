@@ -13,7 +13,7 @@ from smtplib import SMTPException
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from billing import contract_pdf, invoices, quote_pdf
+from billing import catalog, contract_pdf, invoices, quote_pdf
 from billing.models import Contract, Invoice, Quote
 from billing.services import contracts as contract_services
 from billing.services import dunning, dunning_emails, estimates, orders, payments, renewals, sweeps
@@ -35,6 +35,15 @@ DOCUMENT_TASK = {
     "max_retries": 3,
     **PDF_LIMITS,
 }
+
+
+@shared_task(soft_time_limit=50, time_limit=60)
+def catalog_calendar_refresh_task() -> int:
+    """Compute the landing page's availability calendar (beat, every minute; also asked
+    for by the page when none is stored). Idempotent: each run replaces the stored one.
+    The limits keep a run inside its minute; if one is cut short, the calendar stored
+    before stays shown."""
+    return catalog.calendar_refresh()
 
 
 @shared_task(**SWEEP_LIMITS)

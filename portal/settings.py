@@ -259,6 +259,13 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(_CELERY_DIR / "beat-schedule")
+# The landing page's 13-week availability calendar, computed off the request (a run not
+# started within the minute is dropped: the next one computes the same).
+CELERY_BEAT_SCHEDULE["catalog-calendar-refresh"] = {
+    "task": "billing.tasks.catalog_calendar_refresh_task",
+    "schedule": 60.0,
+    "options": {"expires": 55},
+}
 
 # Self-service starts are priced up to this many months ahead (the price book horizon).
 PRICE_BOOK_HORIZON_MONTHS = env.int("PRICE_BOOK_HORIZON_MONTHS", default=12)

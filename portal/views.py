@@ -42,6 +42,7 @@ from billing.services.selfservice import (
     configuration_price,
     order_self_service,
 )
+from billing.shop_data import shop_data
 from core.errors import DomainError, NotEnoughCapacity
 from inventory import selectors
 from inventory.models import NodeType
@@ -64,8 +65,11 @@ def catalog(request: HttpRequest) -> HttpResponse:
     and a 13-week availability calendar.
 
     A fixed number of queries whatever the size of the fleet: five for the catalog and
-    the counts, four for the prices of all sites and two for the calendar of all sites
-    (both cached for a minute, so a warm page runs the five).
+    the counts, and four for the prices of all sites (cached for a minute, so a warm
+    page runs the five). The calendar is computed off the request by a beat job
+    (``billing.catalog.calendar_refresh``, every minute) and read from the cache; while
+    none is stored (a cold cache), the page says it is being computed and a refresh is
+    requested, so no visitor waits for it.
     """
     sites = selectors.catalog_sites()
     node_types = selectors.catalog_node_types()
@@ -74,6 +78,8 @@ def catalog(request: HttpRequest) -> HttpResponse:
     prices = shop.catalog_prices(sites=sites)
     pairs = [(site, nt.pk) for nt in node_types for site in sites if total.get((site.pk, nt.pk))]
     calendar = shop.availability_calendar(pairs=pairs)
+    calendar_pending = calendar is None
+    calendar = calendar or {}
     rows = []
     for nt in node_types:
         per_site = []
@@ -114,6 +120,7 @@ def catalog(request: HttpRequest) -> HttpResponse:
         "rows": rows,
         "typical_cluster": shop.TYPICAL_CLUSTER_NODES,
         "calendar_weeks": shop.CALENDAR_WEEKS,
+        "calendar_pending": calendar_pending,
     }
     return render(request, "portal/catalog.html", context)
 
@@ -291,25 +298,23 @@ def _alternative_links(form: ConfigureForm, alternatives: list[Any]) -> list[dic
 def _configure_context(
     request: HttpRequest, raw: QueryDict, *, preview: bool = True
 ) -> dict[str, Any]:
-    """Everything the configure page shows, in at most 13 queries (15 with the user's
-    session and user): sites, node types, the site's price book (eight), the
-    availability search (one); when the count cannot be placed, one more for the
-    earliest full-count start and one for the capacity of every site and type over the
-    period (whether the type has nodes here at all, and the alternatives)."""
-    sites = selectors.catalog_sites()
-    node_types = shop.configure_node_types()
+    """Everything the configure page shows, in at most 3 queries (5 with the user's
+    session and user): the availability search (one) and, for a multi-NIC placement, its
+    scalable units (one); when the count cannot be placed, one for the earliest
+    full-count start instead and one for the capacity of every site and type over the
+    period (whether the type has nodes here at all, and the alternatives). Sites, node
+    types and price books come from ``billing.shop_data`` (loaded again when they
+    change)."""
+    data = shop_data()  # sites, node types and price books, kept while unchanged
+    sites = list(data.sites)
+    node_types = list(data.node_types)
     context: dict[str, Any] = {"form": None, "problem": "", "config": None}
     if not sites:
         context["problem"] = _("No data centre is open for orders yet.")
         return context
     by_code = {s.code: s for s in sites}
     site = by_code.get(raw.get("site", ""), sites[0])
-    try:
-        snapshot = billing_selectors.price_book_snapshot(
-            book=billing_selectors.price_book_in_force(site=site)
-        )
-    except DomainError:
-        snapshot = None
+    snapshot = data.snapshot(site)
     data = _form_data(
         raw, ConfigureForm.defaults(site=site, node_types=node_types, snapshot=snapshot)
     )

@@ -42,6 +42,15 @@ def h100(db):
 
 
 @pytest.fixture(autouse=True)
+def _shop_data_from_the_database():
+    """Each test reads the shop's sites and price books from its own data: the memo of
+    ``billing.shop_data`` outlives the rolled-back transaction of the test before."""
+    from billing import shop_data
+
+    shop_data.forget()
+
+
+@pytest.fixture(autouse=True)
 def _english():
     """Services raise messages in the active language; tests read them in English.
     (Requests still pick their language from the URL, as in production.)"""

@@ -1,7 +1,8 @@
 """Self-service ordering: a customer configures, sees the instant quote, and accepts.
 
-``order_self_service`` creates the quote, sends it (which places and holds the nodes) and
-accepts it at once, so the order holds the nodes until its payment deadline
+``order_self_service`` places and holds the nodes, then creates the quote, sends it and
+accepts it at once (the gapless numbers are taken last, so concurrent orders do not wait
+on one another's placement), so the order holds the nodes until its payment deadline
 (``billing.services.orders.hold_terms``). When another
 customer takes the nodes first, it tries the placement again (they may have taken only
 some), then raises ``CapacityTaken`` with the nearest alternatives.
@@ -10,8 +11,9 @@ some), then raises ``CapacityTaken`` with the nearest alternatives.
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -29,10 +31,14 @@ from billing.pricing import Term as PricingTerm
 from billing.selectors import BookSnapshot
 from billing.services.orders import payment_methods_offered
 from billing.services.quotes import (
+    DEFAULT_VALIDITY_DAYS,
     ItemSpec,
     NodesGone,
+    nodes_place_and_hold,
+    nodes_wanted,
     quote_accept,
     quote_create,
+    quote_expiry,
     quote_send,
 )
 from core.errors import DomainError, DoubleBooking, NotEnoughCapacity
@@ -396,6 +402,25 @@ def order_self_service(
     for attempt in range(1, PLACEMENT_ATTEMPTS + 1):
         try:
             with transaction.atomic():
+                # Place and hold first: the search is the slow part, and it needs no
+                # number. The gapless numbers (quote, order, invoice) are taken after
+                # it, so their sequence rows stay locked only for the short rest of the
+                # transaction and a refused order never takes them at all.
+                today = site_today(site)
+                held = nodes_place_and_hold(
+                    site=site,
+                    start_date=start_date,
+                    term=term,
+                    duration=duration,
+                    wanted=nodes_wanted(items),
+                    owner_ref=f"self-service:{uuid.uuid4()}",
+                    expires_at=quote_expiry(
+                        site=site,
+                        valid_until=today + timedelta(days=DEFAULT_VALIDITY_DAYS),
+                        start_date=start_date,
+                    ),
+                    actor=user,
+                )
                 quote = quote_create(
                     site=site,
                     organisation=organisation,
@@ -409,7 +434,7 @@ def order_self_service(
                     language=language,
                     notes=_("Self-service order."),
                 )
-                quote = quote_send(quote=quote, actor=user)
+                quote = quote_send(quote=quote, actor=user, held=held)
                 order = quote_accept(
                     quote=quote, user=user, name=name, ip=ip, payment_method=payment_method
                 )

@@ -15,9 +15,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import override
 
+from billing import catalog
 from billing.models import DiscountRule, NodePrice, PriceBook
 from billing.services.quotes import ItemSpec, quote_price_preview
+from billing.tasks import catalog_calendar_refresh_task
 from billing.templatetags.billing_tags import money
+from core.models import OutboxMessage
 from inventory import services
 from inventory.models import NodeStatus, NodeType, Site
 from tests import factories
@@ -99,8 +102,8 @@ def test_catalog_query_count_does_not_grow_with_the_fleet(
                 for _ in range(per_leaf):
                     node = factories.node(s, nt, leaf_name=f"{s.code}-{leaf}")
         services.node_transition(node=node, to_status=NodeStatus.MAINTENANCE, reason="x")
-    # Five for the catalog and counts, four for the prices of all sites, two for the
-    # calendar of all sites (a cold cache: the fixture gives each test its own).
+    # Five for the catalog and counts, four for the prices of all sites, one to ask for
+    # the calendar (a cold cache: the fixture gives each test its own).
     with django_assert_max_num_queries(11):
         response = client.get(catalog_url("en"))
     assert response.status_code == 200
@@ -185,6 +188,7 @@ def test_calendar_has_13_weeks_with_free_nodes_slot_price_and_leaves(client, sz,
         end_at=week0 + timedelta(days=90, hours=4),
         reason="firmware",
     )
+    catalog.calendar_refresh()  # the beat job
     html = client.get(catalog_url("en")).content.decode()
     free = calendar_row(html, "SZ", h100.code, "free")
     assert len(free) == 13
@@ -201,6 +205,7 @@ def test_calendar_week_price_is_one_node_for_seven_days(client):
     call_command("seed_demo", stdout=io.StringIO())
     sz = Site.objects.get(code="SZ")
     e5 = NodeType.objects.get(code="e5-baremetal")
+    catalog.calendar_refresh()  # the beat job
     html = client.get(catalog_url("en")).content.decode()
     prices = calendar_row(html, "SZ", e5.code, "price")
     assert len(prices) == 13
@@ -238,7 +243,8 @@ def _price_book(site, *node_types):
 
 def test_catalog_queries_stay_fixed_as_the_fleet_grows(client, sz, h100):
     """Small and large fleets run the same queries: 5 for the catalog and live counts,
-    4 for every site's prices and 2 for every site's calendar; a warm page runs 5."""
+    4 for every site's prices and, with no calendar stored, 1 to ask for it (an outbox
+    row; the beat job computes it); a warm page runs 5."""
     hk = factories.site("HK", name="Hong Kong", city="Hong Kong", currency="HKD")
     e5 = factories.node_type("e5", name="E5", gpu_model=None, gpu_count=0, fabric="ethernet")
     for s in (sz, hk):
@@ -272,3 +278,58 @@ def test_catalog_queries_stay_fixed_as_the_fleet_grows(client, sz, h100):
     assert counts[0] == counts[1], counts
     assert counts[0][0] <= 11, counts
     assert counts[0][1] <= 5, counts
+
+
+# --- The calendar is computed off the request --------------------------------------------
+
+REFRESH_TASK = "billing.tasks.catalog_calendar_refresh_task"
+
+
+def _refresh_requests() -> int:
+    return sum(
+        1 for m in OutboxMessage.objects.all() for name, _args in m.steps if name == REFRESH_TASK
+    )
+
+
+def test_a_cold_cache_shows_the_calendar_as_being_computed_and_asks_for_it_once(client, sz, h100):
+    factories.node(sz, h100)
+    html = client.get(catalog_url("en")).content.decode()
+    assert 'data-calendar="SZ/' not in html
+    assert f'data-calendar-pending="SZ/{h100.code}"' in html
+    assert "The availability calendar for the next 13 weeks is being computed" in html
+    client.get(catalog_url("en"))  # a second visitor: no second request
+    assert _refresh_requests() == 1
+    # The worker runs the requested refresh: the next visitor sees the calendar.
+    assert catalog_calendar_refresh_task() == 1
+    html = client.get(catalog_url("en")).content.decode()
+    assert calendar_row(html, "SZ", h100.code, "free") == ["1"] * 13
+    assert "being computed" not in html
+
+
+def test_the_refresh_is_idempotent_and_shows_bookings_made_since(client, sz, h100):
+    nodes = [factories.node(sz, h100) for _ in range(2)]
+    catalog.calendar_refresh()
+    catalog.calendar_refresh()  # twice: the same calendar
+    html = client.get(catalog_url("en")).content.decode()
+    assert calendar_row(html, "SZ", h100.code, "free") == ["2"] * 13
+    week0 = datetime.combine(timezone.now().astimezone(sz.tzinfo).date(), time.min, sz.tzinfo)
+    services.reservation_hold(
+        nodes=nodes[:1],
+        start_at=week0 + timedelta(days=7),
+        end_at=week0 + timedelta(days=8),
+        owner_ref="order:later",
+        firm=True,
+    )
+    # Until the next refresh the page shows the stored calendar (no visitor computes it).
+    html = client.get(catalog_url("en")).content.decode()
+    assert calendar_row(html, "SZ", h100.code, "free")[1] == "2"
+    catalog.calendar_refresh()
+    html = client.get(catalog_url("en")).content.decode()
+    assert calendar_row(html, "SZ", h100.code, "free")[:3] == ["2", "1", "2"]
+
+
+def test_the_refresh_task_is_on_the_beat_every_minute_with_its_own_limits(settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["catalog-calendar-refresh"]
+    assert entry["task"] == REFRESH_TASK
+    assert entry["schedule"] <= 60
+    assert catalog_calendar_refresh_task.time_limit <= entry["schedule"]

@@ -47,7 +47,10 @@ from tests import factories
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("online_payments")]
 
-MAX_QUERIES = 15
+# Session, user, the availability search and one more (a multi-NIC placement's scalable
+# units, or the capacity of every site and type when the count cannot be placed); sites,
+# node types and price books are kept in the process (``billing.shop_data``).
+MAX_QUERIES = 5
 
 
 @pytest.fixture(autouse=True)
@@ -378,13 +381,15 @@ def _count(client, query) -> int:
     return len(ctx)
 
 
-def test_instant_quote_queries_stay_at_15_or_fewer_whatever_the_fleet(client, demo, customer):
+def test_instant_quote_queries_stay_at_5_or_fewer_whatever_the_fleet(client, demo, customer):
     h100 = NodeType.objects.get(code="h100-8x-nvlink")
     hk = Site.objects.get(code="HK")
     placeable = params(**{"addon_checkpoint-storage": "5"})
     # Hong Kong has 16 H100 nodes: the earliest start is looked for, alternatives offered.
     short = params(site="HK", node_count="40")
     gpus = params(node_count=None, gpu_count="100")
+
+    client.get(url(), placeable)  # the first request loads the sites and price books
 
     def measure():
         counts = {}

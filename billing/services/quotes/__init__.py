@@ -20,10 +20,17 @@ from billing.services.quotes.common import (
     discount_limit,
 )
 from billing.services.quotes.decisions import quote_accept, quote_refresh, quote_reject
-from billing.services.quotes.holds import capacity_shortages, quote_capacity_shortages
+from billing.services.quotes.holds import (
+    Held,
+    capacity_shortages,
+    nodes_place_and_hold,
+    nodes_wanted,
+    quote_capacity_shortages,
+)
 from billing.services.quotes.lifecycle import (
     quote_create,
     quote_expire_due,
+    quote_expiry,
     quote_revise,
     quote_send,
     quote_update,
@@ -36,10 +43,13 @@ from billing.services.quotes.pricing import (
 
 __all__ = [
     "DEFAULT_VALIDITY_DAYS",
+    "Held",
     "ItemSpec",
     "NodesGone",
     "capacity_shortages",
     "discount_limit",
+    "nodes_place_and_hold",
+    "nodes_wanted",
     "priced_lines_as_rows",
     "quote_accept",
     "quote_approve",
@@ -47,6 +57,7 @@ __all__ = [
     "quote_create",
     "quote_decline_approval",
     "quote_expire_due",
+    "quote_expiry",
     "quote_items",
     "quote_price_preview",
     "quote_refresh",

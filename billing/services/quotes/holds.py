@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
-from collections.abc import Collection, Sequence
-from datetime import date
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -12,7 +14,7 @@ from django.utils.translation import ngettext
 
 from billing.models import ItemKind, Quote, QuoteStatus
 from billing.periods import rental_period
-from billing.services.quotes.common import OPEN_STATUSES, move
+from billing.services.quotes.common import OPEN_STATUSES, ItemSpec, move
 from core.errors import NotEnoughCapacity
 from core.types import Actor
 from inventory import selectors as inventory_selectors
@@ -21,18 +23,71 @@ from inventory.models import Node, NodeType, Site
 from inventory.placement import Candidate, Placement, leaf_summary, place, unit_summary
 
 
-def place_and_hold(quote: Quote, actor: Actor, prefer: Collection[int] = ()) -> None:
+@dataclass(frozen=True)
+class Held:
+    """Nodes placed and held for a quote that is still to be numbered (self-service):
+    the reservation group (``None`` when no node was asked for) and the placement."""
+
+    group: uuid.UUID | None
+    placement: dict[str, Any]
+
+
+def nodes_wanted(items: Iterable[ItemSpec]) -> dict[int, int]:
+    """Node type id -> nodes, from a quote's item specs (as ``place_and_hold`` counts)."""
+    wanted: dict[int, int] = defaultdict(int)
+    for item in items:
+        if item.kind == ItemKind.NODE and item.node_type_id is not None:
+            wanted[item.node_type_id] += int(item.quantity)
+    return dict(wanted)
+
+
+def place_and_hold(
+    quote: Quote, actor: Actor, held: Held | None = None, prefer: Collection[int] = ()
+) -> None:
     """Choose concrete nodes per node type (topology-aware) and hold them until expiry.
 
-    ``prefer`` (node ids, e.g. a renewal's current nodes): where enough of them are free
-    for the whole period they are the ones held; else the nearest placement is."""
+    ``held``: the caller placed and held them already (``nodes_place_and_hold``), before
+    the quote took its number; they are only recorded on the quote. ``prefer`` (node ids,
+    e.g. a renewal's current nodes): where they are free for the whole period they are
+    the ones held; else the nearest placement is.
+    """
+    if held is None:
+        wanted: dict[int, int] = defaultdict(int)
+        for item in quote.items.filter(kind=ItemKind.NODE):
+            wanted[item.node_type_id] += int(item.quantity)
+        held = nodes_place_and_hold(
+            site=quote.site,
+            start_date=quote.start_date,
+            term=quote.term,
+            duration=quote.duration,
+            wanted=wanted,
+            owner_ref=f"quote:{quote.number}-v{quote.version}",
+            expires_at=quote.expires_at,
+            actor=actor,
+            prefer=prefer,
+        )
+    quote.reservation_group = held.group
+    quote.placement = held.placement
+
+
+def nodes_place_and_hold(
+    *,
+    site: Site,
+    start_date: date,
+    term: str,
+    duration: int,
+    wanted: dict[int, int],
+    owner_ref: str,
+    expires_at: datetime | None,
+    actor: Actor,
+    prefer: Collection[int] = (),
+) -> Held:
+    """Place ``wanted`` nodes per node type over the rental period and hold them until
+    ``expires_at``; raises ``NotEnoughCapacity`` (nothing held) when a type cannot be
+    placed. Needs no quote, so a self-service order places its nodes before it takes any
+    gapless number (the numbering lock is then held only for the short rest)."""
+    start_at, end_at = rental_period(site=site, start_date=start_date, term=term, duration=duration)
     preferred_ids = set(prefer)
-    start_at, end_at = rental_period(
-        site=quote.site, start_date=quote.start_date, term=quote.term, duration=quote.duration
-    )
-    wanted: dict[int, int] = defaultdict(int)
-    for item in quote.items.filter(kind=ItemKind.NODE):
-        wanted[item.node_type_id] += int(item.quantity)
     types = NodeType.objects.in_bulk(list(wanted))
     chosen = []
     placement: dict[str, Any] = {
@@ -43,17 +98,17 @@ def place_and_hold(quote: Quote, actor: Actor, prefer: Collection[int] = ()) -> 
     for type_id, count in sorted(wanted.items()):
         nt = types[type_id]
         found = inventory_selectors.availability_search(
-            site=quote.site, node_type=nt, count=count, start_at=start_at, end_at=end_at
+            site=site, node_type=nt, count=count, start_at=start_at, end_at=end_at
         )
         chosen_placement = found.placement
         if preferred_ids:
             chosen_placement = keep_preferred(found.free, preferred_ids, count) or chosen_placement
         if chosen_placement is None:
-            raise NotEnoughCapacity(shortage_message(quote.site, nt, count, found))
+            raise NotEnoughCapacity(shortage_message(site, nt, count, found))
         chosen.extend(chosen_placement.node_ids)
         leaves = leaf_summary(chosen_placement)
         unit_count, rails = unit_summary(
-            leaves, inventory_selectors.leaf_units(site=quote.site, leaves=[n for n, _c in leaves])
+            leaves, inventory_selectors.leaf_units(site=site, leaves=[n for n, _c in leaves])
         )
         placement["groups"].append(
             {
@@ -71,18 +126,16 @@ def place_and_hold(quote: Quote, actor: Actor, prefer: Collection[int] = ()) -> 
             }
         )
     if not chosen:
-        quote.placement = placement
-        return
+        return Held(group=None, placement=placement)
     reservations = inventory_services.reservation_hold(
         nodes=list(Node.objects.filter(pk__in=chosen)),
         start_at=start_at,
         end_at=end_at,
-        owner_ref=f"quote:{quote.number}-v{quote.version}",
-        expires_at=quote.expires_at,
+        owner_ref=owner_ref,
+        expires_at=expires_at,
         actor=actor,
     )
-    quote.reservation_group = reservations[0].group
-    quote.placement = placement
+    return Held(group=reservations[0].group, placement=placement)
 
 
 def keep_preferred(

@@ -25,7 +25,12 @@ from billing.services.quotes.common import (
     lock_family,
     move,
 )
-from billing.services.quotes.holds import place_and_hold, release_holds, supersede_others
+from billing.services.quotes.holds import (
+    Held,
+    place_and_hold,
+    release_holds,
+    supersede_others,
+)
 from billing.services.quotes.pricing import quote_items, reprice, save_items, validate_terms
 from core import jobs, lifecycle
 from core.errors import DomainError
@@ -202,13 +207,22 @@ def quote_revise(*, quote: Quote, actor: Actor) -> Quote:
     return revision
 
 
+def quote_expiry(*, site: Site, valid_until: date, start_date: date) -> datetime:
+    """When a sent quote (and its hold) expires: the end of its validity day, but never
+    past the rental's first day."""
+    return end_of_day(site=site, day=min(valid_until, start_date))
+
+
 @transaction.atomic
-def quote_send(*, quote: Quote, actor: Actor, prefer_nodes: Collection[int] = ()) -> Quote:
+def quote_send(
+    *, quote: Quote, actor: Actor, held: Held | None = None, prefer_nodes: Collection[int] = ()
+) -> Quote:
     """Freeze the quote, hold its nodes until it expires, then email it with its PDF.
     ``prefer_nodes``: hold these where they are free (a renewal's current nodes).
 
     Every other open version of the same number is superseded (and its holds released);
-    if a version was accepted already, nothing is sent.
+    if a version was accepted already, nothing is sent. ``held``: the nodes were placed
+    and held by the caller already, in this transaction (``nodes_place_and_hold``).
     """
     quote, others = lock_family(quote)
     live = Order.objects.filter(quote__in=others).exclude(
@@ -249,9 +263,11 @@ def quote_send(*, quote: Quote, actor: Actor, prefer_nodes: Collection[int] = ()
     if quote.valid_until < today:
         raise DomainError(_("The validity date has passed; edit the quote first."))
     # Open until the end of the validity day, but never past the rental's first day.
-    quote.expires_at = end_of_day(site=quote.site, day=min(quote.valid_until, quote.start_date))
+    quote.expires_at = quote_expiry(
+        site=quote.site, valid_until=quote.valid_until, start_date=quote.start_date
+    )
     supersede_others(others, by=quote, actor=actor)
-    place_and_hold(quote, actor, prefer=prefer_nodes)
+    place_and_hold(quote, actor, held, prefer=prefer_nodes)
     move(quote, QuoteStatus.SENT, actor)
     quote.sent_at = timezone.now()
     quote.save()
