@@ -18,6 +18,7 @@ Imported at the end of ``billing/models.py`` (Django sees these models as ``bill
 
 from __future__ import annotations
 
+from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
@@ -49,7 +50,7 @@ class DunningPolicy(models.Model):
     active = models.BooleanField(
         _("active"), default=True, help_text=_("Only one policy is active at a time.")
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
 
     class Meta:
         verbose_name = _("dunning policy")
@@ -70,6 +71,7 @@ class DunningPolicy(models.Model):
         return next((s for s in self.ordered_steps() if s.action == DunningAction.SUSPEND), None)
 
     @property
+    @admin.display(description=_("grace days"))
     def grace_days(self) -> int | None:
         """Days after the due date before suspension (the suspension step's offset)."""
         step = self.suspension_step()
@@ -84,7 +86,9 @@ class DunningAction(models.TextChoices):
 class DunningStep(models.Model):
     """One step: ``offset_days`` from the due date (negative: before it)."""
 
-    policy = models.ForeignKey(DunningPolicy, on_delete=models.CASCADE, related_name="steps")
+    policy = models.ForeignKey(
+        DunningPolicy, on_delete=models.CASCADE, related_name="steps", verbose_name=_("policy")
+    )
     offset_days = models.SmallIntegerField(
         _("days from the due date"), help_text=_("-7 is a week before, 3 is three days after.")
     )
@@ -154,8 +158,12 @@ class DunningNoticeStatus(models.TextChoices):
 class DunningNotice(models.Model):
     """A dunning step done for an invoice (once: unique per invoice and step)."""
 
-    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="dunning_notices")
-    step = models.ForeignKey(DunningStep, on_delete=models.PROTECT, related_name="notices")
+    invoice = models.ForeignKey(
+        Invoice, on_delete=models.CASCADE, related_name="dunning_notices", verbose_name=_("invoice")
+    )
+    step = models.ForeignKey(
+        DunningStep, on_delete=models.PROTECT, related_name="notices", verbose_name=_("step")
+    )
     status = models.CharField(_("status"), max_length=8, choices=DunningNoticeStatus.choices)
     suspend_on = models.DateTimeField(
         _("suspension announced for"),
@@ -193,8 +201,12 @@ class Suspension(models.Model):
     """An order suspended for its unpaid invoice: its nodes powered off (never wiped,
     no data deleted) until the invoice is paid."""
 
-    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="suspensions")
-    invoice = models.OneToOneField(Invoice, on_delete=models.PROTECT, related_name="suspension")
+    order = models.ForeignKey(
+        Order, on_delete=models.PROTECT, related_name="suspensions", verbose_name=_("order")
+    )
+    invoice = models.OneToOneField(
+        Invoice, on_delete=models.PROTECT, related_name="suspension", verbose_name=_("invoice")
+    )
     status = models.CharField(
         _("status"),
         max_length=12,
@@ -203,8 +215,12 @@ class Suspension(models.Model):
     )
     suspended_at = models.DateTimeField(_("suspended"))
     resumed_at = models.DateTimeField(_("resumed"), null=True, blank=True)
-    suspended_emailed_at = models.DateTimeField(null=True, blank=True)
-    resumed_emailed_at = models.DateTimeField(null=True, blank=True)
+    suspended_emailed_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("suspension emailed")
+    )
+    resumed_emailed_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("resumption emailed")
+    )
 
     lifecycle = Lifecycle(
         choices=SuspensionStatus,
@@ -229,7 +245,9 @@ class Suspension(models.Model):
 
 
 class SuspensionEvent(LifecycleEvent):
-    suspension = models.ForeignKey(Suspension, on_delete=models.CASCADE, related_name="events")
+    suspension = models.ForeignKey(
+        Suspension, on_delete=models.CASCADE, related_name="events", verbose_name=_("suspension")
+    )
 
     class Meta(LifecycleEvent.Meta):
         verbose_name = _("suspension event")
@@ -241,9 +259,16 @@ class Renewal(models.Model):
     are free after the end (held for the customer until the quote expires), else the
     nearest placement, with what changes."""
 
-    order = models.OneToOneField(Order, on_delete=models.PROTECT, related_name="renewal")
+    order = models.OneToOneField(
+        Order, on_delete=models.PROTECT, related_name="renewal", verbose_name=_("order")
+    )
     quote = models.OneToOneField(
-        Quote, on_delete=models.PROTECT, null=True, blank=True, related_name="renewal_of"
+        Quote,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="renewal_of",
+        verbose_name=_("renewal quote"),
     )
     kept = models.JSONField(_("same nodes"), default=list, blank=True)
     replaced = models.JSONField(_("nodes no longer free"), default=list, blank=True)
@@ -262,5 +287,6 @@ class Renewal(models.Model):
         return f"{self.order_id} → {self.quote_id or '—'}"
 
     @property
+    @admin.display(description=_("same nodes"), boolean=True)
     def same_nodes(self) -> bool:
         return bool(self.quote_id) and not self.replaced

@@ -52,14 +52,20 @@ class InvoiceLineKind(models.TextChoices):
 
 
 class InvoiceLine(models.Model):
-    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="lines")
-    position = models.PositiveSmallIntegerField()
-    kind = models.CharField(max_length=8, choices=InvoiceLineKind.choices)
-    code = models.CharField(max_length=64)
-    description = models.CharField(max_length=300)
-    description_zh = models.CharField(max_length=300, blank=True)
-    quantity = models.DecimalField(max_digits=14, decimal_places=3, default=Decimal("1"))
-    unit = models.CharField(max_length=16, blank=True)
+    invoice = models.ForeignKey(
+        Invoice, on_delete=models.CASCADE, related_name="lines", verbose_name=_("invoice")
+    )
+    position = models.PositiveSmallIntegerField(verbose_name=_("position"))
+    kind = models.CharField(max_length=8, choices=InvoiceLineKind.choices, verbose_name=_("kind"))
+    code = models.CharField(max_length=64, verbose_name=_("code"))
+    description = models.CharField(max_length=300, verbose_name=_("description"))
+    description_zh = models.CharField(
+        max_length=300, blank=True, verbose_name=_("description (Chinese)")
+    )
+    quantity = models.DecimalField(
+        max_digits=14, decimal_places=3, default=Decimal("1"), verbose_name=_("quantity")
+    )
+    unit = models.CharField(max_length=16, blank=True, verbose_name=_("unit"))
     unit_price = money_field(_("unit price"), null=True, blank=True)
     net = money_field(_("net"))
     vat = money_field(_("VAT"))
@@ -68,9 +74,11 @@ class InvoiceLine(models.Model):
         _("tax category"), max_length=16, choices=TaxCategory.choices, default="it_service"
     )
     # Explanation and evidence (SLA credits: the downtime intervals and their sources).
-    detail = models.JSONField(default=dict, blank=True)
+    detail = models.JSONField(default=dict, blank=True, verbose_name=_("detail"))
 
     class Meta:
+        verbose_name = _("invoice line")
+        verbose_name_plural = _("invoice lines")
         ordering = ["invoice", "position"]
         constraints = [
             models.UniqueConstraint(fields=["invoice", "position"], name="invoiceline_unique_pos")
@@ -90,8 +98,12 @@ class CreditNote(models.Model):
     """A negative payment document (红字) correcting ``invoice``; its amounts are ≤ 0."""
 
     number = models.CharField(_("number"), max_length=32, unique=True)
-    invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="credit_notes")
-    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="credit_notes")
+    invoice = models.ForeignKey(
+        Invoice, on_delete=models.PROTECT, related_name="credit_notes", verbose_name=_("invoice")
+    )
+    order = models.ForeignKey(
+        Order, on_delete=models.PROTECT, related_name="credit_notes", verbose_name=_("order")
+    )
     organisation = models.ForeignKey(
         Organisation,
         on_delete=models.PROTECT,
@@ -104,11 +116,16 @@ class CreditNote(models.Model):
     gross_total = money_field(_("total"))
     reason = models.TextField(_("reason"))
     # [{description, description_zh, net, vat, vat_rate, tax_category, detail}] as strings.
-    lines = models.JSONField(default=list)
+    lines = models.JSONField(default=list, verbose_name=_("lines"))
     fapiao = models.JSONField(_("fapiao request"), default=dict, blank=True)
     issued_at = models.DateTimeField(_("issued"), default=timezone.now)
     issued_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("issued by"),
     )
 
     class Meta:
@@ -124,10 +141,17 @@ class CreditNote(models.Model):
 
 
 class CreditNoteDocument(StoredDocument):
-    credit_note = models.ForeignKey(CreditNote, on_delete=models.CASCADE, related_name="documents")
-    file = models.FileField(upload_to="credit_notes/%Y/")
+    credit_note = models.ForeignKey(
+        CreditNote,
+        on_delete=models.CASCADE,
+        related_name="documents",
+        verbose_name=_("credit note"),
+    )
+    file = models.FileField(upload_to="credit_notes/%Y/", verbose_name=_("file"))
 
     class Meta:
+        verbose_name = _("credit note PDF")
+        verbose_name_plural = _("credit note PDFs")
         constraints = [
             models.UniqueConstraint(fields=["credit_note", "language"], name="creditnotedoc_unique")
         ]
@@ -140,16 +164,27 @@ class Refund(models.Model):
     """Money given back on a payment; ``amount`` > 0."""
 
     number = models.CharField(_("number"), max_length=32, unique=True)
-    payment = models.ForeignKey(Payment, on_delete=models.PROTECT, related_name="refunds")
-    invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="refunds")
+    payment = models.ForeignKey(
+        Payment, on_delete=models.PROTECT, related_name="refunds", verbose_name=_("payment")
+    )
+    invoice = models.ForeignKey(
+        Invoice, on_delete=models.PROTECT, related_name="refunds", verbose_name=_("invoice")
+    )
     currency = models.CharField(_("currency"), max_length=3, choices=Currency.choices)
     amount = money_field(_("amount"), validators=[MinValueValidator(Decimal("0.01"))])
     reason = models.TextField(_("reason"), blank=True)
     reference = models.CharField(_("reference"), max_length=255, blank=True)
-    stripe_refund = models.CharField(max_length=255, null=True, blank=True, unique=True)
+    stripe_refund = models.CharField(
+        max_length=255, null=True, blank=True, unique=True, verbose_name=_("Stripe refund")
+    )
     created_at = models.DateTimeField(_("refunded"), default=timezone.now)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("created by"),
     )
 
     class Meta:
@@ -169,7 +204,9 @@ class UsageMetric(models.TextChoices):
 class UsageRecord(models.Model):
     """Metered usage of an order on one day (site time), in the metric's unit."""
 
-    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="usage_records")
+    order = models.ForeignKey(
+        Order, on_delete=models.PROTECT, related_name="usage_records", verbose_name=_("order")
+    )
     metric = models.CharField(_("metric"), max_length=16, choices=UsageMetric.choices)
     day = models.DateField(_("day"))
     quantity = models.DecimalField(
@@ -178,12 +215,22 @@ class UsageRecord(models.Model):
     external_id = models.CharField(_("external id"), max_length=100)
     source = models.CharField(_("source"), max_length=16)  # "csv" | "api"
     node_hostname = models.CharField(_("node"), max_length=100, blank=True)
-    recorded_at = models.DateTimeField(auto_now_add=True)
+    recorded_at = models.DateTimeField(auto_now_add=True, verbose_name=_("recorded"))
     recorded_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("recorded by"),
     )
     invoice = models.ForeignKey(
-        Invoice, on_delete=models.PROTECT, null=True, blank=True, related_name="usage_records"
+        Invoice,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="usage_records",
+        verbose_name=_("invoice"),
     )
 
     class Meta:
@@ -202,23 +249,35 @@ class UsageRecord(models.Model):
 class SlaCredit(models.Model):
     """An SLA credit for one node of an order in one billing period (computed once)."""
 
-    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="sla_credits")
+    order = models.ForeignKey(
+        Order, on_delete=models.PROTECT, related_name="sla_credits", verbose_name=_("order")
+    )
     node_ref = models.CharField(_("node"), max_length=100)
     period_seq = models.PositiveSmallIntegerField(_("billing period"))
-    period_start = models.DateTimeField()
-    period_end = models.DateTimeField()
+    period_start = models.DateTimeField(verbose_name=_("period starts"))
+    period_end = models.DateTimeField(verbose_name=_("period ends"))
     availability = models.DecimalField(_("availability %"), max_digits=7, decimal_places=3)
     credit_percent = models.DecimalField(_("credit %"), max_digits=5, decimal_places=2)
     node_charge = money_field(_("node's period charge (net)"))
     amount = money_field(_("credit (net)"))
     explanation = models.TextField(_("explanation"))
     evidence = models.JSONField(_("evidence"), default=dict)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
     invoice_line = models.OneToOneField(
-        InvoiceLine, on_delete=models.SET_NULL, null=True, blank=True, related_name="sla_credit"
+        InvoiceLine,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="sla_credit",
+        verbose_name=_("invoice line"),
     )
     credit_note = models.ForeignKey(
-        CreditNote, on_delete=models.SET_NULL, null=True, blank=True, related_name="sla_credits"
+        CreditNote,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="sla_credits",
+        verbose_name=_("credit note"),
     )
 
     class Meta:
