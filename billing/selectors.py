@@ -18,13 +18,14 @@ from billing.models import (
     DiscountRule,
     FreeService,
     NodePrice,
+    Order,
     PriceBook,
     Promotion,
     Quote,
 )
 from billing.sizing import NodeOption
 from core.errors import DomainError
-from inventory.models import Site
+from inventory.models import ACTIVE_RESERVATION_STATUSES, Node, Site
 
 
 def price_book_in_force(*, site: Site, at: datetime | None = None) -> PriceBook:
@@ -271,3 +272,17 @@ def sizing_options(*, site: Site) -> list[Any]:
                 )
             )
     return options
+
+
+def order_nodes(order: Order) -> list[Node]:
+    """The nodes booked (held or firm) for this order, and only those, by hostname."""
+    if not order.reservation_group:
+        return []
+    return list(
+        Node.objects.filter(
+            reservations__group=order.reservation_group,
+            reservations__status__in=ACTIVE_RESERVATION_STATUSES,
+        )
+        .distinct()
+        .order_by("hostname")
+    )

@@ -26,6 +26,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from billing.models import Order, OrderStatus, ProvisioningRelease
+from billing.selectors import order_nodes
 from billing.services.orders import order_transition
 from core import jobs, lifecycle
 from core.errors import DomainError
@@ -196,19 +197,6 @@ def driver_for(run: ProvisioningRun, node: Node, *, attempt: int = 0) -> Hardwar
 # --- creating and starting ---------------------------------------------------------------
 
 
-def _order_nodes(order: Order) -> list[Node]:
-    if not order.reservation_group:
-        return []
-    return list(
-        Node.objects.filter(
-            reservations__group=order.reservation_group,
-            reservations__status__in=ACTIVE_RESERVATION_STATUSES,
-        )
-        .distinct()
-        .order_by("hostname")
-    )
-
-
 def _create_steps(run: ProvisioningRun, node: Node, names: tuple[str, ...]) -> None:
     NodeStep.objects.bulk_create(
         [
@@ -253,7 +241,7 @@ def run_create(
     )
     if existing is not None:
         return existing
-    nodes = nodes if nodes is not None else _order_nodes(order)
+    nodes = nodes if nodes is not None else order_nodes(order)
     if not nodes:
         raise DomainError(_("Order %(n)s has no booked nodes to work on.") % {"n": order.number})
     run = ProvisioningRun.objects.create(
@@ -1233,9 +1221,7 @@ def cleaning_start(*, order: Order, actor: Actor = None) -> ProvisioningRun | No
     )
     if not nodes:
         nodes = [
-            n
-            for n in _order_nodes(order)
-            if n.status not in (NodeStatus.FAULTY, NodeStatus.RETIRED)
+            n for n in order_nodes(order) if n.status not in (NodeStatus.FAULTY, NodeStatus.RETIRED)
         ]
     if not nodes:
         return None

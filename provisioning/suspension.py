@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from django.utils.translation import gettext as _
 
 from billing.models import Order, OrderStatus, Suspension, SuspensionStatus
+from billing.selectors import order_nodes
 from core import lifecycle
-from inventory.models import ACTIVE_RESERVATION_STATUSES, Node
+from inventory.models import Node
 from provisioning.drivers.base import DriverError, HardwareDriver, TransientDriverError
 from provisioning.models import ProvisioningRun, RunKind
 from provisioning.services import driver_for
@@ -35,20 +36,6 @@ class PowerSync:
     unchanged: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     transient: bool = False
-
-
-def order_nodes(order: Order) -> list[Node]:
-    """The nodes booked for this order, and only those."""
-    if not order.reservation_group:
-        return []
-    return list(
-        Node.objects.filter(
-            reservations__group=order.reservation_group,
-            reservations__status__in=ACTIVE_RESERVATION_STATUSES,
-        )
-        .distinct()
-        .order_by("hostname")
-    )
 
 
 def node_driver(order: Order, node: Node) -> HardwareDriver | None:

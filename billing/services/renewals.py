@@ -30,13 +30,13 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from billing.models import Order, OrderStatus, Renewal
+from billing.selectors import order_nodes
 from billing.services.quotes import common as quote_common
 from billing.services.quotes.decisions import quote_accept
 from billing.services.quotes.lifecycle import quote_create, quote_send
 from billing.services.quotes.pricing import quote_items
 from core import jobs, lifecycle
 from core.errors import DomainError
-from inventory.models import ACTIVE_RESERVATION_STATUSES, Node
 
 logger = logging.getLogger(__name__)
 
@@ -81,19 +81,6 @@ def renewals_offer(*, now: datetime | None = None) -> RenewalsResult:
     return result
 
 
-def _current_nodes(order: Order) -> list[Node]:
-    if not order.reservation_group:
-        return []
-    return list(
-        Node.objects.filter(
-            reservations__group=order.reservation_group,
-            reservations__status__in=ACTIVE_RESERVATION_STATUSES,
-        )
-        .distinct()
-        .order_by("hostname")
-    )
-
-
 @transaction.atomic
 def renewal_offer(*, order_id: int) -> Renewal | None:
     """Make the order's renewal once; ``None`` when it exists already."""
@@ -106,7 +93,7 @@ def renewal_offer(*, order_id: int) -> Renewal | None:
         return None
     old = order.quote
     creator = old.created_by
-    current = _current_nodes(order)
+    current = order_nodes(order)
     start_date = timezone.localtime(order.end_at, order.site.tzinfo).date()
     try:
         with transaction.atomic():

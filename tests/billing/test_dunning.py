@@ -31,6 +31,7 @@ from billing.models import (
     Suspension,
     SuspensionStatus,
 )
+from billing.selectors import order_nodes
 from billing.services import dunning
 from billing.services import quotes as qs
 from billing.services.numbers import next_number
@@ -110,7 +111,7 @@ def delivered(order: Order, fleet: dict) -> list[str]:
     run = drive(provisioning_services.provisioning_begin(order_id=order.pk))
     order.refresh_from_db()
     assert order.status == OrderStatus.READY
-    nodes = power.order_nodes(order)
+    nodes = order_nodes(order)
     for node in nodes:
         power.driver_for(run, node)
     assert {fleet[n.hostname].power for n in nodes} == {"on"}
@@ -239,7 +240,7 @@ def test_dunning_twice_a_run_reminds_once_per_step_suspends_once_and_payment_res
         assert fleet[host].steps == []
     unpaid.refresh_from_db()
     assert unpaid.status == OrderStatus.READY
-    for node in power.order_nodes(unpaid):
+    for node in order_nodes(unpaid):
         assert node.status == NodeStatus.IN_SERVICE
         assert node.reservations.filter(status=ReservationStatus.FIRM).exists()
         assert node.events.filter(reason__startswith="Powered off").count() == 1

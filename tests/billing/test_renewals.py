@@ -17,11 +17,11 @@ from django.urls import reverse
 from accounts.forms import OrganisationForm
 from accounts.models import MemberRole, Membership, Organisation
 from billing.models import Contract, Order, Quote, QuoteStatus, Renewal
+from billing.selectors import order_nodes
 from billing.services import renewals
 from inventory import services as inventory_services
 from inventory.models import Node, Reservation, ReservationStatus
 from inventory.selectors import availability_search, free_nodes
-from provisioning import suspension as power
 from tests.billing.test_dunning import make_order, run_outbox
 
 pytestmark = pytest.mark.django_db
@@ -40,7 +40,7 @@ def held(quote) -> list[Reservation]:
 
 def test_run_twice_one_renewal_quote_and_one_hold_set_on_the_same_nodes(demo):
     order = make_order(demo, nodes=2, duration=1)
-    current = power.order_nodes(order)
+    current = order_nodes(order)
     hosts = sorted(n.hostname for n in current)
     # A decoy: another leaf with exactly two free nodes after the end is what a fresh
     # topology-aware placement would choose (best fit); the renewal keeps the customer's.
@@ -109,7 +109,7 @@ def test_run_twice_one_renewal_quote_and_one_hold_set_on_the_same_nodes(demo):
 
 def test_a_node_booked_after_the_end_is_replaced_by_the_nearest_placement(demo):
     order = make_order(demo, nodes=2, duration=1)
-    nodes = power.order_nodes(order)
+    nodes = order_nodes(order)
     taken, kept = nodes[0], nodes[1]
     inventory_services.reservation_hold(
         nodes=[taken],
@@ -162,8 +162,8 @@ def test_auto_renewal_accepts_the_renewal_and_the_contract_path_follows(demo):
     assert new_order.invoices.count() == 1
     # A sales quote's renewal is signed like the original: a contract is drafted.
     assert Contract.objects.filter(order=new_order).count() == 1
-    assert sorted(n.hostname for n in power.order_nodes(new_order)) == sorted(
-        n.hostname for n in power.order_nodes(order)
+    assert sorted(n.hostname for n in order_nodes(new_order)) == sorted(
+        n.hostname for n in order_nodes(order)
     )
     run_outbox(EMAIL)
     assert [m.subject for m in mail.outbox if "renewed" in m.subject] == [

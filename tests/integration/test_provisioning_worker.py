@@ -23,6 +23,7 @@ import pytest
 from django.utils import timezone
 
 from billing.models import Order, OrderStatus
+from billing.selectors import order_nodes
 from billing.services.orders import order_mark_paid
 from inventory.models import ImageProfile, Node, NodeStatus, Site
 from provisioning import services
@@ -68,7 +69,7 @@ def paid_order(demo, nodes: int) -> tuple[Order, list[Node]]:
     order = make_order(demo, nodes=nodes)
     Site.objects.filter(pk=order.site_id).update(lead_time_hours=8 * 24)
     order, _ = order_mark_paid(order=order)
-    booked = list(services._order_nodes(order))
+    booked = list(order_nodes(order))
     assert len(booked) == nodes
     return order, booked
 

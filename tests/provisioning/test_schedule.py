@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils import timezone, translation
 
 from billing.models import Order, OrderStatus, ProvisioningRelease
+from billing.selectors import order_nodes
 from billing.services.orders import order_mark_paid, order_transition
 from inventory.models import Node, NodeStatus, Site
 from provisioning import services, tasks
@@ -34,7 +35,7 @@ def paid(demo, nodes: int = 2) -> Order:
 
 def test_a_rental_starting_next_week_is_not_provisioned_at_payment(demo):
     order = make_order(demo, nodes=2)
-    nodes = list(services._order_nodes(order))
+    nodes = list(order_nodes(order))
     # The first node still serves another customer's rental until this one starts.
     Node.objects.filter(pk=nodes[0].pk).update(status=NodeStatus.IN_SERVICE)
     before = {n.pk: n.status for n in Node.objects.filter(pk__in=[n.pk for n in nodes])}
