@@ -9,6 +9,7 @@ or invoice answers 404, exactly like one that does not exist.
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.exceptions import ObjectDoesNotExist
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -67,6 +68,13 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _issues_fapiao(order: Order) -> bool:
+    try:
+        return order.site.seller.issues_fapiao
+    except ObjectDoesNotExist:  # a site without a seller entity yet
+        return False
+
+
 @customer_required
 @require_GET
 def order_detail(request: HttpRequest, number: str) -> HttpResponse:
@@ -83,6 +91,8 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
             "order": order,
             "quote": order.quote,
             "site_timezone": order.site.timezone,
+            # Mainland sellers send payment requests (付款通知书), Hong Kong ones invoices.
+            "payment_request": _issues_fapiao(order),
             "timeline": selectors.order_timeline(order, viewer=request.user),
             "bookings": selectors.bookings(order, reservations),
             "placement": order.quote.placement or {},

@@ -116,7 +116,7 @@ def order_for_org(organisation: Organisation, number: str) -> Order | None:
     site, the quote, the history (and who acted) and the invoices loaded."""
     order = (
         Order.objects.filter(organisation=organisation, number=number)
-        .select_related("site", "quote")
+        .select_related("site", "site__seller", "quote")
         .prefetch_related(
             Prefetch(
                 "events",

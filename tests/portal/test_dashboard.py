@@ -339,3 +339,16 @@ def test_order_page_runs_a_fixed_number_of_queries(client, demo, django_assert_m
         ORDER_QUERIES,
     )
     assert small == large == ORDER_QUERIES
+
+
+def test_a_mainland_order_lists_payment_requests_and_names_its_time_zone(client, demo):
+    order = accepted_order(demo)
+    invoice = order.invoices.get()
+    assert order.site.seller.issues_fapiao  # Shenzhen: only the tax system issues a 发票
+    client.force_login(demo["customer"])
+    body = text(client.get(url("dashboard_order", order.number)))
+    assert f"Payment request {invoice.number}" in body
+    assert f"Invoice {invoice.number}" not in body
+    zh = text(client.get(url("dashboard_order", order.number, lang="zh-hans")))
+    assert f"付款通知书 {invoice.number}" in zh and f"发票 {invoice.number}" not in zh
+    assert "Asia/Shanghai" not in zh and "北京时间" in zh

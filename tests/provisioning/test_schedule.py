@@ -12,6 +12,7 @@ from django.utils import timezone, translation
 from billing.models import Order, OrderStatus, ProvisioningRelease
 from billing.selectors import order_nodes
 from billing.services.orders import order_mark_paid, order_transition
+from core.timezones import tz_label
 from inventory.models import Node, NodeStatus, Site
 from provisioning import services, tasks
 from provisioning.models import NodeStep, ProvisioningRun, RunStatus
@@ -98,8 +99,9 @@ def test_the_order_page_says_when_provisioning_begins(client, demo):
     client.force_login(demo["customer"])
     with translation.override("en"):
         page = client.get(reverse("dashboard_order", args=[order.number])).content.decode()
+        zone = tz_label(order.site.timezone)  # "China Standard Time, UTC+08:00"
     assert (
-        f"Provisioning of your nodes begins at {at} ({order.site.timezone}), 24 hours before "
+        f"Provisioning of your nodes begins at {at} ({zone}), 24 hours before "
         "the rental starts." in page
     )
     history = list(order.events.values_list("reason", flat=True))
