@@ -12,7 +12,13 @@ from billing.models import Order, OrderStatus, SlaCredit
 from billing.services import invoicing, orders
 from inventory.models import NodeEvent
 from provisioning import services, sla_facts
-from provisioning.models import NodeSwap, ProvisioningRun, RunStatus
+from provisioning.models import (
+    NodeSwap,
+    ProvisioningRun,
+    RunStatus,
+    ValidationNodeResult,
+    ValidationRun,
+)
 from tests.billing.test_contracts import make_order
 
 pytestmark = pytest.mark.django_db
@@ -63,3 +69,67 @@ def test_facts_from_the_records_give_the_hand_computed_credit(demo):
         assert credit.availability == expected
         assert credit.credit_percent == percent
         assert credit.amount == (credit.node_charge * percent / 100).quantize(Decimal("0.01"))
+
+
+def _validation(node, order, at, *, accepted, measured, acceptance=False):
+    """A finished validation run of ``node`` at ``at`` measuring GEMM at ``measured``."""
+    run = ValidationRun.objects.create(
+        profile="acceptance" if acceptance else "quick",
+        order=order if acceptance else None,
+        status="passed" if accepted else "failed",
+        finished_at=at,
+    )
+    ValidationNodeResult.objects.create(
+        run=run,
+        node=node,
+        hostname=node.hostname,
+        gpu_model="A100-40G",
+        accepted=accepted,
+        rule_results=[{"metric": "gemm_tflops_bf16", "measured": str(measured)}],
+    )
+    return run
+
+
+def test_failed_and_degraded_revalidations_are_downtime_against_the_acceptance_baseline(demo):
+    order = make_order(demo, term="month", duration=2)
+    orders.invoice_mark_paid_by_transfer(
+        invoice=order.invoices.get(), reference="T-1", actor=demo["admin"]
+    )
+    run = services.run_create(order=order)
+    p1, _p2 = invoicing.order_schedule(order)
+    ProvisioningRun.objects.filter(pk=run.pk).update(
+        status=RunStatus.DELIVERED, finished_at=order.start_at
+    )  # on time: no late delivery
+    first, second = [rn.node for rn in run.run_nodes.order_by("slot")]
+    start = order.start_at
+    _validation(
+        first, order, start - timedelta(hours=1), accepted=True, measured=300, acceptance=True
+    )
+    _validation(
+        second, order, start - timedelta(hours=1), accepted=True, measured=300, acceptance=True
+    )
+    # Node 1: a re-check on day 5 passes its rules but measures 240 (20 % below the
+    # acceptance run's 300, beyond the 10 % margin) until a re-check 6 h later at 295.
+    _validation(first, order, start + timedelta(days=5), accepted=True, measured=240)
+    _validation(first, order, start + timedelta(days=5, hours=6), accepted=True, measured=295)
+    # Node 1: a failed re-check on day 8, back 4 h later.
+    _validation(first, order, start + timedelta(days=8), accepted=False, measured=0)
+    _validation(first, order, start + timedelta(days=8, hours=4), accepted=True, measured=298)
+    # Node 2: 280 is within 10 % of 300: not degraded, no credit.
+    _validation(second, order, start + timedelta(days=5), accepted=True, measured=280)
+    Order.objects.filter(pk=order.pk).update(status=OrderStatus.READY)
+
+    facts = dict((f.node_ref, f) for _code, f in sla_facts.order_sla_facts(order))
+    assert sorted(o.kind for o in facts[first.hostname].outages) == [
+        "degraded",
+        "validation_failed",
+    ]
+    assert list(facts[second.hostname].outages) == []
+    assert sla_facts.sla_credits_gather_and_record(order_id=order.pk, now=p1.end) == 1
+    credit = SlaCredit.objects.get(order=order)
+    assert credit.node_ref == first.hostname
+    hours = Decimal((p1.end - p1.start).total_seconds()) / 3600
+    # 6 h degraded + 4 h failed = 10 h of a 720 or 744 h month: more than 1 % (7.2 /
+    # 7.44 h), less than 5 %: below 99 %, the 25 % tier.
+    assert credit.availability == (100 * (1 - 10 / hours)).quantize(Decimal("0.001"))
+    assert credit.credit_percent == 25
