@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 from celery import Celery
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutdown
 
 logger = logging.getLogger(__name__)
 
@@ -72,3 +72,26 @@ def _start_outbox_relay(**_kwargs: object) -> None:
 @worker_shutdown.connect
 def _stop_outbox_relay(**_kwargs: object) -> None:
     _relay_stop.set()
+
+
+# --- Database connections kept between tasks, as between requests -----------------------
+# Celery's Django fix-up closes every connection before and after each task unless
+# CELERY_DB_REUSE_MAX is set (then once in that many tasks): a new PostgreSQL connection
+# (a server process forked, authenticated, configured) for every task. With the setting,
+# these handlers apply Django's own rule instead, as Django does around each request:
+# a connection older than CONN_MAX_AGE, or left unusable by an error, is closed, and the
+# next query checks a reused one first (CONN_HEALTH_CHECKS). Eager tasks (tests) run
+# inside the caller's transaction and are left alone.
+
+
+def _close_old_connections(sender: object = None, **_kwargs: object) -> None:
+    request = getattr(sender, "request", None)
+    if getattr(request, "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()
+
+
+task_prerun.connect(_close_old_connections, weak=False)
+task_postrun.connect(_close_old_connections, weak=False)

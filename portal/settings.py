@@ -224,6 +224,10 @@ CELERY_TASK_ROUTES = queues.TASK_ROUTES
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery's Django fix-up would close the database connection around every task; it does
+# so only once in this many, and portal/celery.py applies CONN_MAX_AGE and the health
+# checks around each task instead (as Django does around each request).
+CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 CELERY_RESULT_EXPIRES = 3600 * 24
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

@@ -1,10 +1,11 @@
 """Every write of a provisioning run: create and start, execute one step, validate,
 deliver, swap a node, clean at the end, cancel, retry, and the reaper.
 
-Steps are safe to run twice: ``step_execute`` reads the recorded state under the step's
+Steps are safe to run twice: ``steps_execute`` reads each step's recorded state under its
 row lock first (done: nothing to do; running under a live lease: someone else is at it),
 takes a lease, acts through the node's driver outside any transaction, then records the
-outcome only if its lease is still the current one. Work that follows a commit (the
+outcome only if its lease is still the current one (in the same short transaction as the
+next step's lease). Work that follows a commit (the
 Celery canvas, emails) is handed over through ``core.jobs``; this module never imports
 the tasks.
 """
@@ -114,11 +115,14 @@ STEP_EXPECTED_S: dict[str, float] = {
     StepName.CHECK_CLEAN: _TIMINGS.inventory,
 }
 LOG_EXCERPT_CHARS = 4000
-# The canvas runs each slot's steps in phases, one task each, named by their last step:
-# a task per step cost a broker round trip, a result and a chain hop per node and step
-# for nothing (each task already runs every step up to its own, skipping those done).
-PROVISION_PHASE_ENDS: tuple[str, ...] = (StepName.POWER_ON, StepName.INSTALL, StepName.CHECK_OS)
-CLEAN_PHASE_ENDS: tuple[str, ...] = (StepName.ERASE, StepName.CHECK_CLEAN)
+# The canvas runs each slot's steps in phases, one task each, named by their last step;
+# each task runs every step up to its own (skipping those done) within the time limit of
+# the steps up to it. One phase per slot: a task per step, or per part of the steps, cost
+# a broker round trip, a result, a chain hop and the slot's reads per node and phase for
+# nothing, while each step's lease (its own limit) already bounds a step and lets the
+# reaper resume a dead worker's. Add an end here to split a slot's work into more tasks.
+PROVISION_PHASE_ENDS: tuple[str, ...] = (StepName.CHECK_OS,)
+CLEAN_PHASE_ENDS: tuple[str, ...] = (StepName.CHECK_CLEAN,)
 
 
 class StepBusy(Exception):
@@ -524,6 +528,220 @@ def _needs_driver(name: str) -> bool:
     return name not in (StepName.CLAIM, StepName.FABRIC)
 
 
+@dataclass
+class _Acted:
+    """A step acted on, whose outcome is not recorded yet."""
+
+    step_id: int
+    attempt: int
+    error: DriverError | None
+    message: str
+    log: str
+    finished: datetime
+
+
+def _lease_moves(
+    step: NodeStep, *, launch: int | None, now: datetime
+) -> tuple[StepOutcome | None, list[lifecycle.Move]]:
+    """Under the step's lock: an outcome when there is nothing to do (the run is over or
+    relaunched, the step done or failed), else the moves that take its lease. Raises
+    ``StepBusy`` while another worker holds a live lease."""
+    run = step.run
+    if run.status not in (RunStatus.RUNNING, RunStatus.VALIDATING):
+        return StepOutcome("stopped"), []
+    if launch is not None and launch != run.launch:
+        return StepOutcome("stopped"), []
+    if step.status in (StepStatus.DONE, StepStatus.SKIPPED):
+        return StepOutcome("done", step.message), []
+    if step.status == StepStatus.FAILED:
+        return StepOutcome("failed", step.message), []
+    if step.status == StepStatus.RUNNING:
+        if step.lease_until and step.lease_until > now:
+            raise StepBusy(step.message)
+        # The worker that held it died: back to pending (its own event), then leased.
+        _set_step(step, StepStatus.PENDING, _("The worker running this step was lost."))
+    attempt = step.attempt + 1
+    return None, [
+        lifecycle.Move(
+            step,
+            StepStatus.RUNNING,
+            _("Attempt %(n)s.") % {"n": attempt},
+            {
+                "attempt": attempt,
+                "started_at": now,
+                "finished_at": None,
+                "lease_until": now + timedelta(seconds=STEP_LIMIT_S.get(step.name, 600) + 60),
+                "message": _("Running: %(step)s.") % {"step": step.get_name_display()},
+            },
+        )
+    ]
+
+
+def _outcome_move(
+    step: NodeStep, acted: _Acted
+) -> tuple[StepOutcome | None, lifecycle.Move | None, StepTransient | None]:
+    """Under the step's lock: the move that records what ``acted`` found, if its lease is
+    still the current one. Returns (an outcome that ends the slot's advance, or None when
+    the step is done; the move; a transient error to raise after the commit)."""
+    if step.status != StepStatus.RUNNING or step.attempt != acted.attempt:
+        return StepOutcome("stopped"), None, None  # the reaper or a staff action took it
+    log = acted.log[-LOG_EXCERPT_CHARS:]
+    error = acted.error
+    if error is None:
+        return (
+            None,
+            lifecycle.Move(
+                step,
+                StepStatus.DONE,
+                acted.message[:2000],
+                {
+                    "finished_at": acted.finished,
+                    "lease_until": None,
+                    "message": acted.message,
+                    "log_excerpt": log,
+                },
+            ),
+            None,
+        )
+    if error.retryable and acted.attempt <= settings.PORTAL_PROVISIONING_STEP_RETRIES:
+        move = lifecycle.Move(
+            step,
+            StepStatus.PENDING,
+            str(error)[:2000],
+            {
+                "lease_until": None,
+                "message": _("Retrying after a transient error: %(e)s") % {"e": error},
+                "log_excerpt": log,
+            },
+        )
+        return StepOutcome("retry", str(error)), move, StepTransient(str(error), acted.attempt)
+    move = lifecycle.Move(
+        step,
+        StepStatus.FAILED,
+        str(error)[:2000],
+        {
+            "finished_at": acted.finished,
+            "lease_until": None,
+            "message": str(error),
+            "log_excerpt": log,
+        },
+    )
+    return StepOutcome("failed", str(error)), move, None
+
+
+def _perform(step: NodeStep, attempt: int, drivers: dict[int, HardwareDriver]) -> _Acted:
+    """Do the leased step's work through the node's driver, outside any transaction."""
+    run, node = step.run, step.node
+    error: DriverError | None = None
+    message = ""
+    log = ""
+    try:
+        driver = None
+        if _needs_driver(step.name):
+            driver = drivers.get(node.pk)
+            if driver is None or attempt > 1:
+                driver = driver_for(run, node, attempt=attempt)
+                drivers[node.pk] = driver
+        recorded = len(getattr(driver, "steps", None) or ())
+        message = _act(run, step, driver)
+        operations = (getattr(driver, "steps", None) or [])[recorded:]  # this step's own
+        if operations:
+            log = "\n".join(
+                f"{s.operation}: {s.simulated_s:g} s (simulated)" + (" FAILED" if s.failed else "")
+                for s in operations
+            )
+    except DriverError as exc:
+        error = exc
+        log = str(exc)
+    except Exception as exc:
+        logger.exception("step %s failed unexpectedly", step.pk)
+        error = DriverError(f"{type(exc).__name__}: {exc}")
+        log = str(error)
+    if error is not None:
+        drivers.pop(node.pk, None)  # its state is unknown now: rebuilt from the record
+    return _Acted(step.pk, attempt, error, message, log, timezone.now())
+
+
+def steps_execute(
+    *,
+    step_ids: list[int],
+    launch: int | None = None,
+    now: datetime | None = None,
+    drivers: dict[int, HardwareDriver] | None = None,
+) -> StepOutcome:
+    """Run a node's steps in order, each once: check the record, take a lease, act,
+    record the outcome; stop at the first that does not end done.
+
+    Returns "done" (all of them, now or before; the last one's message), "failed" (a
+    step failed after its retries: the caller swaps the node) or "stopped" (the run is
+    over or relaunched, or someone else took a step over). Raises ``StepBusy`` while
+    another worker holds a live lease and ``StepTransient`` for a retryable driver error
+    (after recording it).
+
+    One short transaction between two steps records the outcome of one and takes the
+    lease of the next (the two steps' row locks, one event insert, one update): a worker
+    killed at any point leaves each step either not started, leased (the reaper resumes
+    it once the lease runs out) or recorded, so no step is done twice. The steps' rows are
+    the only ones written while a node works: the nodes of a run never wait for each
+    other's locks. ``drivers``: the caller's drivers by node id, kept across steps (a
+    node's driver is built, and its state restored from the record, once per task).
+    """
+    drivers = {} if drivers is None else drivers
+    acted: _Acted | None = None
+    queue: list[int | None] = [*step_ids, None]  # None: record the last one's outcome
+    message = ""
+    for step_id in queue:
+        ids = [i for i in (acted.step_id if acted else None, step_id) if i is not None]
+        ending: StepOutcome | None = None
+        transient: StepTransient | None = None
+        busy: StepBusy | None = None
+        leased: NodeStep | None = None
+        with transaction.atomic():
+            locked = {
+                s.pk: s
+                for s in NodeStep.objects.select_for_update(of=("self",))
+                .select_related("node", "run", "run__order", "run__order__image_profile")
+                .filter(pk__in=ids)
+                .order_by("pk")
+            }
+            moves: list[lifecycle.Move] = []
+            if acted is not None:
+                ending, move, transient = _outcome_move(locked[acted.step_id], acted)
+                if move is not None:
+                    moves.append(move)
+                if ending is None:
+                    message = acted.message
+            if ending is None and step_id is not None:
+                step = locked[step_id]
+                try:
+                    early, lease = _lease_moves(step, launch=launch, now=now or timezone.now())
+                except StepBusy as exc:
+                    busy, early, lease = exc, None, []
+                now = None  # the caller's time applies to the first lease only
+                if early is not None and early.status == "done":
+                    message = early.message
+                elif early is not None:
+                    ending = early
+                moves.extend(lease)
+                if lease:
+                    leased = step
+            lifecycle.transition_each(moves)
+            if leased is not None and (
+                leased.run.kind == RunKind.PROVISION
+                and _needs_driver(leased.name)
+                and leased.node.status in (NodeStatus.AVAILABLE, NodeStatus.RESERVED)
+            ):
+                _claim_node(leased.node)  # a retried run finds its nodes released
+        if transient is not None:
+            raise transient
+        if busy is not None:
+            raise busy
+        if ending is not None:
+            return ending
+        acted = _perform(leased, leased.attempt, drivers) if leased is not None else None
+    return StepOutcome("done", message)
+
+
 def step_execute(
     *,
     step_id: int,
@@ -531,122 +749,9 @@ def step_execute(
     now: datetime | None = None,
     drivers: dict[int, HardwareDriver] | None = None,
 ) -> StepOutcome:
-    """Run one step once: check the record, take a lease, act, record the outcome.
-
-    Returns "done" (now or before), "failed" (after its retries: the caller swaps the
-    node) or "stopped" (the run is over or relaunched). Raises ``StepBusy`` while another
-    worker holds a live lease and ``StepTransient`` for a retryable driver error.
-    ``drivers``: the caller's drivers by node id, kept across the steps of one task (a
-    node's driver is built, and its state restored from the record, once per task).
-
-    Two short transactions per step (lease, then outcome), each one row lock, one event
-    and one update: the step's row is the only one written while the node works, so the
-    nodes of a run never wait for each other's locks.
-    """
-    now = now or timezone.now()
-    with transaction.atomic():
-        step = (
-            NodeStep.objects.select_for_update(of=("self",))
-            .select_related("node", "run", "run__order", "run__order__image_profile")
-            .get(pk=step_id)
-        )
-        run = step.run
-        if run.status not in (RunStatus.RUNNING, RunStatus.VALIDATING):
-            return StepOutcome("stopped")
-        if launch is not None and launch != run.launch:
-            return StepOutcome("stopped")
-        if step.status in (StepStatus.DONE, StepStatus.SKIPPED):
-            return StepOutcome("done", step.message)
-        if step.status == StepStatus.FAILED:
-            return StepOutcome("failed", step.message)
-        if step.status == StepStatus.RUNNING:
-            if step.lease_until and step.lease_until > now:
-                raise StepBusy(step.message)
-            _set_step(step, StepStatus.PENDING, _("The worker running this step was lost."))
-        attempt = step.attempt + 1
-        _set_step(
-            step,
-            StepStatus.RUNNING,
-            _("Attempt %(n)s.") % {"n": attempt},
-            attempt=attempt,
-            started_at=now,
-            finished_at=None,
-            lease_until=now + timedelta(seconds=STEP_LIMIT_S.get(step.name, 600) + 60),
-            message=_("Running: %(step)s.") % {"step": step.get_name_display()},
-        )
-        node = step.node
-        if (
-            run.kind == RunKind.PROVISION
-            and _needs_driver(step.name)
-            and node.status in (NodeStatus.AVAILABLE, NodeStatus.RESERVED)
-        ):
-            _claim_node(node)  # a retried run finds its nodes released: claim again
-    error: DriverError | None = None
-    message = ""
-    log = ""
-    try:
-        driver = None
-        if _needs_driver(step.name):
-            driver = drivers.get(node.pk) if drivers is not None else None
-            if driver is None or attempt > 1:
-                driver = driver_for(run, node, attempt=attempt)
-                if drivers is not None:
-                    drivers[node.pk] = driver
-        recorded = len(getattr(driver, "steps", None) or ())
-        message = _act(run, step, driver)
-        steps = (getattr(driver, "steps", None) or [])[recorded:]  # this step's operations
-        if steps:
-            log = "\n".join(
-                f"{s.operation}: {s.simulated_s:g} s (simulated)" + (" FAILED" if s.failed else "")
-                for s in steps
-            )
-    except DriverError as exc:
-        error = exc
-        log = str(exc)
-    except Exception as exc:
-        logger.exception("step %s failed unexpectedly", step_id)
-        error = DriverError(f"{type(exc).__name__}: {exc}")
-        log = str(error)
-    finished = timezone.now()
-    if error is not None and drivers is not None:
-        drivers.pop(node.pk, None)  # its state is unknown now: rebuilt from the record
-    with transaction.atomic():
-        step = NodeStep.objects.select_for_update().get(pk=step_id)
-        if step.status != StepStatus.RUNNING or step.attempt != attempt:
-            return StepOutcome("stopped")  # the reaper or a staff action took it over
-        if error is None:
-            _set_step(
-                step,
-                StepStatus.DONE,
-                message,
-                finished_at=finished,
-                lease_until=None,
-                message=message,
-                log_excerpt=log[-LOG_EXCERPT_CHARS:],
-            )
-            return StepOutcome("done", message)
-        if error.retryable and attempt <= settings.PORTAL_PROVISIONING_STEP_RETRIES:
-            _set_step(
-                step,
-                StepStatus.PENDING,
-                str(error),
-                lease_until=None,
-                message=_("Retrying after a transient error: %(e)s") % {"e": error},
-                log_excerpt=log[-LOG_EXCERPT_CHARS:],
-            )
-            transient = StepTransient(str(error), attempt)
-        else:
-            _set_step(
-                step,
-                StepStatus.FAILED,
-                str(error),
-                finished_at=finished,
-                lease_until=None,
-                message=str(error),
-                log_excerpt=log[-LOG_EXCERPT_CHARS:],
-            )
-            return StepOutcome("failed", str(error))
-    raise transient
+    """Run one step once (``steps_execute`` of one step): "done" (now or before),
+    "failed" (after its retries) or "stopped"; raises ``StepBusy`` / ``StepTransient``."""
+    return steps_execute(step_ids=[step_id], launch=launch, now=now, drivers=drivers)
 
 
 def slot_advance(*, run_id: int, slot: int, upto: str, launch: int | None = None) -> str:
@@ -663,37 +768,31 @@ def slot_advance(*, run_id: int, slot: int, upto: str, launch: int | None = None
             return "no-node"
         names = _steps_for(run.kind)
         last = names.index(upto)
-        steps = list(
-            NodeStep.objects.filter(
-                run=run, node=run_node.node, name__in=names[: last + 1]
-            ).order_by("position")
+        todo = list(
+            NodeStep.objects.filter(run=run, node=run_node.node, name__in=names[: last + 1])
+            .exclude(status__in=[StepStatus.DONE, StepStatus.SKIPPED])
+            .order_by("position")
+            .values_list("pk", flat=True)
         )
-        swapped = False
-        drivers: dict[int, HardwareDriver] = {}
-        for step in steps:
-            if step.status in (StepStatus.DONE, StepStatus.SKIPPED):
-                continue
-            outcome = step_execute(step_id=step.pk, launch=launch, drivers=drivers)
-            if outcome.status == "done":
-                continue
-            if outcome.status == "stopped":
-                return "stopped"
-            # failed after its retries
-            if run.kind == RunKind.CLEAN:
-                clean_node_failed(run=run, run_node=run_node, reason=outcome.message)
-                return "failed"
-            spare = node_swap(run=run, run_node=run_node, reason=outcome.message)
-            if spare is None:
-                run_fail(
-                    run=run,
-                    reason=_("%(node)s failed and no spare is free: %(why)s")
-                    % {"node": run_node.node.hostname, "why": outcome.message},
-                )
-                return "failed"
-            swapped = True
-            break
-        if not swapped:
+        if not todo:
             return "ok"
+        outcome = steps_execute(step_ids=todo, launch=launch)
+        if outcome.status == "done":
+            return "ok"
+        if outcome.status == "stopped":
+            return "stopped"
+        # failed after its retries
+        if run.kind == RunKind.CLEAN:
+            clean_node_failed(run=run, run_node=run_node, reason=outcome.message)
+            return "failed"
+        spare = node_swap(run=run, run_node=run_node, reason=outcome.message)
+        if spare is None:
+            run_fail(
+                run=run,
+                reason=_("%(node)s failed and no spare is free: %(why)s")
+                % {"node": run_node.node.hostname, "why": outcome.message},
+            )
+            return "failed"
 
 
 # --- swaps ---------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Provisioning tasks: thin, taking ids, each bounded by its own time limits.
 
 The canvas of a run (``provisioning_launch``): per slot a chain of
-``provisioning_slot_advance`` signatures (one per phase of steps: power cycle into the
-network boot, the OS install, then access, fabric, boot and check; each with the time
-limit of the steps up to it), all slots in a group, a chord into cluster validation, then delivery.
+``provisioning_slot_advance`` signatures (one per phase of steps, ``services.*_PHASE_ENDS``:
+today one phase, all of a node's steps in one task, with the time limit of those steps),
+all slots in a group, a chord into cluster validation, then delivery.
 Cleaning: the same shape, into ``provisioning_clean_finish``. Every task checks the
 recorded state first (``provisioning.services``), so a redelivered or relaunched task
 does no harm; a task of an older launch stops at once.
