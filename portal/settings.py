@@ -100,6 +100,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
+elif "postgresql" in DATABASES["default"]["ENGINE"]:
+    # Many short requests at once, not one long report: PostgreSQL's parallel query
+    # starts extra server processes for each large availability search, which on a busy
+    # server only add contention (32 clients ordering at once were no faster than one;
+    # bench/README.md, ordering.py). Set to 2 or more for a reporting replica.
+    _parallel = env.int("DATABASE_MAX_PARALLEL_WORKERS_PER_GATHER", default=0)
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _options["options"] = (
+        f"{_options.get('options', '')} -c max_parallel_workers_per_gather={_parallel}".strip()
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Auth -----------------------------------------------------------------------------

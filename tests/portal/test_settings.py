@@ -115,3 +115,14 @@ def test_the_chinese_catalogue_is_compiled(tmp_path):
 @pytest.mark.parametrize("name", ["MONEY_MAX_DIGITS", "PORTAL_BASE_URL", "CELERY_LONGEST_TASK_S"])
 def test_project_settings_are_set(name):
     assert getattr(settings, name)
+
+
+@pytest.mark.django_db
+def test_connections_do_not_start_parallel_query_workers():
+    # Many short requests at once: parallel query's extra server processes only add
+    # contention (bench/ordering.py: 32 clients were no faster than one with them).
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW max_parallel_workers_per_gather")
+        assert cursor.fetchone()[0] == "0"
