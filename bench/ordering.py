@@ -12,7 +12,10 @@ self-join counts overlapping active reservations on any node (must be 0).
 
 In the same run, against the same 10,000 nodes, the configure page (the instant quote)
 is timed through Django's test client and compared with a hello-world view served
-through the same URL configuration and middleware.
+through the same URL configuration and middleware: asked again and again, as the issue's
+goal measures it (after the first GET its parts are kept per configuration,
+``portal.instant_quote``), and computed afresh each time (``computed_*``: what a
+configuration asked for the first time, or after the inventory changed, costs).
 
 Usage, from the repository root::
 
@@ -654,10 +657,17 @@ def _page_params(site_code: str, **changes: str) -> dict[str, str]:
 
 
 def _time_pair(
-    client: Any, page: tuple[str, dict], floor: tuple[str, dict], *, runs: int, warmup: int
+    client: Any,
+    page: tuple[str, dict],
+    floor: tuple[str, dict],
+    *,
+    runs: int,
+    warmup: int,
+    before_page: Any = None,
 ) -> tuple[list[float], list[float], list[float]]:
     """Milliseconds of ``runs`` GETs of each, alternating (drift hits both alike), and the
-    page's time in ``cursor.execute`` per GET (queries and their results' transfer)."""
+    page's time in ``cursor.execute`` per GET (queries and their results' transfer).
+    ``before_page``: called (untimed) before each GET of the page."""
     from django.db import connection
 
     page_ms: list[float] = []
@@ -675,6 +685,8 @@ def _time_pair(
     with connection.execute_wrapper(timed):
         for i in range(warmup + runs):
             for (url, params), sink in ((page, page_ms), (floor, floor_ms)):
+                if sink is page_ms and before_page is not None:
+                    before_page()
                 in_sql[0] = 0
                 t0 = time.perf_counter_ns()
                 response = client.get(url, params)
@@ -743,6 +755,32 @@ def measure_page(*, runs: int, warmup: int) -> dict[str, Any]:
             page_runs=runs,
         )
 
+        # The same configuration computed each time, as a configuration asked for the
+        # first time is (the parts kept per configuration are not read: a new
+        # availability generation before each GET).
+        from inventory import availability_generation
+
+        computed_ms, computed_floor_ms, computed_sql_ms = _time_pair(
+            customer,
+            (url, placeable),
+            (hello, {}),
+            runs=runs,
+            warmup=warmup,
+            before_page=availability_generation.forget,
+        )
+        availability_generation.forget()
+        computed_queries, _html, _sqls = _count_queries(customer, url, placeable)
+        print(f"  logged in, placeable, computed (not kept): {computed_queries} queries")
+        print(f"    configure:   {summary(computed_ms)}")
+        print(f"    hello world: {summary(computed_floor_ms)}")
+        print(f"    configure's time in SQL: {summary(computed_sql_ms)}")
+        out.update(
+            computed_p50_ms=round(median(computed_ms), 2),
+            computed_ratio=round(median(computed_ms) / median(computed_floor_ms), 2),
+            computed_queries=computed_queries,
+            computed_sql_p50_ms=round(median(computed_sql_ms), 2),
+        )
+
         anon_queries, _html, _sqls = _count_queries(anonymous, url, placeable)
         anon_ms, anon_floor_ms, _sql = _time_pair(
             anonymous, (url, placeable), (hello, {}), runs=runs, warmup=warmup
@@ -772,7 +810,9 @@ def measure_page(*, runs: int, warmup: int) -> dict[str, Any]:
             short_sql_p50_ms=round(median(short_sql_ms), 2),
         )
         out["page_goal_met"] = bool(
-            out["queries"] <= PAGE_QUERIES_GOAL and out["ratio"] <= PAGE_RATIO_GOAL
+            out["queries"] <= PAGE_QUERIES_GOAL
+            and out["computed_queries"] <= PAGE_QUERIES_GOAL
+            and out["ratio"] <= PAGE_RATIO_GOAL
         )
     return out
 
@@ -943,6 +983,8 @@ def main(argv: list[str] | None = None) -> int:
     if "ratio" in out:
         print(goal("ratio", out["ratio"], PAGE_RATIO_GOAL))
         print(goal("queries", out["queries"], PAGE_QUERIES_GOAL))
+        print(goal("computed_queries", out["computed_queries"], PAGE_QUERIES_GOAL))
+        print(f"  computed_ratio: {out['computed_ratio']:g} (no goal: computed afresh)")
     print(json.dumps(out, sort_keys=True))
     return 0
 

@@ -110,6 +110,12 @@ def shop_data_load() -> ShopData:
 def shop_data() -> ShopData:
     """The shop's sites, node types and price book snapshots: from this process's memo
     while it is current (see the module's docstring), else loaded again."""
+    return shop_data_with_generation()[1]
+
+
+def shop_data_with_generation() -> tuple[str, ShopData]:
+    """``shop_data()`` and the generation it is current for (for cache keys of what is
+    derived from it)."""
     db = connection.settings_dict.get("NAME", "")
     generation = _generation()
     memo = _memo.get(db)
@@ -118,11 +124,11 @@ def shop_data() -> ShopData:
         fresh = time.monotonic() - data.loaded_at < MEMO_SECONDS
         in_force = data.valid_until is None or timezone.now() < data.valid_until
         if memo_generation == generation and fresh and in_force:
-            return data
+            return generation, data
     data = shop_data_load()
     with _lock:
         _memo[db] = (generation, data)
-    return data
+    return generation, data
 
 
 def shop_data_changed() -> None:

@@ -30,11 +30,18 @@ from typing import Any
 
 from django.apps import apps
 from django.db import models, transaction
+from django.dispatch import Signal
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from core.errors import IllegalTransition
 from core.types import Actor, actor_or_none
+
+# Sent after every write of the mechanism (moves, creations, notes) with ``sender`` the
+# subject's model and ``objs`` the objects: a status written with ``QuerySet.update`` sends
+# no ``post_save``, so what caches derived data (inventory's availability generation)
+# listens here.
+written = Signal()
 
 
 @dataclass(frozen=True)
@@ -228,6 +235,7 @@ def transition_each(moves: Sequence[Move], *, actor: Actor = None) -> None:
         manager.filter(pk=move.obj.pk).update(**changes)
         for name, value in changes.items():
             setattr(move.obj, name, value)
+    written.send(sender=model, objs=[m.obj for m in moves])
 
 
 def _copy_state(
@@ -265,6 +273,7 @@ def _apply(
     for obj in locked:
         for name, value in changes.items():
             setattr(obj, name, value)
+    written.send(sender=model, objs=locked)
     return locked
 
 
@@ -279,6 +288,7 @@ def record_creation(objs: Sequence[models.Model], *, actor: Actor = None, reason
             for obj in objs
         ]
     )
+    written.send(sender=type(objs[0]), objs=list(objs))
 
 
 def record_note(objs: Sequence[models.Model], *, actor: Actor = None, reason: Reason) -> None:
@@ -300,3 +310,4 @@ def record_note(objs: Sequence[models.Model], *, actor: Actor = None, reason: Re
             for obj in objs
         ]
     )
+    written.send(sender=type(objs[0]), objs=list(objs))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -19,8 +20,10 @@ from django.http import (
     QueryDict,
 )
 from django.shortcuts import redirect, render, resolve_url
+from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.utils.cache import patch_vary_headers
+from django.utils.safestring import mark_safe
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
@@ -47,6 +50,7 @@ from core.errors import DomainError, NotEnoughCapacity
 from inventory import selectors
 from inventory.models import NodeType
 from inventory.placement import leaf_summary, unit_summary
+from portal import instant_quote
 from portal.forms import ConfigureForm, WizardForm
 
 
@@ -386,7 +390,6 @@ def _configure_context(
         gpu_note=form.gpu_note,
         holds=_holds(config),
         gpu_equivalent=_gpu_equivalent(config, priced),
-        idempotency_key=uuid.uuid4().hex,
         hidden=[
             (name, data.get(name))
             for name in form.fields
@@ -459,7 +462,52 @@ def _holds(config: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _configure_render(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
+def _configure_parts(request: HttpRequest, context: dict[str, Any]) -> dict[str, Any]:
+    """The configure page's parts that depend only on the configuration, the language
+    and the data (``portal.instant_quote`` keeps them), and what the accept card needs."""
+    accept = None
+    if context.get("priced") and context.get("placement"):
+        config, priced = context["config"], context["priced"]
+        accept = {
+            "hidden": context["hidden"],
+            "payment_html": render_to_string(
+                "portal/_configure_payment_choices.html", {"form": context["form"]}
+            ),
+            "gross_total": priced.gross_total,
+            "currency": priced.currency,
+            "share_url": context["share_url"],
+            "site": config.site,
+            "start_date": config.start_date,
+            "timezone": config.site.timezone,
+        }
+    return {
+        "quote": render_to_string("portal/_configure_quote.html", context, request),
+        "end": render_to_string("portal/_configure_end.html", context, request),
+        "accept": accept,
+    }
+
+
+def _configure_render(request: HttpRequest, parts: dict[str, Any]) -> HttpResponse:
+    """The page (or, for htmx, its ``#configure`` part) from the parts, with what is drawn
+    for each request: the accept card's CSRF token, idempotency key and hold deadlines."""
+    context: dict[str, Any] = {
+        "parts": {
+            "quote": mark_safe(parts["quote"]),  # noqa: S308 - rendered by our templates
+            "end": mark_safe(parts["end"]),  # noqa: S308
+            "accept": None,
+        }
+    }
+    accept = parts["accept"]
+    if accept is not None:
+        context["parts"]["accept"] = {
+            **accept,
+            "payment_html": mark_safe(accept["payment_html"]),  # noqa: S308
+        }
+        context.update(
+            holds=_holds(SimpleNamespace(site=accept["site"], start_date=accept["start_date"])),
+            idempotency_key=uuid.uuid4().hex,
+            login_url=resolve_url(settings.LOGIN_URL),
+        )
     partial = request.htmx and not request.htmx.history_restore_request
     template = "portal/_configure.html" if partial else "portal/configure.html"
     response = render(request, template, context)
@@ -471,8 +519,15 @@ def _configure_render(request: HttpRequest, context: dict[str, Any]) -> HttpResp
 def configure(request: HttpRequest) -> HttpResponse:
     """Configure an order and see its instant quote: the full bill, the placement preview,
     or how many nodes are free and the nearest alternatives. GET only, so every
-    configuration is a shareable link; htmx swaps the form and the quote on each change."""
-    return _configure_render(request, _configure_context(request, request.GET))
+    configuration is a shareable link; htmx swaps the form and the quote on each change.
+    The parts that depend only on the configuration and the data are kept per
+    configuration (``portal.instant_quote``)."""
+    key = instant_quote.parts_key(request.GET)
+    parts = instant_quote.parts_get(key)
+    if parts is None:
+        parts = _configure_parts(request, _configure_context(request, request.GET))
+        instant_quote.parts_keep(key, parts)
+    return _configure_render(request, parts)
 
 
 @require_POST
@@ -503,7 +558,9 @@ def configure_accept(request: HttpRequest) -> HttpResponse:
     context = _configure_context(request, request.POST, preview=False)
     form, config = context["form"], context["config"]
     if config is None:
-        return _configure_render(request, _configure_context(request, request.POST))
+        return _configure_render(
+            request, _configure_parts(request, _configure_context(request, request.POST))
+        )
     try:
         order = order_self_service(
             user=request.user,
@@ -528,7 +585,7 @@ def configure_accept(request: HttpRequest) -> HttpResponse:
             context["alternatives"] = _alternative_links(context["form"], exc.alternatives)
         elif isinstance(exc, NotEnoughCapacity):
             context.setdefault("alternatives", [])
-        return _configure_render(request, context)
+        return _configure_render(request, _configure_parts(request, context))
     try:
         return redirect(reverse("order_pay", args=[order.number]))
     except NoReverseMatch:

@@ -46,8 +46,10 @@ def _shop_data_from_the_database():
     """Each test reads the shop's sites and price books from its own data: the memo of
     ``billing.shop_data`` outlives the rolled-back transaction of the test before."""
     from billing import shop_data
+    from inventory import availability_generation
 
     shop_data.forget()
+    availability_generation.forget()  # and no instant quote kept by the test before
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,7 @@ placement or alternatives, a fixed query count, and an order holding the nodes."
 
 import re
 import uuid
-from datetime import datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 
 import pytest
@@ -27,12 +27,13 @@ from billing.models import (
     Quote,
     QuoteStatus,
 )
-from billing.periods import site_today
+from billing.periods import rental_period, site_today
+from billing.selectors import price_book_in_force
 from billing.services.orders import PAYMENT_GRACE
 from billing.services.quotes import quote_price_preview
 from billing.services.selfservice import Configuration, configuration_items
 from billing.templatetags.billing_tags import money
-from inventory import services
+from inventory import availability_generation, selectors, services
 from inventory.models import (
     Node,
     NodeType,
@@ -375,6 +376,8 @@ def _grow(site: Site, node_type: NodeType, count: int) -> None:
 
 
 def _count(client, query) -> int:
+    """Queries of computing the page (not served from the parts kept for it)."""
+    availability_generation.forget()
     with CaptureQueriesContext(connection) as ctx:
         response = client.get(url(), query)
     assert response.status_code == 200
@@ -589,3 +592,82 @@ def test_the_wizard_offers_link_to_a_placeable_configuration(client, demo):
     assert quote.context["placement"]
     assert quote.context["config"].node_count == response.context["result"].node_count
     assert quote.context["priced"].net_total == offer["priced"].net_total
+
+
+# --- The parts kept per configuration (portal.instant_quote) -------------------------------
+
+
+def _free(html: str) -> int:
+    found = re.search(r"(\d+) nodes? of this type (?:is|are) free for the whole period", html)
+    assert found, html[:3000]
+    return int(found.group(1))
+
+
+def _idempotency_key(html: str) -> str:
+    return re.search(r'name="idempotency_key" value="([0-9a-f]+)"', html).group(1)
+
+
+def test_a_configuration_asked_again_is_served_from_its_kept_parts(client, demo, customer):
+    query = params()
+    first = client.get(url(), query).content.decode()
+    with CaptureQueriesContext(connection) as ctx:
+        again = client.get(url(), query).content.decode()
+    assert len(ctx) == 0, [q["sql"] for q in ctx.captured_queries]  # anonymous: none
+    assert _free(again) == _free(first)
+    assert "Log in to order" in again and "idempotency_key" not in again
+    # a customer gets the same parts with the accept card drawn for the request: a CSRF
+    # token and a new idempotency key each time
+    client.force_login(customer)
+    with CaptureQueriesContext(connection) as ctx:
+        one = client.get(url(), query).content.decode()
+    assert len(ctx) <= 2  # the session and the user
+    two = client.get(url(), query).content.decode()
+    assert "csrfmiddlewaretoken" in one and "Log in to order" not in one
+    assert _idempotency_key(one) != _idempotency_key(two)
+    assert _free(one) == _free(first)
+    # the other language is its own page
+    with override("zh-hans"):
+        chinese = client.get(reverse("configure"), query).content.decode()
+    assert "此类型节点在整个租期内有" in chinese and "of this type" not in chinese
+
+
+def test_the_kept_parts_show_a_booking_or_a_node_out_of_service_at_once(client, demo, customer):
+    query = params()
+    free = _free(client.get(url(), query).content.decode())
+    h100 = NodeType.objects.get(code="h100-8x-nvlink")
+    start_at, end_at = rental_period(
+        site=demo, start_date=date.fromisoformat(query["start_date"]), term="month", duration=1
+    )
+    found = selectors.availability_search(
+        site=demo, node_type=h100, count=4, start_at=start_at, end_at=end_at
+    )
+    available = list(Node.objects.filter(pk__in=found.placement.node_ids).order_by("pk"))
+    services.reservation_hold(
+        nodes=available[:3],
+        start_at=start_at,
+        end_at=end_at,
+        owner_ref="another customer",
+        expires_at=timezone.now() + timedelta(hours=2),
+    )
+    assert _free(client.get(url(), query).content.decode()) == free - 3
+    # a status move writes with QuerySet.update (no post_save): seen at once as well
+    services.node_transition(node=available[3], to_status="faulty", reason="PSU failed")
+    assert _free(client.get(url(), query).content.decode()) == free - 4
+
+
+def _per_month(html: str) -> Decimal:
+    found = re.search(r"([0-9][0-9,]*\.[0-9]{2}) per month before VAT", html)
+    assert found, html[:3000]
+    return Decimal(found.group(1).replace(",", ""))
+
+
+def test_a_price_change_shows_at_once_on_a_kept_configuration(client, demo):
+    query = params()
+    before = _per_month(client.get(url(), query).content.decode())
+    assert _per_month(client.get(url(), query).content.decode()) == before  # kept
+    book = price_book_in_force(site=demo)
+    price = NodePrice.objects.get(price_book=book, node_type__code="h100-8x-nvlink")
+    price.monthly += Decimal("1000")
+    price.daily += Decimal("40")
+    price.save()
+    assert _per_month(client.get(url(), query).content.decode()) > before
