@@ -178,7 +178,16 @@ if REDIS_URL:
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
     }
 else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    # The embedded default: web, worker and beat are separate processes, so they share one
+    # cache in files (a per-process memory cache would hide from the web what beat
+    # computes for the landing page, and the shop's and the inventory's generations that
+    # a worker's writes set).
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+        }
+    }
 
 # --- Email ----------------------------------------------------------------------------
 EMAIL_BACKEND = env.str(
