@@ -98,7 +98,7 @@ def done_once(run: ProvisioningRun) -> None:
 def test_a_paid_order_is_delivered_by_a_worker_and_cleaned_at_the_end(demo, settings, tmp_path):
     settings.CELERY_BROKER_URL = broker = scratch_broker_url()
     order, booked = paid_order(demo, nodes=4)
-    worker = Worker(broker, env=worker_env(tmp_path))
+    worker = Worker(broker, env=worker_env(tmp_path), threads=4)  # a node a thread
     try:
         run = finished_run(order)
         assert run.status == RunStatus.DELIVERED, (run.message, worker.stop()[-4000:])
@@ -142,7 +142,7 @@ def test_a_node_failing_its_install_is_swapped_for_a_spare(demo, settings, tmp_p
     order, booked = paid_order(demo, nodes=4)
     victim = booked[1]
     fail = json.dumps({victim.hostname: ["install_image"]})
-    worker = Worker(broker, env=worker_env(tmp_path, PORTAL_SIMULATED_FAIL=fail))
+    worker = Worker(broker, env=worker_env(tmp_path, PORTAL_SIMULATED_FAIL=fail), threads=4)
     try:
         run = finished_run(order)
     finally:
@@ -306,7 +306,7 @@ def test_a_node_missing_from_its_bmc_fails_with_the_reason_and_a_spare_is_swappe
         PORTAL_REDFISH_POLL_S="0.5",
         PORTAL_REDFISH_POWER_TIMEOUT_S="30",
     )
-    worker = Worker(broker, env=env)
+    worker = Worker(broker, env=env, threads=4)
     try:
         run = finished_run(order)
     finally:

@@ -37,9 +37,12 @@ def database_url() -> str:
 
 class Worker:
     """``celery worker`` on every project queue of ``broker_url``, solo pool (a SIGKILL
-    kills the task it runs), pointed at the test database."""
+    kills the task it runs; ``threads``: that many tasks at once in one process, which a
+    SIGKILL kills together), pointed at the test database."""
 
-    def __init__(self, broker_url: str, *, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, broker_url: str, *, env: dict[str, str] | None = None, threads: int = 0
+    ) -> None:
         self.name = f"test-{uuid.uuid4().hex[:8]}"
         self.env = {
             **os.environ,
@@ -52,7 +55,8 @@ class Worker:
         }
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", ",".join(queues.ALL),
-             "-P", "solo", "-n", f"{self.name}@%h", "--loglevel=INFO",
+             *(["-P", "threads", "-c", str(threads)] if threads else ["-P", "solo"]),
+             "-n", f"{self.name}@%h", "--loglevel=INFO",
              "--without-mingle", "--without-gossip", "--without-heartbeat"],
             cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
