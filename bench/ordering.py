@@ -710,6 +710,23 @@ def _count_queries(client: Any, url: str, params: dict) -> tuple[int, str, list[
     return len(ctx), response.content.decode(), [q["sql"] for q in ctx.captured_queries]
 
 
+def _measured(
+    label: str, prefix: str, queries: int, timings: tuple[list[float], list[float], list[float]]
+) -> dict[str, Any]:
+    """Print one case's times (page, hello world, SQL) and return its ``prefix_*`` keys."""
+    page_ms, floor_ms, sql_ms = timings
+    print(f"  {label}: {queries} queries")
+    print(f"    configure:   {summary(page_ms)}")
+    print(f"    hello world: {summary(floor_ms)}")
+    print(f"    configure's time in SQL: {summary(sql_ms)}")
+    return {
+        f"{prefix}_p50_ms": round(median(page_ms), 2),
+        f"{prefix}_ratio": round(median(page_ms) / median(floor_ms), 2),
+        f"{prefix}_queries": queries,
+        f"{prefix}_sql_p50_ms": round(median(sql_ms), 2),
+    }
+
+
 def measure_page(*, runs: int, warmup: int) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
     from django.test import Client, override_settings
@@ -770,15 +787,13 @@ def measure_page(*, runs: int, warmup: int) -> dict[str, Any]:
         )
         availability_generation.forget()
         computed_queries, _html, _sqls = _count_queries(customer, url, placeable)
-        print(f"  logged in, placeable, computed (not kept): {computed_queries} queries")
-        print(f"    configure:   {summary(computed_ms)}")
-        print(f"    hello world: {summary(computed_floor_ms)}")
-        print(f"    configure's time in SQL: {summary(computed_sql_ms)}")
         out.update(
-            computed_p50_ms=round(median(computed_ms), 2),
-            computed_ratio=round(median(computed_ms) / median(computed_floor_ms), 2),
-            computed_queries=computed_queries,
-            computed_sql_p50_ms=round(median(computed_sql_ms), 2),
+            _measured(
+                "logged in, placeable, computed (not kept)",
+                "computed",
+                computed_queries,
+                (computed_ms, computed_floor_ms, computed_sql_ms),
+            )
         )
 
         anon_queries, _html, _sqls = _count_queries(anonymous, url, placeable)
@@ -799,15 +814,13 @@ def measure_page(*, runs: int, warmup: int) -> dict[str, Any]:
         short_ms, short_floor_ms, short_sql_ms = _time_pair(
             customer, (url, short), (hello, {}), runs=runs, warmup=warmup
         )
-        print(f"  logged in, 16 HK H100 (not placeable, alternatives): {short_queries} queries")
-        print(f"    configure:   {summary(short_ms)}")
-        print(f"    hello world: {summary(short_floor_ms)}")
-        print(f"    configure's time in SQL: {summary(short_sql_ms)}")
         out.update(
-            short_p50_ms=round(median(short_ms), 2),
-            short_ratio=round(median(short_ms) / median(short_floor_ms), 2),
-            short_queries=short_queries,
-            short_sql_p50_ms=round(median(short_sql_ms), 2),
+            _measured(
+                "logged in, 16 HK H100 (not placeable, alternatives)",
+                "short",
+                short_queries,
+                (short_ms, short_floor_ms, short_sql_ms),
+            )
         )
         out["page_goal_met"] = bool(
             out["queries"] <= PAGE_QUERIES_GOAL
