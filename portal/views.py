@@ -388,7 +388,6 @@ def _configure_context(
         end_at=end_at,
         availability=found,
         gpu_note=form.gpu_note,
-        holds=_holds(config),
         gpu_equivalent=_gpu_equivalent(config, priced),
         hidden=[
             (name, data.get(name))

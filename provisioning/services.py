@@ -5,9 +5,8 @@ Steps are safe to run twice: ``steps_execute`` reads each step's recorded state 
 row lock first (done: nothing to do; running under a live lease: someone else is at it),
 takes a lease, acts through the node's driver outside any transaction, then records the
 outcome only if its lease is still the current one (in the same short transaction as the
-next step's lease). Work that follows a commit (the
-Celery canvas, emails) is handed over through ``core.jobs``; this module never imports
-the tasks.
+next step's lease). Work that follows a commit (the Celery canvas, emails) is handed over
+through ``core.jobs``; this module never imports the tasks.
 """
 
 from __future__ import annotations
