@@ -461,7 +461,7 @@ def _holds(config: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _configure_parts(request: HttpRequest, context: dict[str, Any]) -> dict[str, Any]:
+def _configure_parts(context: dict[str, Any]) -> dict[str, Any]:
     """The configure page's parts that depend only on the configuration, the language
     and the data (``portal.instant_quote`` keeps them), and what the accept card needs."""
     accept = None
@@ -479,9 +479,11 @@ def _configure_parts(request: HttpRequest, context: dict[str, Any]) -> dict[str,
             "start_date": config.start_date,
             "timezone": config.site.timezone,
         }
+    # Rendered without the request: no context processor (user, CSRF token, messages)
+    # can put one visitor's data into parts that are kept for everyone.
     return {
-        "quote": render_to_string("portal/_configure_quote.html", context, request),
-        "end": render_to_string("portal/_configure_end.html", context, request),
+        "quote": render_to_string("portal/_configure_quote.html", context),
+        "end": render_to_string("portal/_configure_end.html", context),
         "accept": accept,
     }
 
@@ -524,7 +526,7 @@ def configure(request: HttpRequest) -> HttpResponse:
     key = instant_quote.parts_key(request.GET)
     parts = instant_quote.parts_get(key)
     if parts is None:
-        parts = _configure_parts(request, _configure_context(request, request.GET))
+        parts = _configure_parts(_configure_context(request, request.GET))
         instant_quote.parts_keep(key, parts)
     return _configure_render(request, parts)
 
@@ -558,7 +560,7 @@ def configure_accept(request: HttpRequest) -> HttpResponse:
     form, config = context["form"], context["config"]
     if config is None:
         return _configure_render(
-            request, _configure_parts(request, _configure_context(request, request.POST))
+            request, _configure_parts(_configure_context(request, request.POST))
         )
     try:
         order = order_self_service(
@@ -584,7 +586,7 @@ def configure_accept(request: HttpRequest) -> HttpResponse:
             context["alternatives"] = _alternative_links(context["form"], exc.alternatives)
         elif isinstance(exc, NotEnoughCapacity):
             context.setdefault("alternatives", [])
-        return _configure_render(request, _configure_parts(request, context))
+        return _configure_render(request, _configure_parts(context))
     try:
         return redirect(reverse("order_pay", args=[order.number]))
     except NoReverseMatch:
