@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Min
 from django.db.models.signals import m2m_changed, post_delete, post_save
 from django.utils import timezone
@@ -44,6 +42,7 @@ from billing.models import (
     Promotion,
 )
 from billing.selectors import BookSnapshot, price_book_snapshot
+from core.generations import Generation
 from inventory.models import GPUModel, NodeType, Site
 
 MEMO_SECONDS = 60.0
@@ -78,17 +77,7 @@ _memo: dict[str, tuple[str, ShopData]] = {}  # database name -> (generation, dat
 _lock = threading.Lock()
 
 
-def _generation_key() -> str:
-    return f"portal:shop-data:v1:{connection.settings_dict.get('NAME', '')}:generation"
-
-
-def _generation() -> str:
-    key = _generation_key()
-    generation = cache.get(key)
-    if generation is None:
-        cache.add(key, uuid.uuid4().hex, None)
-        generation = cache.get(key) or ""
-    return generation
+_generation = Generation("shop-data")
 
 
 def shop_data_load() -> ShopData:
@@ -113,11 +102,11 @@ def shop_data() -> ShopData:
     return shop_data_with_generation()[1]
 
 
-def shop_data_with_generation() -> tuple[str, ShopData]:
+def shop_data_with_generation() -> tuple[str | None, ShopData]:
     """``shop_data()`` and the generation it is current for (for cache keys of what is
     derived from it)."""
     db = connection.settings_dict.get("NAME", "")
-    generation = _generation()
+    generation = _generation.current()
     memo = _memo.get(db)
     if memo is not None:
         memo_generation, data = memo
@@ -133,15 +122,9 @@ def shop_data_with_generation() -> tuple[str, ShopData]:
 
 def shop_data_changed() -> None:
     """Every process reloads on its next read: now, and once the transaction commits."""
-    key = _generation_key()
-
-    def bump() -> None:
-        cache.set(key, uuid.uuid4().hex, None)
-
     with _lock:
         _memo.clear()
-    bump()
-    transaction.on_commit(bump)
+    _generation.changed()
 
 
 def forget() -> None:

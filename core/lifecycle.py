@@ -210,21 +210,7 @@ def transition_each(moves: Sequence[Move], *, actor: Actor = None) -> None:
         type(m.obj) is not model for m in moves
     ):
         raise ValueError("transition_each: one move per object, all of one model")
-    for move in moves:
-        lifecycle.check(move.obj, move.to)
-    lifecycle.events().objects.bulk_create(
-        [
-            _event(
-                lifecycle,
-                m.obj,
-                getattr(m.obj, lifecycle.status_field),
-                m.to,
-                actor,
-                m.reason,
-            )
-            for m in moves
-        ]
-    )
+    _check_and_record(lifecycle, [(m.obj, m.to, m.reason) for m in moves], actor)
     now = timezone.now()
     manager = model._default_manager
     for move in moves:
@@ -248,6 +234,21 @@ def _copy_state(
         setattr(target, name, getattr(source, name))
 
 
+def _check_and_record(
+    lifecycle: Lifecycle, moves: Sequence[tuple[Any, str, Reason]], actor: Actor
+) -> None:
+    """Check every (object, target, reason) move, then write their events in one insert
+    (each from the object's current status); an illegal move raises before any write."""
+    for obj, to, _reason in moves:
+        lifecycle.check(obj, to)
+    lifecycle.events().objects.bulk_create(
+        [
+            _event(lifecycle, obj, getattr(obj, lifecycle.status_field), to, actor, reason)
+            for obj, to, reason in moves
+        ]
+    )
+
+
 def _apply(
     model: type[models.Model],
     lifecycle: Lifecycle,
@@ -258,14 +259,7 @@ def _apply(
     reason: Reason,
     updates: Mapping[str, Any] | None,
 ) -> list[Any]:
-    for obj in locked:
-        lifecycle.check(obj, to)
-    lifecycle.events().objects.bulk_create(
-        [
-            _event(lifecycle, obj, getattr(obj, lifecycle.status_field), to, actor, reason)
-            for obj in locked
-        ]
-    )
+    _check_and_record(lifecycle, [(obj, to, reason) for obj in locked], actor)
     changes: dict[str, Any] = {lifecycle.status_field: to, **(updates or {})}
     if lifecycle.changed_at_field:
         changes[lifecycle.changed_at_field] = timezone.now()

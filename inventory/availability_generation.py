@@ -17,66 +17,34 @@ what it keeps.
 
 from __future__ import annotations
 
-import logging
-import uuid
 from typing import Any
 
 from django.apps import apps
-from django.core.cache import cache
-from django.db import connection, transaction
 from django.db.models.signals import post_delete, post_save
 
 from core import lifecycle
+from core.generations import Generation
 
-logger = logging.getLogger(__name__)
-
-
-def _key() -> str:
-    return f"portal:availability:v1:{connection.settings_dict.get('NAME', '')}:generation"
+_generation = Generation("availability")
 
 
 def availability_generation() -> str | None:
     """The current token (one cache ``GET``); ``None`` when the cache cannot be reached
     (then nothing derived from availability may be cached or read from the cache)."""
-    key = _key()
-    try:
-        token = cache.get(key)
-        if token is None:
-            cache.add(key, uuid.uuid4().hex, None)
-            token = cache.get(key)
-    except Exception:  # the cache server is away: compute everything afresh
-        logger.warning("availability generation: cache unreachable", exc_info=True)
-        return None
-    return token
-
-
-def _bump() -> None:
-    try:
-        cache.set(_key(), uuid.uuid4().hex, None)
-    except Exception:
-        logger.warning("availability generation: cache unreachable", exc_info=True)
-
-
-def _bump_at_commit() -> None:
-    _bump()
+    return _generation.current()
 
 
 def availability_changed() -> None:
     """A new token now, and again when the current transaction commits (once per
     transaction, however many rows it writes). A cache that cannot be reached never
     fails the write (bookings go on; pages compute afresh)."""
-    _bump()
-    if not any(entry[1] is _bump_at_commit for entry in connection.run_on_commit):
-        transaction.on_commit(_bump_at_commit)
+    _generation.changed()
 
 
 def forget() -> None:
     """A new token at once, outside any transaction (tests start each from their own
     data: what was kept under the token of the test before must not be read)."""
-    try:
-        cache.set(_key(), uuid.uuid4().hex, None)
-    except Exception:
-        logger.warning("availability generation: cache unreachable", exc_info=True)
+    _generation.renew()
 
 
 def _on_write(sender: type, **kwargs: Any) -> None:
