@@ -1,4 +1,4 @@
-"""The sizing calculator (billing/sizing.py, pure), the wizard page and the size_model
+"""The sizing calculator (inventory/sizing/, pure), the wizard page and the size_model
 command.
 
 Node types use the demo inventory's figures (portal/management/commands/seed_demo.py):
@@ -22,9 +22,10 @@ from django.utils.translation import override
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from billing import i18n, sizing, sizing_data
-from billing.i18n import get_translator, set_translator
-from billing.sizing import NodeOption, SizingError, SizingInput, evaluate, size
+from core import i18n_hook
+from core.i18n_hook import get_translator, set_translator
+from inventory import gpus, sizing
+from inventory.sizing import NodeOption, SizingError, SizingInput, evaluate, size
 
 D = Decimal
 
@@ -103,7 +104,7 @@ E5 = NodeOption(
     host_ram_gb=256,
 )
 DEMO = [H100, A100, RTX3090, V100S, E5]
-LLAMA70 = sizing_data.ARCHITECTURES["llama3-70b"]
+LLAMA70 = sizing.ARCHITECTURES["llama3-70b"]
 
 
 @pytest.fixture(autouse=True)
@@ -191,7 +192,7 @@ def test_checkpointing_cuts_activations():
     assert scores == 8192 * 8192 * (34 + 5 * 64 * 8192 / 8192) / 8
 
 
-ARCH_CODES = st.sampled_from([*sizing_data.ARCHITECTURES, ""])
+ARCH_CODES = st.sampled_from([*sizing.ARCHITECTURES, ""])
 SIZES = st.decimals(min_value=D("0.5"), max_value=D("500"), places=1)
 
 
@@ -456,8 +457,8 @@ def test_impossible_input_raises_sizing_error_naming_the_field(changes, field):
     assert excinfo.value.message
 
 
-def _imports(module):
-    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+def _imports(path):
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -467,11 +468,14 @@ def _imports(module):
     return imported
 
 
-def test_module_is_pure():
+def test_package_is_pure():
     stdlib = {"__future__", "collections.abc", "dataclasses", "decimal", "typing", "math"}
-    assert _imports(sizing) <= stdlib | {"billing.i18n", "billing.sizing_data"}
-    assert _imports(sizing_data) <= stdlib
-    assert _imports(i18n) <= {"__future__", "collections.abc"}
+    package = Path(sizing.__file__).parent
+    own = {f"inventory.sizing.{path.stem}" for path in package.glob("*.py")}
+    for path in package.glob("*.py"):
+        assert _imports(path) <= stdlib | own | {"core.i18n_hook", "inventory.gpus"}, path
+    assert _imports(gpus.__file__) <= stdlib
+    assert _imports(i18n_hook.__file__) <= {"__future__", "collections.abc"}
 
 
 def test_user_facing_text_goes_through_the_translation_hook():
