@@ -22,9 +22,11 @@ from django.utils.translation import override
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from billing import selectors as billing_selectors
 from core import i18n_hook
 from core.i18n_hook import get_translator, set_translator
 from inventory import gpus, sizing
+from inventory.models import GPUModel
 from inventory.sizing import NodeOption, SizingError, SizingInput, evaluate, size
 
 D = Decimal
@@ -632,3 +634,36 @@ def test_command_json_one_layout(demo):
     assert bad["plans"][0]["problems"]
     assert good["plans"][0]["fits"] is True
     assert (good["plans"][0]["gpus"], good["plans"][0]["dp"]) == (32, 4)
+
+
+# --- One source of GPU facts: the GPUModel row staff edit wins over the table -------------
+
+
+def test_the_node_options_figure_wins_and_the_table_fills_in_what_it_lacks():
+    edited = dataclasses.replace(H100, bf16_tflops=D("395"), memory_bandwidth_tbs=D("1.675"))
+    blank = dataclasses.replace(H100, bf16_tflops=D("0"), memory_bandwidth_tbs=0)
+    assert sizing.reference_tflops(edited) == 395
+    assert sizing.reference_tflops(blank) == float(gpus.BY_KEY["H100"].gemm_tflops) == 790
+    inp = SizingInput(D("7"), target_tokens_billion=D("100"), target_days=D("30"))
+    half, full = evaluate(inp, edited, gpus=8).plans[0], evaluate(inp, blank, gpus=8).plans[0]
+    assert half.sustained_tflops == pytest.approx(full.sustained_tflops / 2)
+    assert half.train_days == pytest.approx(full.train_days * 2)
+
+
+@pytest.mark.django_db
+def test_an_edited_gpu_model_figure_reaches_the_wizard(client, demo):
+    gpu = GPUModel.objects.get(name="H100 80G SXM")
+    gpu.reference_tflops = D("395")  # staff measured half the table's 790
+    gpu.save()
+    options = {o.code: o for o in billing_selectors.sizing_options(site=demo)}
+    assert options["h100-8x-nvlink"].bf16_tflops == D("395")
+
+    response = _wizard(
+        client, demo, arch="llama3-70b", target_tokens_billion="100", target_days="30"
+    )
+    result = response.context["result"]
+    plan = next(p for p in result.plans if p.option.code == "h100-8x-nvlink")
+    assert plan.sustained_tflops == pytest.approx(395 * 0.4)
+    assert sizing.plan_json(plan)["compute"]["reference_tflops"] == 395
+    if result.cheapest is plan:
+        assert "× 395 TFLOPS measured GEMM" in _text(response)
