@@ -18,9 +18,9 @@ Two limits, neither of which one attacker can turn against someone else's accoun
 A successful login clears the pair's count and remembers the pair as known. The client is
 :func:`client_ip` (proxy-aware through ``PORTAL_TRUSTED_PROXIES``).
 
-Counters use ``cache.add`` + ``cache.incr`` (atomic on Redis); windows are fixed, starting
-at the first failure. Each lock stores the time it ends, so the message can say how long
-is left and a test can move the clock. Keys hold digests, never addresses.
+Counters are ``core.ratelimit``'s (``cache.add`` + ``cache.incr``, atomic on Redis); windows
+are fixed, starting at the first failure. Each lock stores the time it ends, so the message
+can say how long is left and a test can move the clock. Keys hold digests, never addresses.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest
 
+from core import ratelimit
+
 KEY_PREFIX = "portal:login-throttle:"
 
 
@@ -44,29 +46,29 @@ def now() -> float:
 
 
 def _max_failures() -> int:
-    return int(getattr(settings, "LOGIN_THROTTLE_MAX_FAILURES", 5))
+    return int(settings.LOGIN_THROTTLE_MAX_FAILURES)
 
 
 def _window() -> int:
-    return int(getattr(settings, "LOGIN_THROTTLE_WINDOW", 15 * 60))
+    return int(settings.LOGIN_THROTTLE_WINDOW)
 
 
 def _lockout() -> int:
-    return int(getattr(settings, "LOGIN_THROTTLE_LOCKOUT", 15 * 60))
+    return int(settings.LOGIN_THROTTLE_LOCKOUT)
 
 
 def _ip_max_accounts() -> int:
-    return int(getattr(settings, "LOGIN_THROTTLE_IP_MAX_ACCOUNTS", 20))
+    return int(settings.LOGIN_THROTTLE_IP_MAX_ACCOUNTS)
 
 
 def _known_client() -> int:
-    return int(getattr(settings, "LOGIN_THROTTLE_KNOWN_CLIENT", 30 * 24 * 3600))
+    return int(settings.LOGIN_THROTTLE_KNOWN_CLIENT)
 
 
 def client_ip(request: HttpRequest) -> str:
     """The client's address: ``REMOTE_ADDR``, or behind ``PORTAL_TRUSTED_PROXIES`` reverse
     proxies the address the outermost trusted proxy saw (from ``X-Forwarded-For``)."""
-    proxies = int(getattr(settings, "PORTAL_TRUSTED_PROXIES", 0))
+    proxies = int(settings.PORTAL_TRUSTED_PROXIES)
     if proxies > 0:
         forwarded = [
             part.strip()
@@ -111,15 +113,6 @@ def _known_key(pair: str) -> str:
 
 def _generation_key(client: str) -> str:
     return f"{KEY_PREFIX}generation:{client}"
-
-
-def _incr(key: str, *, timeout: int) -> int:
-    cache.add(key, 0, timeout=timeout)
-    try:
-        return int(cache.incr(key))
-    except ValueError:  # expired between add and incr
-        cache.set(key, 1, timeout=timeout)
-        return 1
 
 
 def _lock(subject: str) -> None:
@@ -168,7 +161,7 @@ def _distinct_accounts_record(*, account: str, ip: str) -> int:
     seen = f"{KEY_PREFIX}seen:{client}:{generation}:{_account_digest(account)}"
     counter = f"{KEY_PREFIX}accounts:{client}:{generation}"
     if cache.add(seen, 1, timeout=_window()):
-        return _incr(counter, timeout=_window())
+        return ratelimit.hit(counter, window=_window())
     return int(cache.get(counter) or 0)
 
 
@@ -176,7 +169,7 @@ def failure_record(*, account: str, ip: str) -> Lockout | None:
     """Count a failed attempt for the pair and, once per account, for the client; lock the
     pair, or the client, that went over its limit."""
     pair = _pair(account, ip)
-    if _incr(_count_key(pair), timeout=_window()) >= _max_failures():
+    if ratelimit.hit(_count_key(pair), window=_window()) >= _max_failures():
         _lock(pair)
         cache.delete(_count_key(pair))
     if _distinct_accounts_record(account=account, ip=ip) > _ip_max_accounts():

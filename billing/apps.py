@@ -7,12 +7,7 @@ class BillingConfig(AppConfig):
     verbose_name = _("Billing")
 
     def ready(self) -> None:
-        # The pure modules (sizing) translate through this hook, in the active language.
-        from django.utils.translation import gettext, ngettext
+        from billing import shop_data
 
-        from billing import i18n, shop_data
-
-        i18n.set_translator(gettext)
-        i18n.set_plural_translator(ngettext)
         # The shop's memo of sites, node types and price books reloads when they change.
         shop_data.connect_signals()

@@ -20,7 +20,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 
 from billing.models import CreditNote, Invoice, InvoiceStatus
-from inventory.resources import escape_formula
+from core.csv import escape_formula
 
 COLUMNS = (
     "document_number",

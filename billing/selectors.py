@@ -23,9 +23,9 @@ from billing.models import (
     Promotion,
     Quote,
 )
-from billing.sizing import NodeOption
 from core.errors import DomainError
 from inventory.models import ACTIVE_RESERVATION_STATUSES, Node, Site
+from inventory.sizing import NodeOption
 
 
 def price_book_in_force(*, site: Site, at: datetime | None = None) -> PriceBook:

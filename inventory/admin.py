@@ -36,6 +36,7 @@ from core.admin_base import (
     ReadOnlyInline,
     SiteTimeZoneMixin,
 )
+from core.csv import CSVFileError, EscapedCSV, not_csv_message
 from core.errors import DomainError
 from inventory import csv_jobs, services
 from inventory.models import (
@@ -55,8 +56,6 @@ from inventory.models import (
     SwitchRole,
 )
 from inventory.resources import (
-    CSVFileError,
-    EscapedCSV,
     InventoryCSV,
     InventoryResource,
     NodeCSV,
@@ -64,7 +63,6 @@ from inventory.resources import (
     SwitchCSV,
     SwitchResource,
     error_lines,
-    not_csv_message,
     sync_import_max_rows,
 )
 

@@ -37,11 +37,11 @@ from django.utils.translation import ngettext
 from import_export.results import Result, RowResult
 
 from core import jobs
+from core.csv import CSVFileError
 from core.errors import DomainError
 from core.types import Actor, actor_or_none
 from inventory.models import ImportJob, ImportJobStatus
 from inventory.resources import (
-    CSVFileError,
     InventoryCSV,
     InventoryResource,
     NodeCSV,
@@ -89,7 +89,7 @@ def import_job_create(
 ) -> ImportJob:
     """Store the uploaded file, record the job and have a worker import it.
 
-    Raises :class:`~inventory.resources.CSVFileError` (nothing stored) when the file is
+    Raises :class:`~core.csv.CSVFileError` (nothing stored) when the file is
     not the expected CSV of ``kind``; row errors are found by the import itself.
     """
     if kind not in IMPORTS:

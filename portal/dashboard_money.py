@@ -18,8 +18,8 @@ from accounts.decorators import customer_required
 from billing import credit_note_pdf
 from billing.models import CreditNote, Order, UsageRecord
 from billing.services import invoicing
+from core.csv import escape_formula
 from core.document_views import stored_or_preparing
-from inventory.resources import escape_formula
 
 
 def order_money_context(order: Order) -> dict[str, Any]:

@@ -10,7 +10,6 @@ from django import forms
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from billing import sizing
 from billing.models import PaymentMethod, Term
 from billing.periods import earliest_start_date
 from billing.pricing import TERM_DURATION
@@ -22,6 +21,7 @@ from billing.services.selfservice import (
     configuration_check,
     term_units,
 )
+from inventory import sizing
 from inventory.models import Site
 
 
@@ -30,7 +30,7 @@ def _default_start() -> Any:
 
 
 class WizardForm(forms.Form):
-    """The sizing wizard's questions; the answers are checked by billing.sizing."""
+    """The sizing wizard's questions; the answers are checked by inventory.sizing."""
 
     mode = forms.ChoiceField(
         label=_("What for"),

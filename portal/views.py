@@ -32,7 +32,6 @@ from accounts import selectors as accounts_selectors
 from accounts.throttle import client_ip
 from billing import catalog as shop
 from billing import selectors as billing_selectors
-from billing import sizing
 from billing.models import CardOptionPrice, Estimate, PaymentMethod
 from billing.models import Term as BillingTerm
 from billing.periods import rental_period
@@ -47,7 +46,7 @@ from billing.services.selfservice import (
 )
 from billing.shop_data import shop_data
 from core.errors import DomainError, NotEnoughCapacity
-from inventory import selectors
+from inventory import selectors, sizing
 from inventory.models import NodeType
 from inventory.placement import leaf_summary, unit_summary
 from portal import instant_quote

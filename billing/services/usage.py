@@ -25,9 +25,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from billing.models import Order, OrderStatus, UsageMetric, UsageRecord
+from core.csv import unescape_formula
 from core.errors import DomainError
 from core.types import Actor
-from inventory.resources import unescape_formula
 
 REQUIRED = ("external_id", "order", "day", "quantity")
 OPTIONAL = ("metric", "node")

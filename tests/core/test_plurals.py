@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 from django.utils import translation
 
 ROOT = Path(__file__).resolve().parents[2]
-PURE: set[Path] = set()  # none left: billing/sizing.py's hook has ngettext too
+PURE: set[Path] = set()  # none left: inventory/sizing/'s hook has ngettext too
 HAND_MADE = re.compile(r"\b[a-z]+\(s\)")
 
 

@@ -9,8 +9,8 @@ import io
 import pytest
 from django.test import Client
 
+from core.csv import escape_formula, unescape_formula
 from inventory.models import Node, NodeEvent, NodeType, Site, Switch, SwitchRole
-from inventory.resources import escape_formula, unescape_formula
 from tests import factories
 from tests.inventory.test_csv_import import (
     NODE_COLUMNS,

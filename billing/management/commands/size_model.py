@@ -1,4 +1,4 @@
-"""Size a model from the command line: the wizard's calculator (billing.sizing), as JSON.
+"""Size a model from the command line: the wizard's calculator (inventory.sizing), as JSON.
 
     python manage.py size_model --params 70e9 --mode train --precision bf16 \\
         --optimizer adamw --zero 3 --seq 4096 --micro-batch 1 --json
@@ -17,8 +17,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from billing import selectors as billing_selectors
-from billing import sizing
 from core.errors import DomainError
+from inventory import sizing
 from inventory.models import NodeType, Site
 
 

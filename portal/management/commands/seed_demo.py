@@ -20,6 +20,7 @@ from django.utils import timezone
 from billing import demo as billing_demo
 from billing import demo_contracts, signatures
 from inventory import services
+from inventory.gpus import BY_KEY, GpuFacts
 from inventory.models import (
     Fabric,
     GPUModel,
@@ -36,69 +37,25 @@ from inventory.models import (
 )
 from provisioning.validation.services import validation_rules_seed
 
-# Reference figures and their sources: ../shared/VALIDATION.md (measured GEMM, not spec).
-GPU_MODELS: list[dict[str, Any]] = [
-    {
-        "name": "H100 80G SXM",
-        "memory_gb": 80,
-        "memory_bandwidth_tbs": Decimal("3.35"),
-        "reference_tflops": Decimal("790"),
-        "reference_precision": "bf16",
-        "nvlink_generation": 4,
-        "reference_source": "bf16 GEMM ~790 TFLOPS measured (stas00/ml-engineering MAMF "
-        "794.5); HBM3 3.35 TB/s (NVIDIA H100 SXM datasheet)",
-    },
-    {
-        "name": "H200 141G SXM",
-        "memory_gb": 141,
-        "memory_bandwidth_tbs": Decimal("4.8"),
-        "reference_tflops": Decimal("790"),
-        "reference_precision": "bf16",
-        "nvlink_generation": 4,
-        "reference_source": "bf16 GEMM same as H100 (ml-engineering); HBM3e 4.8 TB/s "
-        "(NVIDIA H200 datasheet)",
-    },
-    {
-        "name": "A100 40G SXM",
-        "memory_gb": 40,
-        "memory_bandwidth_tbs": Decimal("1.555"),
-        "reference_tflops": Decimal("246"),
-        "reference_precision": "bf16",
-        "nvlink_generation": 3,
-        "reference_source": "bf16 GEMM ~246 TFLOPS measured (zzc0721/torch-performance-"
-        "test-data); HBM2 1.555 TB/s (NVIDIA A100 datasheet)",
-    },
-    {
-        "name": "A100 80G SXM",
-        "memory_gb": 80,
-        "memory_bandwidth_tbs": Decimal("2.039"),
-        "reference_tflops": Decimal("265"),
-        "reference_precision": "bf16",
-        "nvlink_generation": 3,
-        "reference_source": "bf16 GEMM ~265-271 TFLOPS measured (ml-engineering); HBM2e "
-        "2.04 TB/s (NVIDIA A100 datasheet)",
-    },
-    {
-        "name": "V100S 32G PCIe",
-        "memory_gb": 32,
-        "memory_bandwidth_tbs": Decimal("1.134"),
-        "reference_tflops": Decimal("89"),
-        "reference_precision": "fp16",
-        "nvlink_generation": None,
-        "reference_source": "fp16 GEMM ~89 TFLOPS measured (zzc0721/torch-performance-"
-        "test-data); HBM2 1,134 GB/s (NVIDIA V100S datasheet)",
-    },
-    {
-        "name": "RTX 3090 24G",
-        "memory_gb": 24,
-        "memory_bandwidth_tbs": Decimal("0.936"),
-        "reference_tflops": Decimal("76"),
-        "reference_precision": "bf16",
-        "nvlink_generation": None,
-        "reference_source": "bf16 GEMM ~76 TFLOPS measured (zzc0721/torch-performance-"
-        "test-data); GDDR6X 936 GB/s (NVIDIA GeForce RTX 3090 specifications)",
-    },
-]
+# The demo's GPU models, in the order they are created: their figures and sources are
+# the one table of GPU facts (inventory.gpus: measured GEMM of ../shared/VALIDATION.md).
+DEMO_GPU_KEYS = ("H100", "H200", "A100-40G", "A100-80G", "V100S", "RTX3090")
+
+
+def gpu_model_defaults(facts: GpuFacts) -> dict[str, Any]:
+    """A ``GPUModel`` row's fields from the table's row."""
+    return {
+        "name": facts.seed_name,
+        "memory_gb": facts.memory_gib,
+        "memory_bandwidth_tbs": facts.hbm_tbs,
+        "reference_tflops": facts.gemm_tflops,
+        "reference_precision": facts.gemm_precision,
+        "nvlink_generation": facts.nvlink_generation,
+        "reference_source": facts.source,
+    }
+
+
+GPU_MODELS: list[dict[str, Any]] = [gpu_model_defaults(BY_KEY[key]) for key in DEMO_GPU_KEYS]
 
 NODE_TYPES: list[dict[str, Any]] = [
     {

@@ -1,4 +1,4 @@
-"""A translation hook for pure modules (billing/sizing.py): no Django import here.
+"""A translation hook for pure modules (inventory/sizing/): no Django import here.
 
 Pure modules wrap every user-facing string in ``_()`` and apply named %-placeholders
 after the call, so that ``makemessages`` can extract the literal::
@@ -6,9 +6,10 @@ after the call, so that ``makemessages`` can extract the literal::
     _("Rounded up from %(a)s to %(b)s GPUs") % {"a": ..., "b": ...}
 
 Until a translator is installed ``_()`` returns the English text unchanged. The Django
-layer installs one once at startup, e.g. ``set_translator(django.utils.translation.gettext)``
-in an ``AppConfig.ready()``; the lookup happens when ``_()`` is called, so each call
-gets the language active at that moment.
+layer installs one once at startup: ``core.apps.CoreConfig.ready()`` calls
+``set_translator(django.utils.translation.gettext)`` (and ``set_plural_translator``);
+the lookup happens when ``_()`` is called, so each call gets the language active at that
+moment.
 
 ``ngettext(singular, plural, n)`` chooses the plural form (``set_plural_translator``).
 ``gettext_noop()`` marks a string for extraction without translating it (module-level

@@ -1,11 +1,8 @@
-"""Facts the sizing calculator (billing/sizing.py) reads: pure data, no Django, no logic
-beyond a name lookup.
+"""Published shapes of well-known models the calculator sizes: pure data, no Django.
 
-- ``ARCHITECTURES``: published shapes of well-known models (each with its source: the
-  model's config.json on Hugging Face or its technical report).
-- ``GPU_FACTS``: per GPU family, which number formats its tensor cores run (bf16 from
-  Ampere, fp8 from Ada/Hopper; NVIDIA architecture whitepapers) and the measured GEMM
-  reference of ../shared/VALIDATION.md (not the datasheet peak).
+Each ``Architecture`` names its source: the model's config.json on Hugging Face or its
+technical report. GPU facts live in ``inventory.gpus`` (read through
+``inventory.sizing.hardware``).
 """
 
 from __future__ import annotations
@@ -94,76 +91,3 @@ ARCHITECTURES: dict[str, Architecture] = {
         ),
     )
 }  # fmt: skip
-
-
-@dataclass(frozen=True)
-class GpuFacts:
-    """What a GPU family runs, and its measured dense GEMM reference (TFLOPS)."""
-
-    key: str  # matched case-insensitively against the GPU model's name
-    architecture: str
-    bf16: bool
-    fp8: bool
-    int_weights: bool  # int8/int4 weight-only kernels (AWQ/GPTQ/Marlin: Turing or newer)
-    gemm_tflops: float
-    gemm_precision: str
-    hbm_tbs: float
-    source: str
-
-
-# Order matters: the first key found in the name wins ("A100 80G" before "A100").
-GPU_FACTS: tuple[GpuFacts, ...] = (
-    GpuFacts("H200", "Hopper", True, True, True, 790, "bf16", 4.8,
-             "VALIDATION.md: H200 same as H100 (ml-engineering)"),
-    GpuFacts("H100", "Hopper", True, True, True, 790, "bf16", 3.35,
-             "VALIDATION.md: bf16 GEMM ~790 (ml-engineering MAMF 794.5)"),
-    GpuFacts("A100 80G", "Ampere", True, False, True, 265, "bf16", 2.039,
-             "VALIDATION.md: A100 SXM 80G ~265–271"),
-    GpuFacts("A100", "Ampere", True, False, True, 246, "bf16", 1.555,
-             "VALIDATION.md: A100 40G ~246"),
-    GpuFacts("RTX 3090", "Ampere", True, False, True, 76, "bf16", 0.936,
-             "VALIDATION.md: RTX 3090 ~76 (zzc0721/torch-performance-test-data)"),
-    GpuFacts("V100", "Volta", False, False, False, 89, "fp16", 1.134,
-             "VALIDATION.md: V100S fp16 ~89 (zzc0721/torch-performance-test-data)"),
-)  # fmt: skip
-
-# Architecture of GPUs we have no measured figure for: precision support only.
-ARCH_BY_KEY: dict[str, str] = {
-    "B200": "Blackwell",
-    "GB200": "Blackwell",
-    "L40": "Ada",
-    "L4": "Ada",
-    "4090": "Ada",
-    "A800": "Ampere",
-    "A40": "Ampere",
-    "A30": "Ampere",
-    "A10": "Ampere",
-    "H800": "Hopper",
-    "H20": "Hopper",
-    "T4": "Turing",
-    "P100": "Pascal",
-}
-BF16_ARCHITECTURES = frozenset({"Ampere", "Ada", "Hopper", "Blackwell"})
-FP8_ARCHITECTURES = frozenset({"Ada", "Hopper", "Blackwell"})
-INT_WEIGHT_ARCHITECTURES = frozenset({"Turing", "Ampere", "Ada", "Hopper", "Blackwell"})
-
-
-def gpu_facts(name: str) -> GpuFacts | None:
-    """The facts for a GPU model name such as "H100 80G SXM", or None when unknown."""
-    upper = name.upper()
-    for facts in GPU_FACTS:
-        if facts.key.upper() in upper:
-            return facts
-    return None
-
-
-def gpu_architecture(name: str) -> str | None:
-    """ "Hopper", "Ampere", "Volta"… for a GPU model name, or None when unknown."""
-    facts = gpu_facts(name)
-    if facts is not None:
-        return facts.architecture
-    upper = name.upper()
-    for key, arch in sorted(ARCH_BY_KEY.items(), key=lambda kv: -len(kv[0])):
-        if key in upper:
-            return arch
-    return None

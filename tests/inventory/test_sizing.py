@@ -1,4 +1,4 @@
-"""The sizing calculator (billing/sizing.py, pure), the wizard page and the size_model
+"""The sizing calculator (inventory/sizing/, pure), the wizard page and the size_model
 command.
 
 Node types use the demo inventory's figures (portal/management/commands/seed_demo.py):
@@ -22,9 +22,12 @@ from django.utils.translation import override
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from billing import i18n, sizing, sizing_data
-from billing.i18n import get_translator, set_translator
-from billing.sizing import NodeOption, SizingError, SizingInput, evaluate, size
+from billing import selectors as billing_selectors
+from core import i18n_hook
+from core.i18n_hook import get_translator, set_translator
+from inventory import gpus, sizing
+from inventory.models import GPUModel
+from inventory.sizing import NodeOption, SizingError, SizingInput, evaluate, size
 
 D = Decimal
 
@@ -103,7 +106,7 @@ E5 = NodeOption(
     host_ram_gb=256,
 )
 DEMO = [H100, A100, RTX3090, V100S, E5]
-LLAMA70 = sizing_data.ARCHITECTURES["llama3-70b"]
+LLAMA70 = sizing.ARCHITECTURES["llama3-70b"]
 
 
 @pytest.fixture(autouse=True)
@@ -191,7 +194,7 @@ def test_checkpointing_cuts_activations():
     assert scores == 8192 * 8192 * (34 + 5 * 64 * 8192 / 8192) / 8
 
 
-ARCH_CODES = st.sampled_from([*sizing_data.ARCHITECTURES, ""])
+ARCH_CODES = st.sampled_from([*sizing.ARCHITECTURES, ""])
 SIZES = st.decimals(min_value=D("0.5"), max_value=D("500"), places=1)
 
 
@@ -456,8 +459,8 @@ def test_impossible_input_raises_sizing_error_naming_the_field(changes, field):
     assert excinfo.value.message
 
 
-def _imports(module):
-    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+def _imports(path):
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -467,11 +470,14 @@ def _imports(module):
     return imported
 
 
-def test_module_is_pure():
+def test_package_is_pure():
     stdlib = {"__future__", "collections.abc", "dataclasses", "decimal", "typing", "math"}
-    assert _imports(sizing) <= stdlib | {"billing.i18n", "billing.sizing_data"}
-    assert _imports(sizing_data) <= stdlib
-    assert _imports(i18n) <= {"__future__", "collections.abc"}
+    package = Path(sizing.__file__).parent
+    own = {f"inventory.sizing.{path.stem}" for path in package.glob("*.py")}
+    for path in package.glob("*.py"):
+        assert _imports(path) <= stdlib | own | {"core.i18n_hook", "inventory.gpus"}, path
+    assert _imports(gpus.__file__) <= stdlib
+    assert _imports(i18n_hook.__file__) <= {"__future__", "collections.abc"}
 
 
 def test_user_facing_text_goes_through_the_translation_hook():
@@ -628,3 +634,36 @@ def test_command_json_one_layout(demo):
     assert bad["plans"][0]["problems"]
     assert good["plans"][0]["fits"] is True
     assert (good["plans"][0]["gpus"], good["plans"][0]["dp"]) == (32, 4)
+
+
+# --- One source of GPU facts: the GPUModel row staff edit wins over the table -------------
+
+
+def test_the_node_options_figure_wins_and_the_table_fills_in_what_it_lacks():
+    edited = dataclasses.replace(H100, bf16_tflops=D("395"), memory_bandwidth_tbs=D("1.675"))
+    blank = dataclasses.replace(H100, bf16_tflops=D("0"), memory_bandwidth_tbs=0)
+    assert sizing.reference_tflops(edited) == 395
+    assert sizing.reference_tflops(blank) == float(gpus.BY_KEY["H100"].gemm_tflops) == 790
+    inp = SizingInput(D("7"), target_tokens_billion=D("100"), target_days=D("30"))
+    half, full = evaluate(inp, edited, gpus=8).plans[0], evaluate(inp, blank, gpus=8).plans[0]
+    assert half.sustained_tflops == pytest.approx(full.sustained_tflops / 2)
+    assert half.train_days == pytest.approx(full.train_days * 2)
+
+
+@pytest.mark.django_db
+def test_an_edited_gpu_model_figure_reaches_the_wizard(client, demo):
+    gpu = GPUModel.objects.get(name="H100 80G SXM")
+    gpu.reference_tflops = D("395")  # staff measured half the table's 790
+    gpu.save()
+    options = {o.code: o for o in billing_selectors.sizing_options(site=demo)}
+    assert options["h100-8x-nvlink"].bf16_tflops == D("395")
+
+    response = _wizard(
+        client, demo, arch="llama3-70b", target_tokens_billion="100", target_days="30"
+    )
+    result = response.context["result"]
+    plan = next(p for p in result.plans if p.option.code == "h100-8x-nvlink")
+    assert plan.sustained_tflops == pytest.approx(395 * 0.4)
+    assert sizing.plan_json(plan)["compute"]["reference_tflops"] == 395
+    if result.cheapest is plan:
+        assert "× 395 TFLOPS measured GEMM" in _text(response)
