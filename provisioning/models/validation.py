@@ -1,4 +1,4 @@
-"""Validation runs, rules as data and acceptance reports (issue 12).
+"""Validation runs, rules as data and acceptance reports.
 
 - ``ValidationRule``: one acceptance rule (``provisioning.validation.rules.Rule``) as an
   admin-editable row with its source text; seeded from ``rules.DEFAULT_RULES``

@@ -16,7 +16,7 @@ import pytest
 
 from provisioning.validation import cluster
 from provisioning.validation.cluster import CommandResult
-from provisioning.validation.contract import NodeTarget, validate_nodes
+from provisioning.validation.interface import NodeTarget, validate_nodes
 from provisioning.validation.rules import BASELINE, DEFAULT_RULES, Rule
 
 SAMPLES = Path(__file__).parent / "samples"  # copies of ../shared/samples/validation/
