@@ -40,6 +40,7 @@ from provisioning.models import (
     ValidationTrigger,
 )
 from provisioning.validation import selectors, ssh
+from provisioning.validation.default_rules import DEFAULT_RULES
 from provisioning.validation.interface import (
     AgentFailed,
     NodeResult,
@@ -50,7 +51,7 @@ from provisioning.validation.interface import (
     local_runner,
     validate_nodes,
 )
-from provisioning.validation.rules import DEFAULT_RULES, Measurement, Rule, normalize_gpu_model
+from provisioning.validation.rules import Measurement, Rule, normalize_gpu_model
 from provisioning.validation.seeding import seed_rules
 from provisioning.validation.ssh import SshSettings
 
@@ -64,7 +65,7 @@ EXECUTE_TASK = "provisioning.validation.tasks.validation_run_execute_task"
 
 
 def validation_rules_seed(*, rules: Iterable[Rule] = DEFAULT_RULES) -> tuple[int, int]:
-    """Store the seed rules (``rules.DEFAULT_RULES``, from VALIDATION.md) that are not in
+    """Store the seed rules (``default_rules.DEFAULT_RULES``, from VALIDATION.md) that are not in
     the database yet. Idempotent: a rule already there (same metric, GPU model, fabric,
     scope and message size) is left as staff edited it. Returns (created, kept)."""
     with transaction.atomic():
