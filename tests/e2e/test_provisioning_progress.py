@@ -7,13 +7,13 @@ from __future__ import annotations
 import time
 
 import pytest
-from billing.runs.orders import order_mark_paid
 from django.conf import settings as django_settings
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 from django.utils import translation
 
+from billing.services.orders import order_mark_paid
 from provisioning import runs
 from provisioning.models import RunNode, StepName
 from provisioning.validation import interface

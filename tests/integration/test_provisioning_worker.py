@@ -20,11 +20,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from billing.runs.orders import order_mark_paid
 from django.utils import timezone
 
 from billing.models import Order, OrderStatus
 from billing.selectors import order_nodes
+from billing.services.orders import order_mark_paid
 from inventory.models import ImageProfile, Node, NodeStatus, Site
 from provisioning import runs
 from provisioning.models import (

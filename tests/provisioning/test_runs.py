@@ -4,10 +4,10 @@ Celery): run and step lifecycles, steps safe to run twice, swaps, the reaper, cl
 from datetime import timedelta
 
 import pytest
-from billing.runs.orders import order_mark_paid
 from django.utils import timezone
 
 from billing.models import OrderStatus
+from billing.services.orders import order_mark_paid
 from core import lifecycle
 from core.errors import IllegalTransition
 from inventory.models import Node, NodeStatus, Reservation, ReservationStatus

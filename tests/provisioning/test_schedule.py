@@ -6,12 +6,12 @@ the order page says when provisioning begins."""
 from datetime import timedelta
 
 import pytest
-from billing.runs.orders import order_mark_paid, order_transition
 from django.urls import reverse
 from django.utils import timezone, translation
 
 from billing.models import Order, OrderStatus, ProvisioningRelease
 from billing.selectors import order_nodes
+from billing.services.orders import order_mark_paid, order_transition
 from core.timezones import tz_label
 from inventory.models import Node, NodeStatus, Site
 from provisioning import runs, tasks

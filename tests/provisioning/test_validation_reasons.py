@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from billing.runs.orders import order_mark_paid
 from django.urls import reverse
 from django.utils import translation
 
+from billing.services.orders import order_mark_paid
 from provisioning import runs
 from provisioning.models import (
     NodeSwap,
