@@ -88,22 +88,21 @@ def worker_main(validation_s: float, scale: float, celery_argv: list[str]) -> No
     import django
 
     django.setup()
-    from provisioning import services
-    from provisioning.validation import contract
+    from provisioning.validation import interface
 
     def accept_all(  # BENCHMARK STAND-IN: no validation suite runs
-        targets: list[contract.NodeTarget], **kwargs: object
-    ) -> contract.ValidationOutcome:
+        targets: list[interface.NodeTarget], **kwargs: object
+    ) -> interface.ValidationOutcome:
         time.sleep(validation_s * scale)
-        return contract.ValidationOutcome(
+        return interface.ValidationOutcome(
             [
-                contract.NodeResult(t.node_id, t.hostname, True, [], {"bench": True})
+                interface.NodeResult(t.node_id, t.hostname, True, [], {"bench": True})
                 for t in targets
             ],
             True,
         )
 
-    services.contract.validate_nodes = accept_all
+    interface.validate_nodes = accept_all
     from portal.celery import app
 
     app.worker_main(["worker", *celery_argv])

@@ -24,7 +24,7 @@ from core import lifecycle
 from inventory.models import Node
 from provisioning.drivers.base import DriverError, HardwareDriver, TransientDriverError
 from provisioning.models import ProvisioningRun, RunKind
-from provisioning.services import driver_for
+from provisioning.runs.drivers import driver_for
 
 logger = logging.getLogger(__name__)
 

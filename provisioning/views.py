@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import DomainError
-from provisioning import selectors, services
+from provisioning import runs, selectors
 from provisioning.models import NodeStep, ProvisioningRun
 from provisioning.validation.reasons import annotate_progress
 
@@ -57,7 +57,7 @@ def _back(run_id: int) -> HttpResponse:
 def step_retry(request: HttpRequest, run_id: int, step_id: int) -> HttpResponse:
     step = get_object_or_404(NodeStep, pk=step_id, run_id=run_id)
     try:
-        services.step_retry(step=step, actor=request.user)
+        runs.step_retry(step=step, actor=request.user)
         messages.success(request, _("The step runs again."))
     except DomainError as exc:
         messages.error(request, exc.message)
@@ -69,7 +69,7 @@ def step_retry(request: HttpRequest, run_id: int, step_id: int) -> HttpResponse:
 def node_swap(request: HttpRequest, run_id: int, node_id: int) -> HttpResponse:
     run = get_object_or_404(ProvisioningRun, pk=run_id)
     try:
-        spare = services.node_send_to_swap(
+        spare = runs.node_send_to_swap(
             run=run, node_id=node_id, actor=request.user, reason=request.POST.get("reason", "")
         )
         if spare is not None:
@@ -86,7 +86,7 @@ def node_swap(request: HttpRequest, run_id: int, node_id: int) -> HttpResponse:
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(ProvisioningRun, pk=run_id)
     try:
-        services.run_cancel(run=run, actor=request.user, reason=request.POST.get("reason", ""))
+        runs.run_cancel(run=run, actor=request.user, reason=request.POST.get("reason", ""))
         messages.success(request, _("The run is cancelled."))
     except DomainError as exc:
         messages.error(request, exc.message)

@@ -1,4 +1,4 @@
-"""Provisioning runs and what they need (issue 11).
+"""Provisioning runs and what they need.
 
 A ``ProvisioningRun`` belongs to an order: ``kind`` "provision" (paid → delivered) or
 "clean" (at the order's end: wipe, BIOS reset, check, then available). Each run has

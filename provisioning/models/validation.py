@@ -1,7 +1,7 @@
-"""Validation runs, rules as data and acceptance reports (issue 12).
+"""Validation runs, rules as data and acceptance reports.
 
 - ``ValidationRule``: one acceptance rule (``provisioning.validation.rules.Rule``) as an
-  admin-editable row with its source text; seeded from ``rules.DEFAULT_RULES``
+  admin-editable row with its source text; seeded from ``default_rules.DEFAULT_RULES``
   (``validation_rules_seed``).
 - ``ValidationRun``: one run of the agent on a set of nodes (quick or acceptance
   profile), with its lifecycle (pending → running → passed | failed; pending →

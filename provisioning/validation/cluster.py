@@ -12,7 +12,7 @@ a ``#wrong`` value) is a failed check with its reason, so the cluster is not acc
 Plan for M nodes of G GPUs: ``all`` runs on the M nodes (the ring bus bandwidth the
 rules judge); the scaling pair is N = ⌊M/2⌋ nodes and 2N = 2⌊M/2⌋ nodes (the ``all``
 run itself when M is even). Throughput = bus bandwidth × ranks at one fixed message
-size, as on the CPU path (``contract.local_cluster_measurement``).
+size, as on the CPU path (``interface.local_cluster_measurement``).
 """
 
 from __future__ import annotations

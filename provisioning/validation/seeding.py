@@ -1,4 +1,4 @@
-"""Storing the seed acceptance rules (``rules.DEFAULT_RULES``, from VALIDATION.md): one
+"""Storing the seed acceptance rules (``default_rules.DEFAULT_RULES``, from VALIDATION.md): one
 function for the data migration, the ``validation_rules_seed`` service (``seed_demo``,
 ``manage.py validation_rules_seed``) and the ``post_migrate`` hook.
 
@@ -16,7 +16,8 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
-from provisioning.validation.rules import DEFAULT_RULES, Rule
+from provisioning.validation.default_rules import DEFAULT_RULES
+from provisioning.validation.rules import Rule
 
 NATURAL_KEY = ("metric", "gpu_model", "fabric", "scope", "check_name", "message_size_bytes")
 

@@ -1,7 +1,7 @@
 """Every write of the validation suite: rules seeded as data, runs created, executed and
 stored (documents and raw outputs with SHA-256), staff re-checks, the idle-node sweep.
 
-The judging is ``contract.validate_nodes`` with the rules read from the database; this
+The judging is ``interface.validate_nodes`` with the rules read from the database; this
 module keeps what it measured and moves the run (and, for the idle sweep, failing nodes to
 faulty). A provisioning run keeps its outcome by passing ``persist=validation_persister(
 order_id=…)`` to ``validate_nodes``.
@@ -40,7 +40,8 @@ from provisioning.models import (
     ValidationTrigger,
 )
 from provisioning.validation import selectors, ssh
-from provisioning.validation.contract import (
+from provisioning.validation.default_rules import DEFAULT_RULES
+from provisioning.validation.interface import (
     AgentFailed,
     NodeResult,
     NodeRunner,
@@ -50,7 +51,7 @@ from provisioning.validation.contract import (
     local_runner,
     validate_nodes,
 )
-from provisioning.validation.rules import DEFAULT_RULES, Measurement, Rule, normalize_gpu_model
+from provisioning.validation.rules import Measurement, Rule, normalize_gpu_model
 from provisioning.validation.seeding import seed_rules
 from provisioning.validation.ssh import SshSettings
 
@@ -64,7 +65,7 @@ EXECUTE_TASK = "provisioning.validation.tasks.validation_run_execute_task"
 
 
 def validation_rules_seed(*, rules: Iterable[Rule] = DEFAULT_RULES) -> tuple[int, int]:
-    """Store the seed rules (``rules.DEFAULT_RULES``, from VALIDATION.md) that are not in
+    """Store the seed rules (``default_rules.DEFAULT_RULES``, from VALIDATION.md) that are not in
     the database yet. Idempotent: a rule already there (same metric, GPU model, fabric,
     scope and message size) is left as staff edited it. Returns (created, kept)."""
     with transaction.atomic():
@@ -165,7 +166,7 @@ class SshNodeRunner:
     check's commands on the first node. ``resolve`` completes a target with the node's
     IP address (else its hostname is used), fabric and node-type figures."""
 
-    parallel = True  # each node measures itself: all nodes at once (contract.collect_reports)
+    parallel = True  # each node measures itself: all nodes at once (interface.collect_reports)
 
     def __init__(
         self, *, timeout_s: float | None = None, sizes: Sequence[str] | None = None
@@ -528,7 +529,7 @@ def validation_persister(
     trigger: str = ValidationTrigger.PROVISIONING,
     actor: Actor = None,
 ) -> Persister:
-    """For ``contract.validate_nodes(..., persist=…)``: keeps the outcome of a validation
+    """For ``interface.validate_nodes(..., persist=…)``: keeps the outcome of a validation
     run that the caller (a provisioning run) executed itself, as a stored
     ``ValidationRun`` (documents, raw outputs, verdicts, acceptance report queued)."""
 

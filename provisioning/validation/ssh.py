@@ -37,7 +37,7 @@ from typing import Any
 import paramiko
 
 from provisioning.validation.cluster import CommandResult
-from provisioning.validation.contract import (
+from provisioning.validation.interface import (
     AGENT_PACKAGE_ROOT,
     AgentFailed,
     NodeRunner,

@@ -1,12 +1,13 @@
 """Thin Celery tasks of the validation suite: take ids, re-fetch, return early if done,
-call a service. Routed by ``portal.queues``: ``document_*`` to the documents queue, the
-rest to the validation queue."""
+call a service. The runs go to the validation queue, the report's render to the
+documents queue (each task declares its own)."""
 
 from __future__ import annotations
 
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
+from core.queues import CeleryQueue
 from provisioning.models import ValidationRun
 from provisioning.validation import report, services
 
@@ -17,7 +18,13 @@ SWEEP_LIMITS = {"soft_time_limit": 120, "time_limit": 150}
 PDF_LIMITS = {"soft_time_limit": 120, "time_limit": 150}
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, **RUN_LIMITS)
+@shared_task(
+    name="provisioning.validation.tasks.validation_run_execute_task",
+    queue=CeleryQueue.VALIDATION,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    **RUN_LIMITS,
+)
 def validation_run_execute_task(run_id: int) -> str:
     """Execute a validation run; returns its status. Idempotent: a finished run is left
     as it is; one left running by a dead worker starts again."""
@@ -25,13 +32,19 @@ def validation_run_execute_task(run_id: int) -> str:
     return run.status if run is not None else "missing"
 
 
-@shared_task(**SWEEP_LIMITS)
+@shared_task(
+    name="provisioning.validation.tasks.validation_idle_sweep_task",
+    queue=CeleryQueue.VALIDATION,
+    **SWEEP_LIMITS,
+)
 def validation_idle_sweep_task() -> int:
     """Beat: a quick validation run for every idle node; returns how many were started."""
     return len(services.validation_idle_sweep())
 
 
 @shared_task(
+    name="provisioning.validation.tasks.document_render_acceptance_report",
+    queue=CeleryQueue.DOCUMENTS,
     acks_late=True,
     reject_on_worker_lost=True,
     autoretry_for=(OperationalError, InterfaceError),

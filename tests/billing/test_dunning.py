@@ -38,9 +38,9 @@ from billing.services.numbers import next_number
 from billing.services.orders import order_mark_paid
 from core import lifecycle
 from inventory.models import NodeStatus, ReservationStatus
-from provisioning import services as provisioning_services
+from provisioning import runs as provisioning_runs
 from provisioning import suspension as power
-from provisioning.validation import contract as validation_contract
+from provisioning.validation import interface as validation_interface
 from tests import factories
 from tests.factories import run_outbox
 from tests.provisioning.test_runs import drive
@@ -58,15 +58,15 @@ def fast(settings, monkeypatch):
     settings.PORTAL_SIMULATED_FAIL = {}
 
     def accept_all(targets, **kwargs):
-        return validation_contract.ValidationOutcome(
+        return validation_interface.ValidationOutcome(
             [
-                validation_contract.NodeResult(t.node_id, t.hostname, True, [], {"ok": True})
+                validation_interface.NodeResult(t.node_id, t.hostname, True, [], {"ok": True})
                 for t in targets
             ],
             True,
         )
 
-    monkeypatch.setattr(provisioning_services.contract, "validate_nodes", accept_all)
+    monkeypatch.setattr(validation_interface, "validate_nodes", accept_all)
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ def make_order(demo, *, nodes: int = 1, duration: int = 3) -> Order:
 
 def delivered(order: Order, fleet: dict) -> list[str]:
     """Provision the order for real (simulated nodes) and put its nodes in the fleet."""
-    run = drive(provisioning_services.provisioning_begin(order_id=order.pk))
+    run = drive(provisioning_runs.provisioning_begin(order_id=order.pk))
     order.refresh_from_db()
     assert order.status == OrderStatus.READY
     nodes = order_nodes(order)

@@ -14,9 +14,9 @@ from django.urls import reverse
 from django.utils import translation
 
 from billing.services.orders import order_mark_paid
-from provisioning import services
+from provisioning import runs
 from provisioning.models import RunNode, StepName
-from provisioning.validation import contract
+from provisioning.validation import interface
 from tests import factories
 from tests.billing.test_payments import make_order
 
@@ -28,7 +28,7 @@ BARS = "() => [...document.querySelectorAll('#provisioning progress')].map(p => 
 def advance(run_id: int, upto: str) -> None:
     """What the workers do: every node of the run through its steps up to ``upto``."""
     for slot in RunNode.objects.filter(run_id=run_id).values_list("slot", flat=True):
-        assert services.slot_advance(run_id=run_id, slot=slot, upto=upto) == "ok"
+        assert runs.slot_advance(run_id=run_id, slot=slot, upto=upto) == "ok"
 
 
 def test_the_progress_bars_move_without_a_reload(pages, settings, monkeypatch, celery_sent):
@@ -36,16 +36,16 @@ def test_the_progress_bars_move_without_a_reload(pages, settings, monkeypatch, c
     settings.PORTAL_SIMULATED_TIME_SCALE = 0  # each step's hardware time: none
     settings.PORTAL_SIMULATED_FAIL = {}
     monkeypatch.setattr(
-        services.contract,
+        interface,
         "validate_nodes",
-        lambda targets, **kw: contract.ValidationOutcome(
-            [contract.NodeResult(t.node_id, t.hostname, True, [], {}) for t in targets], True
+        lambda targets, **kw: interface.ValidationOutcome(
+            [interface.NodeResult(t.node_id, t.hostname, True, [], {}) for t in targets], True
         ),
     )
     call_command("seed_demo", verbosity=0)
     demo = factories.demo_objects()
     order, _ = order_mark_paid(order=make_order(demo, nodes=2))
-    run = services.provisioning_begin(order_id=order.pk)  # what the beat job does when due
+    run = runs.provisioning_begin(order_id=order.pk)  # what the beat job does when due
 
     login = Client()
     login.force_login(demo["customer"])

@@ -26,7 +26,7 @@ from billing.models import Order, OrderStatus
 from billing.selectors import order_nodes
 from billing.services.orders import order_mark_paid
 from inventory.models import ImageProfile, Node, NodeStatus, Site
-from provisioning import services
+from provisioning import runs
 from provisioning.models import (
     NodeStep,
     NodeStepEvent,
@@ -119,7 +119,7 @@ def test_a_paid_order_is_delivered_by_a_worker_and_cleaned_at_the_end(demo, sett
 
         # The rental ends: every node is wiped, checked and available again.
         Order.objects.filter(pk=order.pk).update(end_at=timezone.now() - timedelta(minutes=1))
-        assert services.orders_end_due() == 1
+        assert runs.orders_end_due() == 1
         clean = finished_run(order, RunKind.CLEAN)
         assert clean.status == RunStatus.DELIVERED, clean.message
         done_once(clean)
@@ -205,12 +205,12 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_finishes(demo, settings
         NodeStep.objects.filter(run=run, status=StepStatus.RUNNING).values_list("pk", flat=True)
     )
     assert len(held) == 1, first_log[-3000:]
-    assert services.reaper()["reaped"] == 0
+    assert runs.reaper()["reaped"] == 0
 
     second = Worker(broker, env={**env, "PORTAL_BROKER_VISIBILITY_TIMEOUT": "2"})
     try:
         # What beat's reaper does once the dead worker's leases are over.
-        result = services.reaper(now=timezone.now() + timedelta(hours=2))
+        result = runs.reaper(now=timezone.now() + timedelta(hours=2))
         assert result["relaunched"] == 1 and result["failed"] == 0, result
         assert result["reaped"] == len(held), result
         run = finished_run(order)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from provisioning.agent.__main__ import parse_size, parse_sizes
-from provisioning.validation.rules import CheckOutcome, Measurement, evaluate_node
+from provisioning.validation.evaluation import evaluate_node
+from provisioning.validation.rules import CheckOutcome, Measurement
 
 REPO = Path(__file__).resolve().parents[2]
 GPU_ONLY = {"gpu_inventory", "nvbandwidth", "dcgm_diag", "nvlink", "xid", "ecc_remap"}

@@ -16,8 +16,9 @@ import pytest
 
 from provisioning.validation import cluster
 from provisioning.validation.cluster import CommandResult
-from provisioning.validation.contract import NodeTarget, validate_nodes
-from provisioning.validation.rules import BASELINE, DEFAULT_RULES, Rule
+from provisioning.validation.default_rules import DEFAULT_RULES
+from provisioning.validation.interface import NodeTarget, validate_nodes
+from provisioning.validation.rules import BASELINE, Rule
 
 SAMPLES = Path(__file__).parent / "samples"  # copies of ../shared/samples/validation/
 ONE_NODE = (SAMPLES / "nccl-tests_all_reduce_8xA100_collective-starting.txt").read_text()

@@ -625,7 +625,8 @@ def test_cli_wrong_kind_for_file_is_damaged():
 
 def test_validation_package_imports_no_django():
     code = (
-        "import sys, provisioning.validation.parsers, provisioning.validation.rules;"
+        "import sys, provisioning.validation.parsers, provisioning.validation.rules,"
+        " provisioning.validation.evaluation, provisioning.validation.default_rules;"
         "bad = [m for m in sys.modules if m.split('.')[0] == 'django'];"
         "assert not bad, bad"
     )

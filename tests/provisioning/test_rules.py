@@ -4,17 +4,16 @@ from decimal import Decimal
 
 import pytest
 
+from provisioning.validation.default_rules import DEFAULT_RULES
+from provisioning.validation.evaluation import evaluate_cluster, evaluate_node
 from provisioning.validation.rules import (
     BASELINE,
-    DEFAULT_RULES,
     GIB,
     CheckOutcome,
     Measurement,
     NodeVerdict,
     Rule,
     busbw_from_algbw,
-    evaluate_cluster,
-    evaluate_node,
     metric_key,
     normalize_gpu_model,
     scaling_efficiency,

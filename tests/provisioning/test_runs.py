@@ -11,7 +11,7 @@ from billing.services.orders import order_mark_paid
 from core import lifecycle
 from core.errors import IllegalTransition
 from inventory.models import Node, NodeStatus, Reservation, ReservationStatus
-from provisioning import services
+from provisioning import runs
 from provisioning.models import (
     FabricAllocation,
     NodeStep,
@@ -25,8 +25,8 @@ from provisioning.models import (
     StepName,
     StepStatus,
 )
-from provisioning.spares import SpareCandidate, choose_spare
-from provisioning.validation import contract
+from provisioning.runs.spares import SpareCandidate, choose_spare
+from provisioning.validation import interface
 from tests.billing.test_payments import make_order
 
 pytestmark = pytest.mark.django_db
@@ -40,17 +40,17 @@ def fast(settings, monkeypatch):
     settings.PORTAL_PROVISIONING_STEP_RETRIES = 1
 
     def accept_all(targets, **kwargs):
-        return contract.ValidationOutcome(
-            [contract.NodeResult(t.node_id, t.hostname, True, [], {"ok": True}) for t in targets],
+        return interface.ValidationOutcome(
+            [interface.NodeResult(t.node_id, t.hostname, True, [], {"ok": True}) for t in targets],
             True,
         )
 
-    monkeypatch.setattr(services.contract, "validate_nodes", accept_all)
+    monkeypatch.setattr(interface, "validate_nodes", accept_all)
 
 
 def drive(run: ProvisioningRun, *, rounds: int = 5) -> ProvisioningRun:
     """What the canvas does, in this process: every slot, then validate, then deliver."""
-    names = services._steps_for(run.kind)
+    names = runs.steps_for(run.kind)
     for _ in range(rounds):
         run.refresh_from_db()
         if not run.is_active:
@@ -60,11 +60,11 @@ def drive(run: ProvisioningRun, *, rounds: int = 5) -> ProvisioningRun:
         )
         upto = names[-2] if run.kind == RunKind.PROVISION else names[-1]
         for slot in list(slots):
-            services.slot_advance(run_id=run.pk, slot=slot, upto=upto)
+            runs.slot_advance(run_id=run.pk, slot=slot, upto=upto)
         if run.kind == RunKind.CLEAN:
-            services.cleaning_finish(run_id=run.pk)
-        elif services.run_validate(run_id=run.pk) == "validated":
-            services.run_deliver(run_id=run.pk)
+            runs.cleaning_finish(run_id=run.pk)
+        elif runs.run_validate(run_id=run.pk) == "validated":
+            runs.run_deliver(run_id=run.pk)
     run.refresh_from_db()
     return run
 
@@ -77,7 +77,7 @@ def paid(demo, nodes=2):
 
 def test_a_paid_order_is_provisioned_validated_and_delivered(demo):
     order = paid(demo, nodes=3)
-    run = services.provisioning_begin(order_id=order.pk)
+    run = runs.provisioning_begin(order_id=order.pk)
     assert run.status == RunStatus.RUNNING
     order.refresh_from_db()
     assert order.status == OrderStatus.PROVISIONING
@@ -100,15 +100,15 @@ def test_a_paid_order_is_provisioned_validated_and_delivered(demo):
     moves = list(order.events.order_by("created_at", "id").values_list("to_status", flat=True))
     assert moves[-3:] == ["provisioning", "validating", "ready"]
     # starting again does nothing new
-    assert services.provisioning_begin(order_id=order.pk) is None
+    assert runs.provisioning_begin(order_id=order.pk) is None
 
 
 def test_running_a_step_twice_does_no_harm(demo):
     order = paid(demo, nodes=1)
-    run = services.provisioning_begin(order_id=order.pk)
+    run = runs.provisioning_begin(order_id=order.pk)
     step = NodeStep.objects.get(run=run, name=StepName.CLAIM)
-    assert services.step_execute(step_id=step.pk).status == "done"
-    assert services.step_execute(step_id=step.pk).status == "done"
+    assert runs.step_execute(step_id=step.pk).status == "done"
+    assert runs.step_execute(step_id=step.pk).status == "done"
     step.refresh_from_db()
     assert step.attempt == 1
     assert NodeStepEvent.objects.filter(step=step, to_status=StepStatus.DONE).count() == 1
@@ -116,19 +116,19 @@ def test_running_a_step_twice_does_no_harm(demo):
 
 def test_a_step_under_a_live_lease_is_not_taken_twice(demo):
     order = paid(demo, nodes=1)
-    run = services.provisioning_begin(order_id=order.pk)
+    run = runs.provisioning_begin(order_id=order.pk)
     step = NodeStep.objects.get(run=run, name=StepName.CLAIM)
     lifecycle.transition(
         step, to=StepStatus.RUNNING, reason="t",
         updates={"lease_until": timezone.now() + timedelta(minutes=5), "attempt": 1},
     )  # fmt: skip
-    with pytest.raises(services.StepBusy):
-        services.step_execute(step_id=step.pk)
+    with pytest.raises(runs.StepBusy):
+        runs.step_execute(step_id=step.pk)
 
 
 def test_a_node_failing_a_step_is_swapped_for_a_spare_under_the_same_leaf(demo, settings):
     order = paid(demo, nodes=2)
-    run = services.provisioning_begin(order_id=order.pk)
+    run = runs.provisioning_begin(order_id=order.pk)
     victim = RunNode.objects.get(run=run, slot=0).node
     settings.PORTAL_SIMULATED_FAIL = {victim.hostname: ["install_image"]}
     run = drive(run)
@@ -157,7 +157,7 @@ def test_a_node_failing_a_step_is_swapped_for_a_spare_under_the_same_leaf(demo, 
 def test_no_spare_fails_the_run_and_leaves_no_node_in_provisioning(demo, settings):
     settings.PORTAL_PROVISIONING_MAX_SWAPS_PER_NODE = 0
     order = paid(demo, nodes=2)
-    run = services.provisioning_begin(order_id=order.pk)
+    run = runs.provisioning_begin(order_id=order.pk)
     victim = RunNode.objects.get(run=run, slot=1).node
     settings.PORTAL_SIMULATED_FAIL = {victim.hostname: ["power_on"]}
     run = drive(run)
@@ -170,13 +170,13 @@ def test_no_spare_fails_the_run_and_leaves_no_node_in_provisioning(demo, setting
 
 def test_validation_rejecting_a_node_swaps_it(demo, monkeypatch):
     order = paid(demo, nodes=2)
-    run = services.provisioning_begin(order_id=order.pk)
+    run = runs.provisioning_begin(order_id=order.pk)
     bad = RunNode.objects.get(run=run, slot=1).node
 
     def reject_bad(targets, **kwargs):
-        return contract.ValidationOutcome(
+        return interface.ValidationOutcome(
             [
-                contract.NodeResult(
+                interface.NodeResult(
                     t.node_id, t.hostname, t.node_id != bad.pk,
                     [] if t.node_id != bad.pk else ["gemm below threshold"], {},
                 )
@@ -185,7 +185,7 @@ def test_validation_rejecting_a_node_swaps_it(demo, monkeypatch):
             True,
         )  # fmt: skip
 
-    monkeypatch.setattr(services.contract, "validate_nodes", reject_bad)
+    monkeypatch.setattr(interface, "validate_nodes", reject_bad)
     run = drive(run)
     assert run.status == RunStatus.DELIVERED
     swap = NodeSwap.objects.get(order=order)
@@ -194,16 +194,16 @@ def test_validation_rejecting_a_node_swaps_it(demo, monkeypatch):
 
 def test_the_reaper_resumes_a_step_whose_worker_died_and_releases_orphans(demo):
     order = paid(demo, nodes=1)
-    run = services.provisioning_begin(order_id=order.pk)
+    run = runs.provisioning_begin(order_id=order.pk)
     launch = ProvisioningRun.objects.get(pk=run.pk).launch
-    services.step_execute(step_id=NodeStep.objects.get(run=run, name=StepName.CLAIM).pk)
+    runs.step_execute(step_id=NodeStep.objects.get(run=run, name=StepName.CLAIM).pk)
     step = NodeStep.objects.get(run=run, name=StepName.POWER_OFF)
     lifecycle.transition(
         step, to=StepStatus.RUNNING, reason="worker took it",
         updates={"lease_until": timezone.now() + timedelta(minutes=10), "attempt": 1},
     )  # fmt: skip
-    assert services.reaper()["reaped"] == 0  # the lease is live: nothing to do
-    result = services.reaper(now=timezone.now() + timedelta(minutes=11))
+    assert runs.reaper()["reaped"] == 0  # the lease is live: nothing to do
+    result = runs.reaper(now=timezone.now() + timedelta(minutes=11))
     assert result["reaped"] == 1 and result["relaunched"] == 1
     step.refresh_from_db()
     assert step.status == StepStatus.PENDING
@@ -217,22 +217,22 @@ def test_the_reaper_resumes_a_step_whose_worker_died_and_releases_orphans(demo):
     lifecycle.transition(node, to=NodeStatus.AVAILABLE, reason="t")
     lifecycle.transition(node, to=NodeStatus.RESERVED, reason="t")
     lifecycle.transition(node, to=NodeStatus.PROVISIONING, reason="t")
-    assert services.reaper()["released"] == 1
+    assert runs.reaper()["released"] == 1
     node.refresh_from_db()
     assert node.status == NodeStatus.AVAILABLE
 
 
 def test_a_run_past_its_deadline_fails(demo):
     order = paid(demo, nodes=1)
-    run = services.provisioning_begin(order_id=order.pk)
-    assert services.reaper(now=timezone.now() + timedelta(hours=2))["failed"] == 1
+    run = runs.provisioning_begin(order_id=order.pk)
+    assert runs.reaper(now=timezone.now() + timedelta(hours=2))["failed"] == 1
     run.refresh_from_db()
     assert run.status == RunStatus.FAILED and "deadline" in run.message
 
 
 def test_cleaning_wipes_the_nodes_and_returns_them_available(demo, settings):
     order = paid(demo, nodes=2)
-    run = drive(services.provisioning_begin(order_id=order.pk))
+    run = drive(runs.provisioning_begin(order_id=order.pk))
     assert run.status == RunStatus.DELIVERED
     nodes = list(Node.objects.filter(run_nodes__run=run).order_by("hostname"))
     settings.PORTAL_SIMULATED_FAIL = {nodes[1].hostname: ["secure_erase"]}
@@ -240,7 +240,7 @@ def test_cleaning_wipes_the_nodes_and_returns_them_available(demo, settings):
     from billing.models import Order
 
     Order.objects.filter(pk=order.pk).update(end_at=timezone.now() - timedelta(minutes=1))
-    assert services.orders_end_due() == 1
+    assert runs.orders_end_due() == 1
     order.refresh_from_db()
     assert order.status == OrderStatus.ENDED
     clean = ProvisioningRun.objects.get(order=order, kind=RunKind.CLEAN)
@@ -257,7 +257,7 @@ def test_cleaning_wipes_the_nodes_and_returns_them_available(demo, settings):
 
 def test_run_lifecycle_refuses_illegal_moves(demo):
     order = paid(demo, nodes=1)
-    run = drive(services.provisioning_begin(order_id=order.pk))
+    run = drive(runs.provisioning_begin(order_id=order.pk))
     with pytest.raises(IllegalTransition):
         lifecycle.transition(run, to=RunStatus.RUNNING, reason="again")
     step = NodeStep.objects.filter(run=run).first()
@@ -267,7 +267,7 @@ def test_run_lifecycle_refuses_illegal_moves(demo):
 
 def test_staff_cancel_and_retry(demo, settings, admin_user):
     order = paid(demo, nodes=1)
-    run = services.provisioning_begin(order_id=order.pk)
+    run = runs.provisioning_begin(order_id=order.pk)
     node = RunNode.objects.get(run=run).node
     settings.PORTAL_SIMULATED_FAIL = {node.hostname: ["boot_os"]}
     settings.PORTAL_PROVISIONING_MAX_SWAPS_PER_NODE = 0
@@ -277,10 +277,10 @@ def test_staff_cancel_and_retry(demo, settings, admin_user):
     failed = NodeStep.objects.get(run=run, status=StepStatus.FAILED)
     # the slot lost its node (no spare): a retry is refused with a message
     with pytest.raises(Exception, match="no longer part"):
-        services.step_retry(step=failed, actor=admin_user)
+        runs.step_retry(step=failed, actor=admin_user)
     other = paid(demo, nodes=1)
-    run2 = services.provisioning_begin(order_id=other.pk)
-    services.run_cancel(run=run2, actor=admin_user, reason="customer asked")
+    run2 = runs.provisioning_begin(order_id=other.pk)
+    runs.run_cancel(run=run2, actor=admin_user, reason="customer asked")
     run2.refresh_from_db()
     assert run2.status == RunStatus.CANCELLED
     assert not NodeStep.objects.filter(run=run2, status=StepStatus.PENDING).exists()

@@ -14,7 +14,7 @@ from billing.selectors import order_nodes
 from billing.services.orders import order_mark_paid, order_transition
 from core.timezones import tz_label
 from inventory.models import Node, NodeStatus, Site
-from provisioning import services, tasks
+from provisioning import runs, tasks
 from provisioning.models import NodeStep, ProvisioningRun, RunStatus
 from tests.billing.test_payments import make_order
 
@@ -53,7 +53,7 @@ def test_a_rental_starting_next_week_is_not_provisioned_at_payment(demo):
     after = {n.pk: n.status for n in Node.objects.filter(pk__in=before)}
     assert after == before and after[nodes[0].pk] == NodeStatus.IN_SERVICE
     # The beat job finds nothing due yet.
-    assert services.provisioning_start_due(now=release.provision_at - timedelta(minutes=1)) == 0
+    assert runs.provisioning_start_due(now=release.provision_at - timedelta(minutes=1)) == 0
     assert not ProvisioningRun.objects.filter(order=order).exists()
 
 
@@ -65,7 +65,7 @@ def test_the_beat_job_starts_the_run_when_its_time_comes_and_only_once(demo):
     due = ProvisioningRelease.objects.get(order=order).provision_at
     later = due + timedelta(seconds=1)
 
-    assert services.provisioning_start_due(now=later) == 2  # not the cancelled one
+    assert runs.provisioning_start_due(now=later) == 2  # not the cancelled one
     run = ProvisioningRun.objects.get(order=order)
     assert run.status == RunStatus.RUNNING
     order.refresh_from_db()
@@ -73,7 +73,7 @@ def test_the_beat_job_starts_the_run_when_its_time_comes_and_only_once(demo):
     assert ProvisioningRun.objects.filter(order=other).count() == 1
     assert not ProvisioningRun.objects.filter(order=cancelled).exists()
     # Again (the next minute, or two beats at once): nothing new.
-    assert services.provisioning_start_due(now=later + timedelta(minutes=1)) == 0
+    assert runs.provisioning_start_due(now=later + timedelta(minutes=1)) == 0
     assert ProvisioningRun.objects.filter(order=order).count() == 1
 
 

@@ -27,7 +27,7 @@ import pytest
 
 from provisioning.models import ValidationRunStatus
 from provisioning.validation import services, ssh
-from provisioning.validation.contract import AgentFailed, NodeTarget, validate_nodes
+from provisioning.validation.interface import AgentFailed, NodeTarget, validate_nodes
 from tests import factories
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"

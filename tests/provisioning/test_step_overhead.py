@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from provisioning import services
+from provisioning import runs
 from provisioning.models import CLEAN_STEPS, PROVISION_STEPS, NodeStep, RunNode, StepName
 from tests.provisioning.test_runs import fast, paid  # noqa: F401 - fixture
 
@@ -24,10 +24,10 @@ QUERIES_PER_STEP = 10
 
 
 def test_phases_end_with_the_last_step():
-    assert services.PROVISION_PHASE_ENDS[-1] == PROVISION_STEPS[-1]
-    assert services.CLEAN_PHASE_ENDS[-1] == CLEAN_STEPS[-1]
-    assert list(services.PROVISION_PHASE_ENDS) == sorted(
-        services.PROVISION_PHASE_ENDS, key=PROVISION_STEPS.index
+    assert runs.PROVISION_PHASE_ENDS[-1] == PROVISION_STEPS[-1]
+    assert runs.CLEAN_PHASE_ENDS[-1] == CLEAN_STEPS[-1]
+    assert list(runs.PROVISION_PHASE_ENDS) == sorted(
+        runs.PROVISION_PHASE_ENDS, key=PROVISION_STEPS.index
     )
 
 
@@ -35,12 +35,12 @@ def test_each_step_costs_a_fixed_number_of_queries_whatever_the_cluster(demo):
     counts = []
     for nodes in (1, 3):
         order = paid(demo, nodes=nodes)
-        run = services.provisioning_begin(order_id=order.pk)
+        run = runs.provisioning_begin(order_id=order.pk)
         slots = list(RunNode.objects.filter(run=run).values_list("slot", flat=True))
         with CaptureQueriesContext(connection) as captured:
             for slot in slots:
-                for upto in services.PROVISION_PHASE_ENDS:
-                    assert services.slot_advance(run_id=run.pk, slot=slot, upto=upto) == "ok"
+                for upto in runs.PROVISION_PHASE_ENDS:
+                    assert runs.slot_advance(run_id=run.pk, slot=slot, upto=upto) == "ok"
         steps = len(slots) * len(PROVISION_STEPS)
         assert NodeStep.objects.filter(run=run, status="done").count() == steps
         counts.append(len(captured.captured_queries) / steps)
@@ -50,8 +50,8 @@ def test_each_step_costs_a_fixed_number_of_queries_whatever_the_cluster(demo):
 
 def test_each_step_logs_only_its_own_operations(demo):
     order = paid(demo, nodes=1)
-    run = services.provisioning_begin(order_id=order.pk)
-    services.slot_advance(run_id=run.pk, slot=0, upto=StepName.CHECK_OS)
+    run = runs.provisioning_begin(order_id=order.pk)
+    runs.slot_advance(run_id=run.pk, slot=0, upto=StepName.CHECK_OS)
     logs = dict(NodeStep.objects.filter(run=run).values_list("name", "log_excerpt"))
     assert logs[StepName.INSTALL] == "install_image: 900 s (simulated)"
     assert logs[StepName.POWER_ON] == "power_on: 180 s (simulated)"
@@ -69,15 +69,15 @@ def test_a_step_outcome_is_kept_when_the_next_step_is_busy(demo):
     from provisioning.models import NodeStepEvent, StepStatus
 
     order = paid(demo, nodes=1)
-    run = services.provisioning_begin(order_id=order.pk)
+    run = runs.provisioning_begin(order_id=order.pk)
     steps = list(NodeStep.objects.filter(run=run).order_by("position"))
     claim, power_off = steps[0], steps[1]
     lifecycle.transition(
         power_off, to=StepStatus.RUNNING, reason="another worker",
         updates={"lease_until": timezone.now() + timedelta(minutes=5), "attempt": 1},
     )  # fmt: skip
-    with pytest.raises(services.StepBusy):
-        services.steps_execute(step_ids=[claim.pk, power_off.pk])
+    with pytest.raises(runs.StepBusy):
+        runs.steps_execute(step_ids=[claim.pk, power_off.pk])
     claim.refresh_from_db()
     power_off.refresh_from_db()
     assert claim.status == StepStatus.DONE and claim.attempt == 1
@@ -95,7 +95,7 @@ def test_moves_of_several_steps_are_checked_before_anything_is_written(demo):
     from provisioning.models import NodeStepEvent, StepStatus
 
     order = paid(demo, nodes=1)
-    run = services.provisioning_begin(order_id=order.pk)
+    run = runs.provisioning_begin(order_id=order.pk)
     first, second = NodeStep.objects.filter(run=run).order_by("position")[:2]
     before = NodeStepEvent.objects.count()
     with pytest.raises(IllegalTransition), transaction.atomic():

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import translation
 
 from billing.services.orders import order_mark_paid
-from provisioning import services
+from provisioning import runs
 from provisioning.models import (
     NodeSwap,
     ProvisioningRun,
@@ -27,7 +27,7 @@ from provisioning.models import (
     ValidationRunStatus,
 )
 from provisioning.validation import report, tasks
-from provisioning.validation.contract import NodeTarget
+from provisioning.validation.interface import NodeTarget
 from provisioning.validation.reasons import MESSAGES, reason_message
 from tests.billing.test_payments import make_order
 from tests.provisioning.test_validation_services import cpu_report, pdf_text
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_every_reason_code_the_code_base_makes_has_a_message():
     made = set()
-    for name in ("rules", "ssh", "contract", "services"):
+    for name in ("rules", "evaluation", "default_rules", "ssh", "interface", "services"):
         path = f"provisioning/validation/{name}.py"
         text = (ROOT / path).read_text()
         made |= set(re.findall(r'_reason\(\s*"([a-z_]+)"', text))
@@ -80,16 +80,16 @@ def _runner(bad_hostname: str):
 
 
 def _drive(run: ProvisioningRun, runner) -> ProvisioningRun:
-    names = services._steps_for(run.kind)
+    names = runs.steps_for(run.kind)
     for _round in range(5):
         run.refresh_from_db()
         if not run.is_active:
             break
         slots = RunNode.objects.filter(run=run, state=RunNodeState.ACTIVE)
         for slot in list(slots.values_list("slot", flat=True)):
-            services.slot_advance(run_id=run.pk, slot=slot, upto=names[-2])
-        if services.run_validate(run_id=run.pk, runner=runner) == "validated":
-            services.run_deliver(run_id=run.pk)
+            runs.slot_advance(run_id=run.pk, slot=slot, upto=names[-2])
+        if runs.run_validate(run_id=run.pk, runner=runner) == "validated":
+            runs.run_deliver(run_id=run.pk)
     run.refresh_from_db()
     return run
 
@@ -100,7 +100,7 @@ def swapped(demo, settings, media):
     settings.PORTAL_SIMULATED_TIME_SCALE = 0
     settings.PORTAL_SIMULATED_FAIL = {}
     order, _ = order_mark_paid(order=make_order(demo, nodes=2))
-    run = services.provisioning_begin(order_id=order.pk)
+    run = runs.provisioning_begin(order_id=order.pk)
     bad = RunNode.objects.get(run=run, slot=1).node
     run = _drive(run, _runner(bad.hostname))
     assert run.status == RunStatus.DELIVERED

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from provisioning.models import ValidationRule
-from provisioning.validation.rules import DEFAULT_RULES
+from provisioning.validation.default_rules import DEFAULT_RULES
 
 
 @pytest.mark.django_db(transaction=True)

@@ -28,8 +28,8 @@ from provisioning.models import (
     ValidationTrigger,
 )
 from provisioning.validation import report, services
-from provisioning.validation.contract import NodeTarget, validate_nodes
-from provisioning.validation.rules import DEFAULT_RULES
+from provisioning.validation.default_rules import DEFAULT_RULES
+from provisioning.validation.interface import NodeTarget, validate_nodes
 from tests import factories
 from tests.factories import run_document_renders
 

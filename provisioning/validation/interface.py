@@ -4,7 +4,7 @@ A provisioning run calls ``validate_nodes`` once its nodes answer; it gets back,
 accept or reject with every reason, and the cluster's verdict. Validation decides; the run
 swaps rejected nodes and delivers accepted clusters. ``validate_nodes`` runs the node agent
 on each node through a ``NodeRunner`` (over SSH in production, as a local subprocess with
-the simulated driver) and judges its report with the rules (``rules.py``).
+the simulated driver) and judges its report with the rules (``evaluation``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from provisioning.validation.cluster import (
     cluster_measurement,
     run_cluster_checks,
 )
+from provisioning.validation.evaluation import evaluate_cluster, evaluate_node
 from provisioning.validation.rules import (
     CheckOutcome,
     ClusterVerdict,
@@ -30,8 +31,6 @@ from provisioning.validation.rules import (
     NodeVerdict,
     Reason,
     Rule,
-    evaluate_cluster,
-    evaluate_node,
 )
 
 AGENT_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding provisioning/

@@ -1,6 +1,6 @@
 """The hand-over from a provisioning run to validation: real agent runs, fail closed."""
 
-from provisioning.validation.contract import (
+from provisioning.validation.interface import (
     AgentFailed,
     NodeTarget,
     local_runner,
@@ -55,7 +55,7 @@ def test_a_cpu_report_judged_against_a_gpu_model_fails_closed():
 
 
 def _measure_in_daemon(queue):
-    from provisioning.validation.contract import local_cluster_measurement
+    from provisioning.validation.interface import local_cluster_measurement
 
     try:
         queue.put(("ok", local_cluster_measurement().metrics))

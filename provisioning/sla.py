@@ -1,7 +1,8 @@
 """The facts behind automatic SLA credits, gathered in the provisioning layer (billing
 never reads provisioning): per slot of the order's cluster, the outages of the nodes that
 filled it, as ``billing.sla.NodeFacts``; ``sla_credits_gather_and_record`` hands them to
-``billing.services.sla.sla_credits_record``.
+``billing.services.sla.sla_credits_record``; ``sla_credits_sweep`` does it for every
+delivered order (beat: the task ``provisioning.tasks.sla_credits_sweep_task``).
 
 - the order's delivery: the provisioning run's delivery past the order's start is late
   delivery for every slot;

@@ -1,11 +1,11 @@
-"""Provisioning tasks: thin, taking ids, each bounded by its own time limits.
+"""The tasks of a provisioning run: thin, taking ids, each bounded by its own time limits.
 
 The canvas of a run (``provisioning_launch``): per slot a chain of
-``provisioning_slot_advance`` signatures (one per phase of steps, ``services.*_PHASE_ENDS``:
+``provisioning_slot_advance`` signatures (one per phase of steps, ``runs.*_PHASE_ENDS``:
 today one phase, all of a node's steps in one task, with the time limit of those steps),
 all slots in a group, a chord into cluster validation, then delivery.
 Cleaning: the same shape, into ``provisioning_clean_finish``. Every task checks the
-recorded state first (``provisioning.services``), so a redelivered or relaunched task
+recorded state first (``provisioning.runs``), so a redelivered or relaunched task
 does no harm; a task of an older launch stops at once.
 """
 
@@ -16,39 +16,39 @@ import logging
 from celery import Task, chain, chord, group, shared_task
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import InterfaceError, OperationalError
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import translation
 
 from accounts.models import Membership
-from provisioning import services, suspension
-from provisioning.drivers.base import TransientDriverError
-from provisioning.models import NodeStep, ProvisioningRun, RunKind, RunNode, RunNodeState
+from core.queues import CeleryQueue
+from provisioning import runs
+from provisioning.models import (
+    CLEAN_STEPS,
+    PROVISION_STEPS,
+    NodeStep,
+    ProvisioningRun,
+    RunKind,
+    RunNode,
+    RunNodeState,
+)
+from provisioning.tasks.options import DB_ERRORS, IDEMPOTENT
 
 logger = logging.getLogger(__name__)
 
-DB_ERRORS = (OperationalError, InterfaceError)
-# Tasks that are safe to run twice: acknowledged late (a dead worker's message is run
-# again) and retried on database errors with backoff.
-IDEMPOTENT = {
-    "acks_late": True,
-    "reject_on_worker_lost": True,
-    "autoretry_for": DB_ERRORS,
-    "retry_backoff": True,
-    "max_retries": 5,
-}
 ADVANCE_LIMIT_S = settings.CELERY_LONGEST_TASK_S - 60
 
 
 def _advance_limit(names: tuple[str, ...], upto: str) -> int:
     """The time an advance to ``upto`` may take: every step up to it (a spare swapped in
     catches up from its first step), within the longest task the broker allows."""
-    total = sum(services.STEP_LIMIT_S[n] for n in names[: names.index(upto) + 1])
+    total = sum(runs.STEP_LIMIT_S[n] for n in names[: names.index(upto) + 1])
     return min(total + 60, ADVANCE_LIMIT_S)
 
 
 @shared_task(
+    name="provisioning.tasks.provisioning_start",
+    queue=CeleryQueue.PROVISIONING,
     **IDEMPOTENT,
     soft_time_limit=60,
     time_limit=90,
@@ -60,7 +60,7 @@ def provisioning_start(order_id: int) -> str:
     if not settings.PORTAL_PROVISIONING_AUTOSTART:
         logger.info("Order %s is paid; provisioning autostart is off.", order_id)
         return "queued"
-    outcome = services.provisioning_start_when_due(order_id=order_id)
+    outcome = runs.provisioning_start_when_due(order_id=order_id)
     if outcome is None:
         return "skipped"
     if isinstance(outcome, ProvisioningRun):
@@ -68,15 +68,24 @@ def provisioning_start(order_id: int) -> str:
     return f"scheduled for {outcome.isoformat()}"
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=120, time_limit=150)
+@shared_task(
+    name="provisioning.tasks.provisioning_start_due_task",
+    queue=CeleryQueue.PROVISIONING,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=120,
+    time_limit=150,
+)
 def provisioning_start_due_task() -> int:
     """Beat: start the runs of released orders whose provisioning time has come."""
     if not settings.PORTAL_PROVISIONING_AUTOSTART:
         return 0
-    return services.provisioning_start_due()
+    return runs.provisioning_start_due()
 
 
 @shared_task(
+    name="provisioning.tasks.provisioning_launch",
+    queue=CeleryQueue.PROVISIONING,
     **IDEMPOTENT,
     soft_time_limit=60,
     time_limit=90,
@@ -92,10 +101,10 @@ def provisioning_launch(run_id: int, launch: int) -> str:
         .values_list("slot", flat=True)
     )
     if run.kind == RunKind.CLEAN:
-        names, ends = services.CLEAN_STEPS, services.CLEAN_PHASE_ENDS
+        names, ends = CLEAN_STEPS, runs.CLEAN_PHASE_ENDS
         body = provisioning_clean_finish.si(run_id, launch)
     else:
-        names, ends = services.PROVISION_STEPS, services.PROVISION_PHASE_ENDS
+        names, ends = PROVISION_STEPS, runs.PROVISION_PHASE_ENDS
         body = chain(
             provisioning_validate.si(run_id, launch), provisioning_deliver.si(run_id, launch)
         )
@@ -120,6 +129,8 @@ def provisioning_launch(run_id: int, launch: int) -> str:
 
 
 @shared_task(
+    name="provisioning.tasks.provisioning_slot_advance",
+    queue=CeleryQueue.PROVISIONING,
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
@@ -130,60 +141,82 @@ def provisioning_launch(run_id: int, launch: int) -> str:
 def provisioning_slot_advance(self: Task, run_id: int, slot: int, upto: str, launch: int) -> str:
     """Bring one slot's node through its steps up to ``upto`` (idempotent)."""
     try:
-        return services.slot_advance(run_id=run_id, slot=slot, upto=upto, launch=launch)
-    except services.StepTransient as exc:
+        return runs.slot_advance(run_id=run_id, slot=slot, upto=upto, launch=launch)
+    except runs.StepTransient as exc:
         # Backoff grows with the step's recorded attempts; the cap is in step_execute.
         countdown = min(
             settings.PORTAL_PROVISIONING_RETRY_BACKOFF_S * 2 ** (exc.attempt - 1), 300.0
         )
         raise self.retry(countdown=countdown, exc=exc) from None
-    except services.StepBusy:
+    except runs.StepBusy:
         raise self.retry(countdown=5) from None
     except DB_ERRORS as exc:
         raise self.retry(countdown=5, exc=exc) from None
 
 
 @shared_task(
+    name="provisioning.tasks.provisioning_validate",
+    queue=CeleryQueue.PROVISIONING,
     **IDEMPOTENT,
-    soft_time_limit=services.STEP_LIMIT_S["validate"],
-    time_limit=services.STEP_LIMIT_S["validate"] + 60,
+    soft_time_limit=runs.STEP_LIMIT_S["validate"],
+    time_limit=runs.STEP_LIMIT_S["validate"] + 60,
 )
 def provisioning_validate(run_id: int, launch: int) -> str:
     """Cluster validation (the chord's body); swaps rejected nodes and relaunches."""
-    return services.run_validate(run_id=run_id, launch=launch)
+    return runs.run_validate(run_id=run_id, launch=launch)
 
 
 @shared_task(
+    name="provisioning.tasks.provisioning_deliver",
+    queue=CeleryQueue.PROVISIONING,
     **IDEMPOTENT,
     soft_time_limit=60,
     time_limit=90,
 )
 def provisioning_deliver(run_id: int, launch: int) -> str:
-    return services.run_deliver(run_id=run_id, launch=launch)
+    return runs.run_deliver(run_id=run_id, launch=launch)
 
 
 @shared_task(
+    name="provisioning.tasks.provisioning_clean_finish",
+    queue=CeleryQueue.PROVISIONING,
     **IDEMPOTENT,
     soft_time_limit=60,
     time_limit=90,
 )
 def provisioning_clean_finish(run_id: int, launch: int) -> str:
-    return services.cleaning_finish(run_id=run_id, launch=launch)
-
-
-@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=120, time_limit=150)
-def provisioning_reaper_task() -> dict[str, int]:
-    """Beat: resume runs whose worker died, fail runs past their deadline."""
-    return services.reaper()
-
-
-@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=120, time_limit=150)
-def provisioning_end_due_orders_task() -> int:
-    """Beat: ready orders past their end are ended and their nodes cleaned."""
-    return services.orders_end_due()
+    return runs.cleaning_finish(run_id=run_id, launch=launch)
 
 
 @shared_task(
+    name="provisioning.tasks.provisioning_reaper_task",
+    queue=CeleryQueue.PROVISIONING,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=120,
+    time_limit=150,
+)
+def provisioning_reaper_task() -> dict[str, int]:
+    """Beat: resume runs whose worker died, fail runs past their deadline."""
+    return runs.reaper()
+
+
+@shared_task(
+    name="provisioning.tasks.provisioning_end_due_orders_task",
+    queue=CeleryQueue.PROVISIONING,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=120,
+    time_limit=150,
+)
+def provisioning_end_due_orders_task() -> int:
+    """Beat: ready orders past their end are ended and their nodes cleaned."""
+    return runs.orders_end_due()
+
+
+@shared_task(
+    name="provisioning.tasks.provisioning_email",
+    queue=CeleryQueue.PROVISIONING,
     autoretry_for=(ConnectionError, TimeoutError, OSError),
     retry_backoff=True,
     max_retries=5,
@@ -223,21 +256,3 @@ def provisioning_email(run_id: int, kind: str) -> int:
         subject = render_to_string("provisioning/email_subject.txt", context).strip()
         body = render_to_string("provisioning/email_body.txt", context)
     return send_mail(subject, body, None, emails)
-
-
-@shared_task(
-    **{**IDEMPOTENT, "autoretry_for": (*DB_ERRORS, TransientDriverError)},
-    soft_time_limit=1200,
-    time_limit=1260,
-)
-def order_power_sync(order_id: int) -> dict[str, object]:
-    """Power an order's nodes off while it is suspended, on once it resumes (enqueued by
-    billing's dunning). Reads the state, not the message: safe to run twice."""
-    result = suspension.order_power_sync(order_id=order_id)
-    if result.transient:
-        raise TransientDriverError(f"power {result.target}: {result.failed}")
-    return {"target": result.target, "changed": result.changed, "failed": result.failed}
-
-
-# Automatic SLA credits: facts gathered here, credits computed by billing.
-from provisioning.tasks_sla import *  # noqa: E402, F403

@@ -11,7 +11,7 @@ import pytest
 from billing.models import Order, OrderStatus, SlaCredit
 from billing.services import invoicing, orders
 from inventory.models import NodeEvent
-from provisioning import services, sla_facts
+from provisioning import runs, sla
 from provisioning.models import (
     NodeSwap,
     ProvisioningRun,
@@ -29,7 +29,7 @@ def test_facts_from_the_records_give_the_hand_computed_credit(demo):
     orders.invoice_mark_paid_by_transfer(
         invoice=order.invoices.get(), reference="T-1", actor=demo["admin"]
     )
-    run = services.run_create(order=order)
+    run = runs.run_create(order=order)
     p1, _p2 = invoicing.order_schedule(order)
     # Delivered 5 hours after the start.
     ProvisioningRun.objects.filter(pk=run.pk).update(
@@ -53,11 +53,11 @@ def test_facts_from_the_records_give_the_hand_computed_credit(demo):
         hours_lost=Decimal("2.00"),
     )
     Order.objects.filter(pk=order.pk).update(status=OrderStatus.READY)
-    facts = dict((f.node_ref, f) for _code, f in sla_facts.order_sla_facts(order))
+    facts = dict((f.node_ref, f) for _code, f in sla.order_sla_facts(order))
     assert {o.kind for o in facts[first.hostname].outages} == {"late_delivery", "faulty"}
     assert {o.kind for o in facts[second.hostname].outages} == {"late_delivery", "swap"}
-    assert sla_facts.sla_credits_gather_and_record(order_id=order.pk, now=p1.end) == 2
-    assert sla_facts.sla_credits_gather_and_record(order_id=order.pk, now=p1.end) == 0
+    assert sla.sla_credits_gather_and_record(order_id=order.pk, now=p1.end) == 2
+    assert sla.sla_credits_gather_and_record(order_id=order.pk, now=p1.end) == 0
     hours = Decimal((p1.end - p1.start).total_seconds()) / 3600
     credits = {c.node_ref: c for c in SlaCredit.objects.filter(order=order)}
     # Node 1: 5 h late + 3 h faulty = 8 h; node 2: 5 h late + 2 h swap = 7 h. Over a
@@ -95,7 +95,7 @@ def test_failed_and_degraded_revalidations_are_downtime_against_the_acceptance_b
     orders.invoice_mark_paid_by_transfer(
         invoice=order.invoices.get(), reference="T-1", actor=demo["admin"]
     )
-    run = services.run_create(order=order)
+    run = runs.run_create(order=order)
     p1, _p2 = invoicing.order_schedule(order)
     ProvisioningRun.objects.filter(pk=run.pk).update(
         status=RunStatus.DELIVERED, finished_at=order.start_at
@@ -119,13 +119,13 @@ def test_failed_and_degraded_revalidations_are_downtime_against_the_acceptance_b
     _validation(second, order, start + timedelta(days=5), accepted=True, measured=280)
     Order.objects.filter(pk=order.pk).update(status=OrderStatus.READY)
 
-    facts = dict((f.node_ref, f) for _code, f in sla_facts.order_sla_facts(order))
+    facts = dict((f.node_ref, f) for _code, f in sla.order_sla_facts(order))
     assert sorted(o.kind for o in facts[first.hostname].outages) == [
         "degraded",
         "validation_failed",
     ]
     assert list(facts[second.hostname].outages) == []
-    assert sla_facts.sla_credits_gather_and_record(order_id=order.pk, now=p1.end) == 1
+    assert sla.sla_credits_gather_and_record(order_id=order.pk, now=p1.end) == 1
     credit = SlaCredit.objects.get(order=order)
     assert credit.node_ref == first.hostname
     hours = Decimal((p1.end - p1.start).total_seconds()) / 3600

@@ -1,0 +1,320 @@
+"""Cluster validation once every slot is provisioned, and delivery: accepted nodes go in
+service and the order is ready; rejected ones are swapped and the canvas relaunched."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import ROUND_HALF_UP, Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from billing.models import Order, OrderStatus
+from billing.services.orders import order_transition
+from core import jobs, lifecycle
+from inventory.models import HardwareDriverKind, Node, NodeStatus
+from provisioning.models import (
+    PROVISION_STEPS,
+    NodeStep,
+    NodeSwap,
+    ProvisioningRun,
+    RunNode,
+    RunNodeState,
+    RunStatus,
+    StepName,
+    StepStatus,
+)
+from provisioning.runs.failure import run_fail
+from provisioning.runs.plan import EMAIL_TASK, LOG_EXCERPT_CHARS, STEP_LIMIT_S
+from provisioning.runs.records import run_back_to_running, run_launch, step_move
+from provisioning.runs.swaps import node_swap
+from provisioning.validation import interface
+from provisioning.validation import selectors as validation_selectors
+from provisioning.validation import services as validation_services
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Validation:
+    """What the first phase leaves for the others: the run, its active slots and the
+    validate steps it leased (empty when they were all recorded before)."""
+
+    run: ProvisioningRun
+    active: list[RunNode]
+    todo: list[NodeStep]
+
+
+def _validation_begin(run_id: int, launch: int | None) -> _Validation | str:
+    """Phase 1, under the run's lock: every slot provisioned? Then the run, the order and
+    the nodes move to validating and the pending validate steps are leased. Returns a
+    word ("stopped", "waiting") when there is nothing to validate now."""
+    with transaction.atomic():
+        run = ProvisioningRun.objects.select_for_update().get(pk=run_id)
+        if run.status not in (RunStatus.RUNNING, RunStatus.VALIDATING):
+            return "stopped"
+        if launch is not None and launch != run.launch:
+            return "stopped"
+        active = list(
+            RunNode.objects.filter(run=run, state=RunNodeState.ACTIVE).select_related(
+                "node", "node__node_type__gpu_model"
+            )
+        )
+        unfinished = (
+            NodeStep.objects.filter(
+                run=run, node_id__in=[rn.node_id for rn in active], name__in=PROVISION_STEPS
+            )
+            .exclude(status__in=[StepStatus.DONE, StepStatus.SKIPPED])
+            .exists()
+        )
+        if not active or unfinished:
+            return "waiting"
+        if run.status == RunStatus.RUNNING:
+            lifecycle.transition(
+                run,
+                to=RunStatus.VALIDATING,
+                reason=_("All nodes answer: validating."),
+                updates={"message": _("Validating the cluster.")},
+                locked=True,
+            )
+        order = Order.objects.select_for_update().get(pk=run.order_id)
+        if order.status == OrderStatus.PROVISIONING:
+            order_transition(
+                order=order, to_status=OrderStatus.VALIDATING, reason=_("Validating the cluster.")
+            )
+        nodes = list(
+            Node.objects.select_for_update().filter(
+                pk__in=[rn.node_id for rn in active], status=NodeStatus.PROVISIONING
+            )
+        )
+        if nodes:
+            lifecycle.transition_many(
+                nodes, to=NodeStatus.VALIDATING, reason=_("Validating."), locked=True
+            )
+        todo = list(
+            NodeStep.objects.select_for_update(of=("self",))
+            .select_related("node")
+            .filter(
+                run=run,
+                node_id__in=[rn.node_id for rn in active],
+                name=StepName.VALIDATE,
+                status__in=[StepStatus.PENDING, StepStatus.RUNNING],
+            )
+        )
+        now = timezone.now()
+        pending = [step for step in todo if step.status == StepStatus.PENDING]
+        for attempt in sorted({step.attempt for step in pending}):  # one move per attempt
+            lifecycle.transition_many(
+                [step for step in pending if step.attempt == attempt],
+                to=StepStatus.RUNNING,
+                reason=_("Validation started."),
+                updates={
+                    "attempt": attempt + 1,
+                    "started_at": now,
+                    "lease_until": now + timedelta(seconds=STEP_LIMIT_S[StepName.VALIDATE]),
+                    "message": _("Running the validation suite."),
+                },
+                locked=True,
+            )
+    return _Validation(run, active, todo)
+
+
+def _validation_measure(
+    state: _Validation, runner: interface.NodeRunner | None
+) -> interface.ValidationOutcome:
+    """Phase 2, outside any transaction: the validation suite on the leased nodes, with
+    the rules as stored (staff-editable); the outcome is kept as a ValidationRun with its
+    documents, raw outputs and acceptance report. A suite that did not run rejects every
+    node with the reason (fail closed)."""
+    run = state.run
+    by_node = {rn.node_id: rn for rn in state.active}
+    simulated = (
+        run.driver == HardwareDriverKind.SIMULATED or settings.PORTAL_REDFISH_IN_BAND == "simulated"
+    )
+    targets = []
+    for step in state.todo:
+        gpu_model = by_node[step.node_id].node.node_type.gpu_model
+        model = "cpu" if simulated or gpu_model is None else gpu_model.name
+        targets.append(interface.NodeTarget(step.node_id, step.node.hostname, model))
+    try:
+        return interface.validate_nodes(
+            targets,
+            runner=runner or validation_services.agent_runner(simulated=simulated),
+            rules=validation_selectors.rules_from_db(),
+            persist=validation_services.validation_persister(order_id=run.order_id),
+        )
+    except Exception as exc:
+        logger.exception("validation of run %s failed to run", run.pk)
+        why = f"validation did not run: {exc}"
+        return interface.ValidationOutcome(
+            [interface.NodeResult(t.node_id, t.hostname, False, [why], {}) for t in targets],
+            False,
+            [why],
+        )
+
+
+def _validation_record(
+    state: _Validation, outcome: interface.ValidationOutcome
+) -> list[tuple[RunNode, str]]:
+    """Phase 3, one transaction: each validate step still leased is done (accepted) or
+    failed with the reasons. Returns the rejected slots with why."""
+    by_node = {rn.node_id: rn for rn in state.active}
+    results = {r.node_id: r for r in outcome.nodes}
+    rejected: list[tuple[RunNode, str]] = []
+    with transaction.atomic():
+        accepted: list[NodeStep] = []
+        for step in (
+            NodeStep.objects.select_for_update(of=("self",))
+            .select_related("node")
+            .filter(pk__in=[s.pk for s in state.todo], status=StepStatus.RUNNING)
+        ):
+            result = results.get(step.node_id)
+            excerpt = json.dumps(result.report if result else {}, default=str)[:LOG_EXCERPT_CHARS]
+            if result is not None and result.accepted:
+                step.log_excerpt = excerpt
+                accepted.append(step)
+            else:
+                why = "; ".join(result.reasons) if result else _("no result")
+                step_move(
+                    step,
+                    StepStatus.FAILED,
+                    why,
+                    finished_at=timezone.now(),
+                    lease_until=None,
+                    message=why,
+                    log_excerpt=excerpt,
+                )
+                rejected.append((by_node[step.node_id], why))
+        if accepted:  # one move for all accepted nodes, then their reports
+            lifecycle.transition_many(
+                accepted,
+                to=StepStatus.DONE,
+                reason=_("Accepted."),
+                updates={
+                    "finished_at": timezone.now(),
+                    "lease_until": None,
+                    "message": _("Accepted by validation."),
+                },
+                locked=True,
+            )
+            NodeStep.objects.bulk_update(accepted, ["log_excerpt"])
+    return rejected
+
+
+def _validation_settle(
+    state: _Validation,
+    outcome: interface.ValidationOutcome,
+    rejected: list[tuple[RunNode, str]],
+) -> str:
+    """Phase 4: a cluster that failed as a whole fails the run; each rejected node is
+    swapped for a spare (none free: the run fails) and the canvas relaunched for them."""
+    run = state.run
+    if not rejected and not outcome.cluster_accepted and len(state.active) > 1:
+        run_fail(
+            run=run,
+            reason=_("The cluster failed validation: %(why)s")
+            % {"why": "; ".join(outcome.cluster_reasons)},
+        )
+        return "failed"
+    if not rejected:
+        return "validated"
+    for run_node, why in rejected:
+        spare = node_swap(
+            run=run, run_node=run_node, reason=_("Failed validation: %(why)s") % {"why": why}
+        )
+        if spare is None:
+            run_fail(
+                run=run,
+                reason=_("%(node)s failed validation and no spare is free.")
+                % {"node": run_node.node.hostname},
+            )
+            return "failed"
+    with transaction.atomic():
+        run = ProvisioningRun.objects.select_for_update().get(pk=run.pk)
+        run_back_to_running(run)
+        run_launch(run)
+    return "swapped"
+
+
+def run_validate(
+    *, run_id: int, launch: int | None = None, runner: interface.NodeRunner | None = None
+) -> str:
+    """Cluster validation once every slot is provisioned: accepted nodes are kept,
+    rejected ones are swapped and the canvas relaunched for their spares. Returns
+    "stopped", "waiting", "validated", "swapped" or "failed"."""
+    state = _validation_begin(run_id, launch)
+    if isinstance(state, str):
+        return state
+    if not state.todo:
+        return "validated"
+    outcome = _validation_measure(state, runner)
+    rejected = _validation_record(state, outcome)
+    return _validation_settle(state, outcome, rejected)
+
+
+def _addresses(node: Node) -> list[str]:
+    return [node.ip_address] if node.ip_address else []
+
+
+def run_deliver(*, run_id: int, launch: int | None = None) -> str:
+    """Every active node accepted: nodes in service, the order ready, the customer told."""
+    with transaction.atomic():
+        run = ProvisioningRun.objects.select_for_update().get(pk=run_id)
+        if run.status != RunStatus.VALIDATING:
+            return "stopped" if run.status != RunStatus.DELIVERED else "delivered"
+        if launch is not None and launch != run.launch:
+            return "stopped"
+        active = list(
+            RunNode.objects.filter(run=run, state=RunNodeState.ACTIVE).select_related("node")
+        )
+        pending = NodeStep.objects.filter(
+            run=run, node_id__in=[rn.node_id for rn in active]
+        ).exclude(status__in=[StepStatus.DONE, StepStatus.SKIPPED])
+        if pending.exists():
+            return "waiting"
+        now = timezone.now()
+        order = (
+            Order.objects.select_for_update(of=("self",))
+            .select_related("image_profile")
+            .get(pk=run.order_id)
+        )
+        user = order.image_profile.ssh_user if order.image_profile else "root"
+        nodes = list(Node.objects.select_for_update().filter(pk__in=[rn.node_id for rn in active]))
+        lifecycle.transition_many(
+            [n for n in nodes if n.status == NodeStatus.VALIDATING],
+            to=NodeStatus.IN_SERVICE,
+            reason=_("Delivered to order %(n)s.") % {"n": order.number},
+            locked=True,
+        )
+        for rn in active:
+            rn.ssh_user, rn.addresses, rn.delivered_at = user, _addresses(rn.node), now
+        RunNode.objects.bulk_update(active, ["ssh_user", "addresses", "delivered_at"])
+        lifecycle.transition(
+            run,
+            to=RunStatus.DELIVERED,
+            reason=_("Delivered."),
+            updates={"finished_at": now, "message": _("Delivered.")},
+            locked=True,
+        )
+        if order.status == OrderStatus.VALIDATING:
+            order_transition(
+                order=order,
+                to_status=OrderStatus.READY,
+                reason=_("The cluster passed validation and is ready."),
+            )
+        for swap in NodeSwap.objects.filter(
+            run=run, spare_node__isnull=False, restored_at__isnull=True
+        ):
+            lost_from = max(order.start_at, swap.failed_at)
+            lost_to = max(order.start_at, now)
+            hours = Decimal(max((lost_to - lost_from).total_seconds(), 0) / 3600).quantize(
+                Decimal("0.01"), rounding=ROUND_HALF_UP
+            )
+            NodeSwap.objects.filter(pk=swap.pk).update(restored_at=now, hours_lost=hours)
+        jobs.enqueue(EMAIL_TASK, run.pk, "ready")
+    return "delivered"

@@ -1,0 +1,35 @@
+"""Provisioning's Celery tasks, one module per concern: ``runs`` (a run's canvas, the
+beat jobs that start, resume and end runs, the customer's emails), ``power`` (suspended
+orders' power) and ``sla`` (the SLA credits sweep). Each task declares its queue and
+keeps its registered name, ``provisioning.tasks.<task>`` (the outbox and the beat table
+store names). Importing this package registers them all."""
+
+from provisioning.tasks.power import order_power_sync
+from provisioning.tasks.runs import (
+    provisioning_clean_finish,
+    provisioning_deliver,
+    provisioning_email,
+    provisioning_end_due_orders_task,
+    provisioning_launch,
+    provisioning_reaper_task,
+    provisioning_slot_advance,
+    provisioning_start,
+    provisioning_start_due_task,
+    provisioning_validate,
+)
+from provisioning.tasks.sla import sla_credits_sweep_task
+
+__all__ = [
+    "order_power_sync",
+    "provisioning_clean_finish",
+    "provisioning_deliver",
+    "provisioning_email",
+    "provisioning_end_due_orders_task",
+    "provisioning_launch",
+    "provisioning_reaper_task",
+    "provisioning_slot_advance",
+    "provisioning_start",
+    "provisioning_start_due_task",
+    "provisioning_validate",
+    "sla_credits_sweep_task",
+]

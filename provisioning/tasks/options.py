@@ -1,0 +1,18 @@
+"""The acknowledgement and retry options the provisioning tasks share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import InterfaceError, OperationalError
+
+DB_ERRORS = (OperationalError, InterfaceError)
+# Tasks that are safe to run twice: acknowledged late (a dead worker's message is run
+# again) and retried on database errors with backoff.
+IDEMPOTENT: dict[str, Any] = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": DB_ERRORS,
+    "retry_backoff": True,
+    "max_retries": 5,
+}
