@@ -35,7 +35,7 @@ def worker():
         f"postgres://{connection.settings_dict['USER']}@{connection.settings_dict['HOST']}:"
         f"{connection.settings_dict['PORT']}/{connection.settings_dict['NAME']}"
     )
-    env["DJANGO_SETTINGS_MODULE"] = "portal.settings_test"
+    env["DJANGO_SETTINGS_MODULE"] = "portal.settings.test"
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", queue, "-P", "solo",
          "-n", f"test-{suffix}@%h", "--loglevel=INFO", "--without-mingle", "--without-gossip"],
