@@ -44,29 +44,29 @@ def now() -> float:
 
 
 def _max_failures() -> int:
-    return int(getattr(settings, "LOGIN_THROTTLE_MAX_FAILURES", 5))
+    return settings.LOGIN_THROTTLE_MAX_FAILURES
 
 
 def _window() -> int:
-    return int(getattr(settings, "LOGIN_THROTTLE_WINDOW", 15 * 60))
+    return settings.LOGIN_THROTTLE_WINDOW
 
 
 def _lockout() -> int:
-    return int(getattr(settings, "LOGIN_THROTTLE_LOCKOUT", 15 * 60))
+    return settings.LOGIN_THROTTLE_LOCKOUT
 
 
 def _ip_max_accounts() -> int:
-    return int(getattr(settings, "LOGIN_THROTTLE_IP_MAX_ACCOUNTS", 20))
+    return settings.LOGIN_THROTTLE_IP_MAX_ACCOUNTS
 
 
 def _known_client() -> int:
-    return int(getattr(settings, "LOGIN_THROTTLE_KNOWN_CLIENT", 30 * 24 * 3600))
+    return settings.LOGIN_THROTTLE_KNOWN_CLIENT
 
 
 def client_ip(request: HttpRequest) -> str:
     """The client's address: ``REMOTE_ADDR``, or behind ``PORTAL_TRUSTED_PROXIES`` reverse
     proxies the address the outermost trusted proxy saw (from ``X-Forwarded-For``)."""
-    proxies = int(getattr(settings, "PORTAL_TRUSTED_PROXIES", 0))
+    proxies = settings.PORTAL_TRUSTED_PROXIES
     if proxies > 0:
         forwarded = [
             part.strip()

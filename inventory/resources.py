@@ -204,7 +204,7 @@ class TooManyRowsError(CSVFileError):
 
 def sync_import_max_rows() -> int:
     """How many rows an import on the admin page (preview, then confirm) takes at most."""
-    return int(getattr(settings, "INVENTORY_CSV_IMPORT_MAX_SYNC_ROWS", 5000))
+    return settings.INVENTORY_CSV_IMPORT_MAX_SYNC_ROWS
 
 
 # --- Formulas in cells: escaped on export -------------------------------------------------
@@ -232,7 +232,7 @@ def unescape_formula(text: str) -> str:
 
 def escape_formulae_on_export() -> bool:
     """django-import-export's setting, on unless explicitly set to ``False``."""
-    return getattr(settings, "IMPORT_EXPORT_ESCAPE_FORMULAE_ON_EXPORT", True) is not False
+    return settings.IMPORT_EXPORT_ESCAPE_FORMULAE_ON_EXPORT is not False
 
 
 def escaped_dataset(dataset: tablib.Dataset) -> tablib.Dataset:
