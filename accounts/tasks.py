@@ -15,6 +15,7 @@ from smtplib import SMTPException
 from celery import shared_task
 
 from accounts import services
+from core.queues import CeleryQueue
 
 # Seconds: (soft, hard). The soft limit raises inside the task so it can stop cleanly.
 MAIL_LIMITS = {"soft_time_limit": 60, "time_limit": 90}
@@ -25,25 +26,25 @@ MAIL_RETRIES = {
 }
 
 
-@shared_task(**MAIL_RETRIES, **MAIL_LIMITS)
+@shared_task(queue=CeleryQueue.DEFAULT, **MAIL_RETRIES, **MAIL_LIMITS)
 def email_verification_email(user_id: int, language: str) -> str:
     """The link that verifies a new account's address."""
     return services.email_verification_deliver(user_id=user_id, language=language)
 
 
-@shared_task(**MAIL_RETRIES, **MAIL_LIMITS)
+@shared_task(queue=CeleryQueue.DEFAULT, **MAIL_RETRIES, **MAIL_LIMITS)
 def signup_taken_email(email: str, language: str) -> str:
     """Tell an address's owner that someone tried to sign up with it."""
     return services.signup_taken_deliver(email=email, language=language)
 
 
-@shared_task(**MAIL_RETRIES, **MAIL_LIMITS)
+@shared_task(queue=CeleryQueue.DEFAULT, **MAIL_RETRIES, **MAIL_LIMITS)
 def invitation_email(invitation_id: int, language: str) -> str:
     """The invitation link, unless the invitation closed in the meantime."""
     return services.invitation_email_deliver(invitation_id=invitation_id, language=language)
 
 
-@shared_task(**MAIL_RETRIES, **MAIL_LIMITS)
+@shared_task(queue=CeleryQueue.DEFAULT, **MAIL_RETRIES, **MAIL_LIMITS)
 def password_reset_email(email: str, language: str) -> int:
     """Password reset links for the accounts of an address (none: nothing is sent)."""
     return services.password_reset_deliver(email=email, language=language)

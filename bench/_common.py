@@ -86,9 +86,9 @@ def drop_database(url: str) -> None:
 
 
 def setup_django(url: str) -> None:
-    """Point Django (``portal.settings_test``) at ``url`` and set it up."""
+    """Point Django (``portal.settings.test``) at ``url`` and set it up."""
     os.environ["DATABASE_URL"] = url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "portal.settings_test"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "portal.settings.test"
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     import django

@@ -14,7 +14,7 @@ In the same run, against the same 10,000 nodes, the configure page (the instant 
 is timed through Django's test client and compared with a hello-world view served
 through the same URL configuration and middleware: asked again and again, as the issue's
 goal measures it (after the first GET its parts are kept per configuration,
-``portal.instant_quote``), and computed afresh each time (``computed_*``: what a
+``portal.shop.instant_quote``), and computed afresh each time (``computed_*``: what a
 configuration asked for the first time, or after the inventory changed, costs).
 
 Usage, from the repository root::

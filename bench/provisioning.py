@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     broker = args.broker or default_broker()
     tmp = Path(tempfile.mkdtemp(prefix="bench-provisioning-"))
     base_env = {
-        "DJANGO_SETTINGS_MODULE": "portal.settings_test",
+        "DJANGO_SETTINGS_MODULE": "portal.settings.test",
         "DATABASE_URL": url,
         "REDIS_URL": broker,
         "CELERY_BROKER_URL": broker,
@@ -347,16 +347,17 @@ def main(argv: list[str] | None = None) -> int:
             add_nodes(sum(sizes) + args.realistic_nodes + 16)
 
         # The provisioning worker serves the provisioning and validation queues, as the
-        # deployment's dedicated worker does (portal/queues.py); the payment's invoice PDF
+        # deployment's dedicated worker does (core/queues.py); the payment's invoice PDF
         # and emails go to a second worker (one process) on the same machine, so they
         # still take CPU but not a provisioning worker's slot or, in (b), its GIL.
         # --shared-worker: everything on the provisioning worker (the earlier layout).
-        from portal import queues as portal_queues
+        from core import queues as portal_queues
 
         if args.shared_worker:
             own_queues = portal_queues.ALL
         else:
-            own_queues = (portal_queues.PROVISIONING, portal_queues.VALIDATION)
+            queue = portal_queues.CeleryQueue
+            own_queues = (queue.PROVISIONING, queue.VALIDATION)
         other_queues = tuple(q for q in portal_queues.ALL if q not in own_queues)
 
         def start_side_worker(env: dict[str, str]) -> Workers | None:

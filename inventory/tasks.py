@@ -6,10 +6,17 @@ from datetime import timedelta
 
 from celery import shared_task
 
+from core.queues import CeleryQueue
 from inventory import csv_jobs, services
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=120, time_limit=150)
+@shared_task(
+    queue=CeleryQueue.DEFAULT,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=120,
+    time_limit=150,
+)
 def reservation_expire_holds_task() -> int:
     """Expire holds whose time is up (Celery beat, every minute). Idempotent."""
     return services.reservation_expire_holds()
@@ -22,6 +29,7 @@ IMPORT_TIME_LIMIT_S = IMPORT_SOFT_TIME_LIMIT_S + 300
 
 
 @shared_task(
+    queue=CeleryQueue.DEFAULT,
     acks_late=True,
     reject_on_worker_lost=True,
     soft_time_limit=IMPORT_SOFT_TIME_LIMIT_S,
@@ -36,7 +44,13 @@ def import_job_run_task(job_id: int) -> str | None:
     return None if job is None else job.status
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=60, time_limit=90)
+@shared_task(
+    queue=CeleryQueue.DEFAULT,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=60,
+    time_limit=90,
+)
 def import_job_sweep_task() -> int:
     """Re-enqueue background imports that a lost message or a dead worker left (beat)."""
     return csv_jobs.import_job_sweep(

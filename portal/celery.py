@@ -1,9 +1,12 @@
-"""The Celery application. Configuration comes from Django settings (``CELERY_*``)."""
+"""The Celery application. Configuration comes from Django settings (``CELERY_*``,
+``portal/settings/celery.py``); ``route_task`` is its router."""
 
 import logging
 import os
 import threading
+import warnings
 from pathlib import Path
+from typing import Any
 
 from celery import Celery
 from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutdown
@@ -11,6 +14,11 @@ from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutd
 logger = logging.getLogger(__name__)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+
+# Each task declares its queue on its decorator (core.queues.CeleryQueue) and route_task
+# below reads it, so Celery's warning that the attribute alone stops routing in 6.0 is
+# answered here.
+warnings.filterwarnings("ignore", message=r"\s*The 'queue' task attribute is deprecated")
 
 app = Celery("portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -25,6 +33,25 @@ app.autodiscover_tasks(
         "portal",
     ]
 )
+
+
+def route_task(
+    name: str, args: Any, kwargs: Any, options: dict[str, Any], task: Any = None, **_kw: Any
+) -> dict[str, str] | None:
+    """The queue of the task ``name``: the ``queue=`` its decorator declares.
+
+    A task published by name (the outbox's ``signature(name)``, ``core.jobs``) comes
+    without its task object: it is looked up in the registry, which holds every app's
+    tasks in every process (``PortalConfig.ready`` imports them). A queue already in
+    ``options`` (the caller's explicit ``queue=``, or Celery's copy of the task's own) is
+    kept; a name no app registers goes to the default queue.
+    """
+    if options.get("queue"):
+        return None
+    if task is None:
+        task = app.tasks.get(name)
+    queue = getattr(task, "queue", None)
+    return {"queue": str(queue)} if queue else None
 
 
 def _make_filesystem_broker_folders() -> None:

@@ -6,25 +6,27 @@ from django.contrib import admin
 from django.urls import include, path
 
 import portal.converters  # noqa: F401  (registers the "signed" path converter)
-from portal import i18n, views
+from portal import health, i18n
+from portal.shop import views as shop_views
+from portal.shop import wizard
 
 urlpatterns = [
     path("i18n/setlang/", i18n.set_language, name="set_language"),
-    path("healthz", views.healthz, name="healthz"),
+    path("healthz", health.healthz, name="healthz"),
     path("stripe/", include("billing.urls_webhooks")),
     path("api/", include("billing.urls_api")),
 ]
 urlpatterns += i18n_patterns(
-    path("", views.catalog, name="catalog"),
-    path("wizard/", views.wizard, name="wizard"),
+    path("", shop_views.catalog, name="catalog"),
+    path("wizard/", wizard.wizard, name="wizard"),
     path("admin/", admin.site.urls),
     path("", include("billing.urls")),
     path("sales/", include("billing.urls_sales")),
     path("staff/provisioning/", include("provisioning.urls")),
     path("accounts/", include("accounts.urls")),
-    path("account/", include("portal.urls_dashboard")),
+    path("account/", include("portal.dashboard.urls")),
     path("pay/", include("billing.urls_payments")),
-    path("", include("portal.urls_shop")),
+    path("", include("portal.shop.urls")),
     prefix_default_language=True,
 )
 

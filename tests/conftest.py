@@ -70,7 +70,7 @@ def _empty_task_queues_at_the_end():
     import redis
     from django.conf import settings
 
-    from portal import queues
+    from core import queues
 
     if settings.CELERY_BROKER_URL.startswith("redis://"):
         client = redis.Redis.from_url(settings.CELERY_BROKER_URL)

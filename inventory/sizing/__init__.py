@@ -4,7 +4,7 @@ A model (a known architecture or a size and shape), how it is trained or served,
 the node types on offer (``NodeOption``, built by the caller from the inventory) go in;
 plans that can run come out: TP × PP × DP (× EP), nodes, memory per GPU part by part
 with its formula, fabric, the seeds' band rule, price and time. The page
-(portal.views.wizard) and the command (``manage.py size_model``) both call ``size()``
+(portal.shop.wizard) and the command (``manage.py size_model``) both call ``size()``
 or ``evaluate()`` here. GPU facts come from the node options (built from the ``GPUModel``
 rows) and, where an option leaves a figure empty, from ``inventory.gpus``.
 

@@ -1,6 +1,6 @@
 """Sending a quote: after commit a Celery chain renders the PDF (documents queue) and
 then emails it with the link to accept it online. Run eagerly here; the email goes to
-Django's locmem outbox (``portal.settings_test``)."""
+Django's locmem outbox (``portal.settings.test``)."""
 
 import sys
 from datetime import timedelta

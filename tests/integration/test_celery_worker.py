@@ -35,7 +35,7 @@ def worker():
         f"postgres://{connection.settings_dict['USER']}@{connection.settings_dict['HOST']}:"
         f"{connection.settings_dict['PORT']}/{connection.settings_dict['NAME']}"
     )
-    env["DJANGO_SETTINGS_MODULE"] = "portal.settings_test"
+    env["DJANGO_SETTINGS_MODULE"] = "portal.settings.test"
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", queue, "-P", "solo",
          "-n", f"test-{suffix}@%h", "--loglevel=INFO", "--without-mingle", "--without-gossip"],
@@ -76,11 +76,13 @@ def test_worker_expires_a_hold_in_the_database(worker, sz, h100):
 
 
 def test_routes_send_each_app_to_its_queue():
+    # Each task's own queue= (portal.celery.route_task), by name as the outbox publishes.
     route = app.amqp.router.route
-    assert route({}, "provisioning.tasks.run_start")["queue"].name == "provisioning"
+    assert route({}, "provisioning.tasks.provisioning_launch")["queue"].name == "provisioning"
     assert route({}, "billing.tasks.document_render_quote")["queue"].name == "documents"
-    assert route({}, "billing.tasks.invoice_issue")["queue"].name == "billing"
+    assert route({}, "billing.tasks.quote_email")["queue"].name == "billing"
     assert route({}, "inventory.tasks.reservation_expire_holds_task")["queue"].name == "default"
+    assert route({}, "no.such.task")["queue"].name == "default"
 
 
 def test_no_global_time_limit_and_json_only():

@@ -15,7 +15,7 @@ import redis
 from django.conf import settings
 from django.db import connection
 
-from portal import queues
+from core import queues
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,7 +46,7 @@ class Worker:
         self.name = f"test-{uuid.uuid4().hex[:8]}"
         self.env = {
             **os.environ,
-            "DJANGO_SETTINGS_MODULE": "portal.settings_test",
+            "DJANGO_SETTINGS_MODULE": "portal.settings.test",
             "DATABASE_URL": database_url(),
             "REDIS_URL": broker_url,
             "CELERY_BROKER_URL": broker_url,

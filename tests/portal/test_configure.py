@@ -594,7 +594,7 @@ def test_the_wizard_offers_link_to_a_placeable_configuration(client, demo):
     assert quote.context["priced"].net_total == offer["priced"].net_total
 
 
-# --- The parts kept per configuration (portal.instant_quote) -------------------------------
+# --- The parts kept per configuration (portal.shop.instant_quote) -------------------------------
 
 
 def _free(html: str) -> int:

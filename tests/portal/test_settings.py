@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from portal import queues
-from portal.celery import app
+from core import queues
+from portal.celery import app, route_task
 
 ROOT = Path(__file__).resolve().parents[2]
 PO = ROOT / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
@@ -35,14 +35,55 @@ def test_every_beat_entry_names_a_registered_task():
         assert spec["task"] in tasks, f"beat entry {entry!r} names no task: {spec['task']}"
 
 
-def test_every_route_matches_a_registered_task_and_every_task_has_a_queue():
+def test_the_beat_schedule_is_one_table():
+    # Every periodic task is in portal/settings/celery.py's one literal table: no other
+    # settings module adds an entry afterwards.
+    settings_dir = ROOT / "portal" / "settings"
+    for module in settings_dir.glob("*.py"):
+        text = module.read_text()
+        assert "CELERY_BEAT_SCHEDULE[" not in text, module.name
+        if module.name != "celery.py":
+            assert "CELERY_BEAT_SCHEDULE =" not in text, module.name
+
+
+def test_every_task_declares_its_queue_on_its_decorator():
     tasks = project_tasks()
-    for pattern in queues.TASK_ROUTES:
-        prefix = pattern.rstrip("*")
-        assert any(name.startswith(prefix) for name in tasks), f"route {pattern!r} routes nothing"
-    for name in tasks:
-        queue = app.amqp.router.route({}, name)["queue"].name
-        assert queue in queues.ALL, (name, queue)
+    assert tasks
+    undeclared = sorted(
+        name for name, task in tasks.items() if getattr(task, "queue", None) not in queues.ALL
+    )
+    assert undeclared == [], f"tasks without queue= of core.queues.CeleryQueue: {undeclared}"
+
+
+def test_the_router_sends_each_task_name_to_the_queue_its_task_declares():
+    for name, task in project_tasks().items():
+        # By name alone, as the outbox publishes (no task object, no options).
+        declared = getattr(task, "queue", None) or queues.CeleryQueue.DEFAULT
+        assert app.amqp.router.route({}, name)["queue"].name == declared, name
+    # The queues the name-glob routes gave before each task declared its own.
+    expected = {
+        "billing.tasks.document_render_invoice": queues.CeleryQueue.DOCUMENTS,
+        "billing.tasks.document_render_credit_note": queues.CeleryQueue.DOCUMENTS,
+        "billing.tasks.quote_email": queues.CeleryQueue.BILLING,
+        "provisioning.tasks.provisioning_launch": queues.CeleryQueue.PROVISIONING,
+        "provisioning.tasks.sla_credits_sweep_task": queues.CeleryQueue.PROVISIONING,
+        "provisioning.validation.tasks.validation_run_execute_task": (
+            queues.CeleryQueue.VALIDATION
+        ),
+        "provisioning.validation.tasks.document_render_acceptance_report": (
+            queues.CeleryQueue.DOCUMENTS
+        ),
+        "inventory.tasks.import_job_run_task": queues.CeleryQueue.DEFAULT,
+        "portal.tasks.health_check": queues.CeleryQueue.DEFAULT,
+    }
+    for name, queue in expected.items():
+        assert app.amqp.router.route({}, name)["queue"].name == queue, name
+
+
+def test_the_router_keeps_an_explicit_queue_and_sends_unknown_names_to_the_default():
+    assert route_task("billing.tasks.document_render_invoice", (), {}, {"queue": "billing"}) is None
+    assert route_task("no.such.task", (), {}, {}) is None
+    assert app.amqp.router.route({}, "no.such.task")["queue"].name == queues.CeleryQueue.DEFAULT
 
 
 def test_every_task_has_its_own_time_limit_within_the_broker_visibility_timeout():

@@ -113,7 +113,7 @@ ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
     "order_pay": ("order", NOT_FOUND),
     "order_pay_card": ("order", NOT_FOUND),
     "order_pay_return": ("order", NOT_FOUND),
-    # The dashboard (portal/urls_dashboard.py).
+    # The dashboard (portal/dashboard/urls.py).
     "dashboard_order": ("order", NOT_FOUND),
     "dashboard_quote_pdf": ("order", NOT_FOUND),
     "dashboard_invoice_pdf": ("invoice", NOT_FOUND),

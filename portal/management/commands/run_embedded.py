@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from portal import queues
+from core import queues
 from portal.management.commands.seed_demo import DEMO_USERS
 
 

@@ -1,9 +1,5 @@
 """The customer's contract pages under ``/<lang>/account/orders/<number>/``: read the exact
-PDF, ask for a one-time code, sign; accept the standard terms of a short order.
-
-Every view looks the order up with ``request.organisation``: another organisation's order
-answers 404, exactly like one that does not exist.
-"""
+PDF, ask for a one-time code, sign; accept the standard terms of a short order."""
 
 from __future__ import annotations
 
@@ -18,21 +14,15 @@ from accounts.decorators import customer_required
 from accounts.models import MemberRole
 from accounts.throttle import client_ip
 from billing import contract_pdf
-from billing.models import Contract, ContractDocument, ContractDocumentKind, ContractStatus, Order
+from billing.models import Contract, ContractDocumentKind, ContractStatus, Order
 from billing.services import contracts as contract_services
 from billing.services import gate
 from core.document_views import stored_or_preparing
 from core.errors import DomainError
-from portal import dashboard_selectors as selectors
+from portal.dashboard import selectors
+from portal.dashboard.views.common import order_or_404
 
 SIGNERS = (MemberRole.OWNER, MemberRole.BILLING)
-
-
-def _order(request: HttpRequest, number: str) -> Order:
-    order = selectors.order_for_org(request.organisation, number)
-    if order is None:
-        raise Http404
-    return order
 
 
 def _contract(order: Order) -> Contract:
@@ -45,11 +35,9 @@ def _contract(order: Order) -> Contract:
 @customer_required
 @require_GET
 def contract_page(request: HttpRequest, number: str) -> HttpResponse:
-    order = _order(request, number)
+    order = order_or_404(request, number)
     contract = _contract(order)
-    draft = ContractDocument.objects.filter(
-        contract=contract, kind=ContractDocumentKind.DRAFT
-    ).first()
+    draft = selectors.contract_draft(contract)
     return render(
         request,
         "billing/contracts/contract.html",
@@ -68,13 +56,9 @@ def contract_page(request: HttpRequest, number: str) -> HttpResponse:
 @require_GET
 def contract_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
     """The sealed PDF once countersigned; before that, the exact PDF for signature."""
-    order = _order(request, number)
+    order = order_or_404(request, number)
     contract = _contract(order)
-    sealed = (
-        ContractDocument.objects.filter(contract=contract, kind=ContractDocumentKind.SEALED)
-        .order_by("pk")
-        .first()
-    )
+    sealed = selectors.contract_sealed(contract)
     return stored_or_preparing(
         request,
         find=lambda since: sealed or contract_pdf.stored_draft_document(contract=contract),
@@ -89,7 +73,7 @@ def contract_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
 @customer_required
 @require_POST
 def contract_code(request: HttpRequest, number: str) -> HttpResponse:
-    order = _order(request, number)
+    order = order_or_404(request, number)
     contract = _contract(order)
     try:
         contract_services.signing_code_send(contract=contract, user=request.user)
@@ -105,7 +89,7 @@ def contract_code(request: HttpRequest, number: str) -> HttpResponse:
 @customer_required
 @require_POST
 def contract_sign(request: HttpRequest, number: str) -> HttpResponse:
-    order = _order(request, number)
+    order = order_or_404(request, number)
     contract = _contract(order)
     try:
         contract_services.contract_sign(
@@ -128,7 +112,7 @@ def contract_sign(request: HttpRequest, number: str) -> HttpResponse:
 @customer_required
 @require_POST
 def order_terms(request: HttpRequest, number: str) -> HttpResponse:
-    order = _order(request, number)
+    order = order_or_404(request, number)
     if request.POST.get("accept") != "on":
         messages.error(request, _("Tick the box to accept the standard terms."))
         return redirect("dashboard_order", number=order.number)

@@ -1,20 +1,14 @@
 """Settings for the test suite: the production code path against PostgreSQL and Redis.
 
-``make test`` (and plain ``pytest``) use this module; each default can be overridden
-from the environment (``DATABASE_URL``, ``REDIS_URL``).
+``make test`` (and plain ``pytest``) use this module; its defaults for the environment
+(``DATABASE_URL``, ``REDIS_URL``, ...) are ``portal.settings._TEST_ENVIRONMENT``, set
+before the settings read them, and each can be overridden from the environment.
 """
 
 import os
 
-os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-secret-key-not-for-production-9f3b2c1d8e7a6")
-os.environ.setdefault("DJANGO_SECURE_SSL_REDIRECT", "0")
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/portal")
-os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")  # the suite's own database
-# The node agent's CPU path at small sizes: real measurements, a second or two per node.
-os.environ.setdefault("VALIDATION_AGENT_SIZES", "gemm=256,copy=8M,allreduce=1M")
-os.environ.setdefault("PORTAL_VAR_DIR", "/tmp/gpu-portal-test-var")  # noqa: S108
-
 from portal.settings import *  # noqa: F403
+from portal.settings.base import env
 
 # In-process tests read ``mail.outbox``; a worker process started by a test writes its
 # emails as files where the test can count them (TEST_EMAIL_FILE_PATH).
@@ -44,5 +38,5 @@ if os.environ.get("PORTAL_BROKER_VISIBILITY_TIMEOUT"):
 # Payment tests run provisioning_start eagerly: by default it leaves the paid order as it
 # is; provisioning tests start runs themselves (or set PORTAL_PROVISIONING_AUTOSTART=1 for
 # a worker). Simulated hardware takes no time here.
-PORTAL_PROVISIONING_AUTOSTART = env.bool("PORTAL_PROVISIONING_AUTOSTART", default=False)  # noqa: F405
-PORTAL_SIMULATED_TIME_SCALE = env.float("PORTAL_SIMULATED_TIME_SCALE", default=0.0)  # noqa: F405
+PORTAL_PROVISIONING_AUTOSTART = env.bool("PORTAL_PROVISIONING_AUTOSTART", default=False)
+PORTAL_SIMULATED_TIME_SCALE = env.float("PORTAL_SIMULATED_TIME_SCALE", default=0.0)

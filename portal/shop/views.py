@@ -1,4 +1,5 @@
-"""Customer-facing pages."""
+"""The shop's pages: the catalog, configure (the instant quote), accept, the anonymous
+estimate. The sizing wizard is in ``portal.shop.wizard``."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from django.http import (
     Http404,
     HttpRequest,
     HttpResponse,
-    JsonResponse,
     QueryDict,
 )
 from django.shortcuts import redirect, render, resolve_url
@@ -31,14 +31,12 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts import selectors as accounts_selectors
 from accounts.throttle import client_ip
 from billing import catalog as shop
-from billing import selectors as billing_selectors
-from billing.models import CardOptionPrice, Estimate, PaymentMethod
-from billing.models import Term as BillingTerm
+from billing.models import Estimate, PaymentMethod
 from billing.periods import rental_period
 from billing.pricing import LineKind, gpu_equivalent
 from billing.services import estimates
 from billing.services.orders import CARD_HOLD, hold_terms, payment_methods_offered, transfer_refusal
-from billing.services.quotes import ItemSpec, priced_lines_as_rows, quote_price_preview
+from billing.services.quotes import priced_lines_as_rows
 from billing.services.selfservice import (
     CapacityTaken,
     configuration_price,
@@ -46,19 +44,13 @@ from billing.services.selfservice import (
 )
 from billing.shop_data import shop_data
 from core.errors import DomainError, NotEnoughCapacity
-from inventory import selectors, sizing
-from inventory.models import NodeType
+from inventory import selectors
 from inventory.placement import leaf_summary, unit_summary
-from portal import instant_quote
-from portal.forms import ConfigureForm, WizardForm
+from portal.shop import instant_quote
+from portal.shop.forms import ConfigureForm
 
 
-@require_GET
-def healthz(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"status": "ok"})
-
-
-def _configure_url(**params: Any) -> str:
+def configure_url(**params: Any) -> str:
     return f"{reverse('configure')}?{urlencode(params)}"
 
 
@@ -95,7 +87,7 @@ def catalog(request: HttpRequest) -> HttpResponse:
                 {
                     "week": week,
                     "slot": price.week_slot.get(week.start) if price else None,
-                    "url": _configure_url(
+                    "url": configure_url(
                         site=site.code,
                         node_type=nt.code,
                         node_count=1,
@@ -113,7 +105,7 @@ def catalog(request: HttpRequest) -> HttpResponse:
                     "total": total[key],
                     "price": price,
                     "weeks": weeks,
-                    "configure_url": _configure_url(site=site.code, node_type=nt.code),
+                    "configure_url": configure_url(site=site.code, node_type=nt.code),
                 }
             )
         if per_site:
@@ -126,140 +118,6 @@ def catalog(request: HttpRequest) -> HttpResponse:
         "calendar_pending": calendar_pending,
     }
     return render(request, "portal/catalog.html", context)
-
-
-TERMS_SHOWN = (("month", 1), ("quarter", 1), ("year", 1))
-
-
-@require_GET
-def wizard(request: HttpRequest) -> HttpResponse:
-    """Sizing wizard: a model in; plans that can run out (cheapest and fastest), each
-    priced per term with today's availability, beside the seeds' rule of thumb."""
-    form = WizardForm(request.GET or None)
-    context: dict[str, Any] = {"form": form}
-    valid = form.is_bound and form.is_valid()
-    if valid:
-        site = form.cleaned_data["site"]
-    else:  # the seeds' examples, sized on the first data centre's offer
-        sites = selectors.catalog_sites()
-        site = sites[0] if sites else None
-    try:
-        options = billing_selectors.sizing_options(site=site) if site else []
-    except DomainError as exc:
-        if valid:
-            form.add_error("site", exc.message)
-            return render(request, "portal/wizard.html", context)
-        options = []
-    context["examples"] = sizing.seed_examples(options)
-    if valid:
-        result = sizing.size(form.sizing_input, options)
-        context["result"] = result
-        start_date = form.cleaned_data["start_date"]
-        if result.cheapest is not None:
-            context["offers"] = _offers(
-                site=site,
-                option_code=result.cheapest.option.code,
-                node_count=result.cheapest.nodes,
-                start_date=start_date,
-                plan=result.cheapest,
-            )
-        if result.fastest_differs and result.fastest is not None:
-            context["fastest_offers"] = _offers(
-                site=site,
-                option_code=result.fastest.option.code,
-                node_count=result.fastest.nodes,
-                start_date=start_date,
-                plan=result.fastest,
-            )
-        context["offer_groups"] = [
-            {"plan": plan, "offers": context[key], "fastest": key == "fastest_offers"}
-            for key, plan in (("offers", result.cheapest), ("fastest_offers", result.fastest))
-            if key in context
-        ]
-    return render(request, "portal/wizard.html", context)
-
-
-def _offers(
-    *,
-    site: Any,
-    option_code: str,
-    node_count: int,
-    start_date: Any,
-    plan: sizing.Plan | None = None,
-) -> list[dict]:
-    """A priced draft and the current availability for each term; when the nodes are not
-    all free, what the plan needs against what is free (``shortfall``)."""
-    type_code, _plus, card = option_code.partition("+")
-    node_type = NodeType.objects.get(code=type_code)
-    card_model_id = int(card.removeprefix("gpu")) if card else None
-    cards = 0
-    if card_model_id:
-        cards = (
-            CardOptionPrice.objects.filter(
-                node_type=node_type, gpu_model_id=card_model_id, price_book__site=site
-            )
-            .values_list("max_per_node", flat=True)
-            .first()
-            or 0
-        )
-    items = [
-        ItemSpec(
-            kind="node",
-            quantity=Decimal(node_count),
-            node_type_id=node_type.pk,
-            card_gpu_model_id=card_model_id,
-            cards_per_node=cards,
-        )
-    ]
-    offers = []
-    for term, duration in TERMS_SHOWN:
-        try:
-            snapshot, priced = quote_price_preview(
-                site=site, term=term, duration=duration, start_date=start_date, items=items
-            )
-        except DomainError as exc:
-            offers.append({"term": term, "error": exc.message})
-            continue
-        start_at, end_at = rental_period(
-            site=site, start_date=start_date, term=term, duration=duration
-        )
-        found = selectors.availability_search(
-            site=site, node_type=node_type, count=node_count, start_at=start_at, end_at=end_at
-        )
-        shortfall = ""
-        if plan is not None and not found.can_place:
-            per_node = plan.option.gpus_per_node
-            shortfall = sizing.shortfall_text(
-                gpus_needed=plan.gpus,
-                gpu=plan.option.gpu_model,
-                free_gpus=min(found.free_count, node_count) * per_node,
-                full_from=(
-                    found.earliest_start.astimezone(site.tzinfo).date().isoformat()
-                    if found.earliest_start
-                    else None
-                ),
-            )
-        offers.append(
-            {
-                "term": term,
-                "term_label": BillingTerm(term).label,
-                "priced": priced,
-                "lines": priced_lines_as_rows(snapshot, priced),
-                "availability": found,
-                "shortfall": shortfall,
-                "leaves": len(found.placement.leaves) if found.placement else None,
-                "configure_url": _configure_url(
-                    site=site.code,
-                    node_type=node_type.code,
-                    node_count=node_count,
-                    term=term,
-                    duration=duration,
-                    start_date=start_date.isoformat(),
-                    **({"card": card, "cards_per_node": cards} if card_model_id else {}),
-                ),
-            }
-        )
-    return offers
 
 
 # --- Configure, instant quote, accept -----------------------------------------------------
@@ -396,14 +254,50 @@ def _configure_context(
         share_url=_query(form),
         estimate_url=_query(form).replace(reverse("configure"), reverse("configure_estimate"), 1),
     )
-    if found.placement is not None:
-        leaves = leaf_summary(found.placement)
-        units, rails = (0, 0)
-        if config.node_type.nic_count > 1:  # only multi-NIC types sit in scalable units
-            units, rails = unit_summary(
-                leaves, selectors.leaf_units(site=config.site, leaves=[n for n, _c in leaves])
+    context.update(
+        _placement_or_alternatives(
+            form, found, capacity=capacity or {}, sites=sites, node_types=node_types
+        )
+    )
+    return context
+
+
+def _placement_or_alternatives(
+    form: ConfigureForm,
+    found: Any,
+    *,
+    capacity: dict[tuple[int, int], shop.Capacity],
+    sites: list[Any],
+    node_types: list[Any],
+) -> dict[str, Any]:
+    """The placement preview of a count that fits (its leaves, and for a multi-NIC type
+    its scalable units: one query), or the nearest alternatives of one that does not."""
+    config = form.configuration
+    if found.placement is None:
+        return {
+            "alternatives": _alternative_links(
+                form,
+                shop.nearest_alternatives(
+                    site=config.site,
+                    node_type=config.node_type,
+                    node_count=config.node_count,
+                    cards_per_node=config.cards_per_node,
+                    start_date=config.start_date,
+                    availability=found,
+                    capacity=capacity,
+                    sites=sites,
+                    node_types=node_types,
+                ),
             )
-        context["placement"] = {
+        }
+    leaves = leaf_summary(found.placement)
+    units, rails = (0, 0)
+    if config.node_type.nic_count > 1:  # only multi-NIC types sit in scalable units
+        units, rails = unit_summary(
+            leaves, selectors.leaf_units(site=config.site, leaves=[n for n, _c in leaves])
+        )
+    return {
+        "placement": {
             "groups": [
                 {
                     "count": config.node_count,
@@ -416,22 +310,7 @@ def _configure_context(
                 }
             ]
         }
-    else:
-        context["alternatives"] = _alternative_links(
-            form,
-            shop.nearest_alternatives(
-                site=config.site,
-                node_type=config.node_type,
-                node_count=config.node_count,
-                cards_per_node=config.cards_per_node,
-                start_date=config.start_date,
-                availability=found,
-                capacity=capacity or {},
-                sites=sites,
-                node_types=node_types,
-            ),
-        )
-    return context
+    }
 
 
 def _gpu_equivalent(config: Any, priced: Any) -> Any:
@@ -462,7 +341,7 @@ def _holds(config: Any) -> list[dict[str, Any]]:
 
 def _configure_parts(context: dict[str, Any]) -> dict[str, Any]:
     """The configure page's parts that depend only on the configuration, the language
-    and the data (``portal.instant_quote`` keeps them), and what the accept card needs."""
+    and the data (``portal.shop.instant_quote`` keeps them), and what the accept card needs."""
     accept = None
     if context.get("priced") and context.get("placement"):
         config, priced = context["config"], context["priced"]
@@ -521,7 +400,7 @@ def configure(request: HttpRequest) -> HttpResponse:
     or how many nodes are free and the nearest alternatives. GET only, so every
     configuration is a shareable link; htmx swaps the form and the quote on each change.
     The parts that depend only on the configuration and the data are kept per
-    configuration (``portal.instant_quote``)."""
+    configuration (``portal.shop.instant_quote``)."""
     key = instant_quote.parts_key(request.GET)
     parts = instant_quote.parts_get(key)
     if parts is None:

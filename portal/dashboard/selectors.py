@@ -1,4 +1,5 @@
-"""Reads for the customer dashboard: one organisation's orders, quotes, invoices, members.
+"""Reads for the customer dashboard: one organisation's orders, quotes, invoices, members,
+and one order's documents, contract, suspensions and renewal.
 
 Every function takes the organisation (``request.organisation`` behind
 ``customer_required``) and filters by it: another organisation's order, invoice or quote
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Exists, OuterRef, Prefetch, QuerySet
@@ -20,13 +22,22 @@ from accounts.models import Membership, Organisation, SshPublicKey
 from accounts.selectors import display_name
 from billing.models import (
     QUOTE_CUSTOMER_VISIBLE,
+    Contract,
+    ContractDocument,
+    ContractDocumentKind,
+    CreditNote,
     Invoice,
     InvoiceStatus,
     Order,
     OrderEvent,
     OrderStatus,
     Quote,
+    Renewal,
+    Suspension,
+    SuspensionEvent,
+    UsageRecord,
 )
+from billing.services import dunning, invoicing
 from inventory.models import Reservation
 from provisioning.models import ValidationRun, ValidationRunStatus
 from provisioning.validation import selectors as validation_selectors
@@ -305,4 +316,87 @@ def invoice_for_org(organisation: Organisation, number: str) -> Invoice | None:
         Invoice.objects.filter(organisation=organisation, number=number)
         .select_related("order__site")
         .first()
+    )
+
+
+# --- One order's money documents -----------------------------------------------------------
+
+
+def order_money(order: Order) -> dict[str, Any]:
+    """The order page's credit notes and the invoice schedule over the term (each period
+    with its total and whether its document is issued)."""
+    issued = {i.period_seq for i in order.invoices.all() if i.period_seq}
+    periods = invoicing.order_schedule(order)
+    return {
+        "credit_notes": list(order.credit_notes.select_related("invoice")),
+        "invoice_schedule": [
+            {"seq": p.seq, "start": p.start, "gross": p.gross, "issued": p.seq in issued}
+            for p in periods
+        ]
+        if len(periods) > 1
+        else [],
+    }
+
+
+def credit_note_for_org(organisation: Organisation, number: str) -> CreditNote | None:
+    """The organisation's credit note with this number, or ``None``."""
+    return (
+        CreditNote.objects.filter(organisation=organisation, number=number)
+        .select_related("order")
+        .first()
+    )
+
+
+def order_usage_records(order: Order) -> QuerySet[UsageRecord]:
+    """The order's usage records as they were received, with the invoice that billed each."""
+    return UsageRecord.objects.filter(order=order).select_related("invoice")
+
+
+# --- One order's contract ------------------------------------------------------------------
+
+
+def contract_draft(contract: Contract) -> ContractDocument | None:
+    """The contract's draft document (the exact PDF for signature), or ``None``."""
+    return ContractDocument.objects.filter(
+        contract=contract, kind=ContractDocumentKind.DRAFT
+    ).first()
+
+
+def contract_sealed(contract: Contract) -> ContractDocument | None:
+    """The contract's first sealed document (once countersigned), or ``None``."""
+    return (
+        ContractDocument.objects.filter(contract=contract, kind=ContractDocumentKind.SEALED)
+        .order_by("pk")
+        .first()
+    )
+
+
+# --- One order's suspension and renewal -------------------------------------------------
+
+
+def order_renewal(order: Order) -> Renewal | None:
+    """The order's renewal offer with its quote, or ``None``."""
+    return Renewal.objects.filter(order=order).select_related("quote").first()
+
+
+def order_continuity(order: Order) -> dict[str, object]:
+    """What the order page shows of dunning and renewal (two small queries)."""
+    return {
+        "open_suspension": dunning.open_suspension(order),
+        "announced_suspension": dunning.announced_suspension(order),
+        "renewal": order_renewal(order),
+    }
+
+
+def order_suspensions(order: Order) -> list[Suspension]:
+    """The order's suspensions, newest first, with the invoice each was for."""
+    return list(order.suspensions.select_related("invoice").order_by("-suspended_at"))
+
+
+def order_suspension_events(order: Order) -> list[SuspensionEvent]:
+    """Every event of the order's suspensions, oldest first."""
+    return list(
+        SuspensionEvent.objects.filter(suspension__order=order)
+        .select_related("suspension__invoice")
+        .order_by("created_at", "pk")
     )

@@ -1,37 +1,27 @@
-"""The customer's dashboard, under ``/<lang>/account/``: orders, quotes, invoices, members,
-billing details; one order's timeline, booked nodes and documents; the PDFs.
-
-Every view is behind ``customer_required`` and reads through
-``portal.dashboard_selectors`` with ``request.organisation``: another organisation's order
-or invoice answers 404, exactly like one that does not exist.
-"""
+"""The dashboard's front page (orders, quotes, invoices, members) and one order's page:
+its timeline, booked nodes, provisioning progress, documents and SSH keys."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ObjectDoesNotExist
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone, translation
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.decorators import customer_required
 from accounts.models import MemberRole
-from billing import invoices
 from billing.models import Order
 from billing.services import gate
 from billing.services import orders as order_services
-from billing.views import documents as quote_documents
-from core.document_views import stored_or_preparing
 from core.errors import DomainError
-from portal import dashboard_money
-from portal import dashboard_selectors as selectors
-from portal.dashboard_service import service_context
+from portal.dashboard import selectors
+from portal.dashboard.views.common import order_or_404
 from provisioning import selectors as provisioning_selectors
-from provisioning.validation import report as acceptance_report
 from provisioning.validation.reasons import annotate_progress
 
 # Who may edit the organisation's billing details (accounts:organisation_settings).
@@ -39,10 +29,6 @@ BILLING_EDITORS = (MemberRole.OWNER, MemberRole.BILLING)
 # Who may choose which of the organisation's SSH keys an order installs (the keys
 # themselves are managed by owners on accounts:ssh_keys).
 ACCESS_EDITORS = (MemberRole.OWNER, MemberRole.MEMBER)
-
-
-def _language(request: HttpRequest) -> str:
-    return translation.get_language() or request.LANGUAGE_CODE or "en"
 
 
 @customer_required
@@ -78,9 +64,7 @@ def _issues_fapiao(order: Order) -> bool:
 @customer_required
 @require_GET
 def order_detail(request: HttpRequest, number: str) -> HttpResponse:
-    order = selectors.order_for_org(request.organisation, number)
-    if order is None:
-        raise Http404
+    order = order_or_404(request, number)
     reservations = selectors.order_reservations(order)
     access_keys = selectors.order_access_keys(order)
     return render(
@@ -101,8 +85,8 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
             **_progress_context(order),
             "acceptance_runs": selectors.acceptance_runs_for_order(order),
             "gate": gate.gate_state(order),
-            **service_context(order),
-            **dashboard_money.order_money_context(order),
+            **selectors.order_continuity(order),
+            **selectors.order_money(order),
             "access_keys": access_keys,
             "access_chosen": [key for key in access_keys if key.chosen],
             "access_open": order.status in order_services.ACCESS_EDITABLE,
@@ -116,9 +100,7 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
 def order_access(request: HttpRequest, number: str) -> HttpResponse:
     """Choose which of the organisation's SSH keys go on the order's nodes (until
     provisioning starts)."""
-    order = selectors.order_for_org(request.organisation, number)
-    if order is None:
-        raise Http404
+    order = order_or_404(request, number)
     target = reverse("dashboard_order", args=[order.number]) + "#access"
     if request.membership.role not in ACCESS_EDITORS:
         messages.error(request, _("Only owners and members choose the SSH keys of an order."))
@@ -163,65 +145,8 @@ def _progress_context(order: Order) -> dict[str, object]:
 @require_GET
 def order_progress(request: HttpRequest, number: str) -> HttpResponse:
     """The provisioning section of the order page, polled by htmx while the run is live."""
-    order = selectors.order_for_org(request.organisation, number)
-    if order is None:
-        raise Http404
+    order = order_or_404(request, number)
     context = _progress_context(order)
     if context["progress"] is None:
         return HttpResponse("")
     return render(request, "provisioning/_progress.html", context)
-
-
-@customer_required
-@require_GET
-def order_quote_pdf(request: HttpRequest, number: str) -> HttpResponse:
-    """The PDF of the quote the order was accepted from, in the page's language."""
-    quote = selectors.order_quote_for_org(request.organisation, number)
-    if quote is None:
-        raise Http404
-    return quote_documents.quote_pdf_response(
-        request,
-        quote=quote,
-        language=_language(request),
-        filename=f"{quote.number}-v{quote.version}.pdf",
-        back_url=reverse("dashboard_order", args=[number]),
-    )
-
-
-@customer_required
-@require_GET
-def invoice_pdf(request: HttpRequest, number: str) -> HttpResponse:
-    """An invoice's PDF in the page's language (re-rendered once it is paid or void)."""
-    invoice = selectors.invoice_for_org(request.organisation, number)
-    if invoice is None:
-        raise Http404
-    language = _language(request)
-    return stored_or_preparing(
-        request,
-        find=lambda since: invoices.stored_invoice_document(invoice=invoice, language=language),
-        ask=lambda: invoices.invoice_document_ask(invoice=invoice, language=language),
-        filename=f"{invoice.number}.pdf",
-        title=_("%(number)s: PDF being prepared") % {"number": invoice.number},
-        heading=invoice.number,
-        back_url=reverse("dashboard_order", args=[invoice.order.number]),
-    )
-
-
-@customer_required
-@require_GET
-def acceptance_report_pdf(request: HttpRequest, number: str, run_id: int) -> HttpResponse:
-    """The acceptance report of a finished validation run of the order, in the page's
-    language (asked of the documents queue if the worker has not stored it yet)."""
-    run = selectors.acceptance_run_for_org(request.organisation, number, run_id)
-    if run is None:
-        raise Http404
-    language = _language(request)
-    return stored_or_preparing(
-        request,
-        find=lambda since: acceptance_report.stored_acceptance_report(run=run, language=language),
-        ask=lambda: acceptance_report.acceptance_report_ask(run=run, language=language),
-        filename=f"acceptance-{number}-{run.pk}.pdf",
-        title=_("Acceptance report: PDF being prepared"),
-        heading=_("Acceptance report of order %(number)s") % {"number": number},
-        back_url=reverse("dashboard_order", args=[number]),
-    )

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from portal import views
+from portal.shop import views
 
 urlpatterns = [
     path("configure/", views.configure, name="configure"),

@@ -1,0 +1,122 @@
+"""The order's documents on the dashboard: the quote, invoice, credit note and acceptance
+report PDFs (in the page's language; asked of the documents queue when not stored yet) and
+the metered usage as CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET
+
+from accounts.decorators import customer_required
+from billing import credit_note_pdf, invoices
+from billing.views import documents as quote_documents
+from core.csv import escape_formula
+from core.document_views import stored_or_preparing
+from portal.dashboard import selectors
+from portal.dashboard.views.common import order_or_404, page_language
+from provisioning.validation import report as acceptance_report
+
+
+@customer_required
+@require_GET
+def order_quote_pdf(request: HttpRequest, number: str) -> HttpResponse:
+    """The PDF of the quote the order was accepted from, in the page's language."""
+    quote = selectors.order_quote_for_org(request.organisation, number)
+    if quote is None:
+        raise Http404
+    return quote_documents.quote_pdf_response(
+        request,
+        quote=quote,
+        language=page_language(request),
+        filename=f"{quote.number}-v{quote.version}.pdf",
+        back_url=reverse("dashboard_order", args=[number]),
+    )
+
+
+@customer_required
+@require_GET
+def invoice_pdf(request: HttpRequest, number: str) -> HttpResponse:
+    """An invoice's PDF in the page's language (re-rendered once it is paid or void)."""
+    invoice = selectors.invoice_for_org(request.organisation, number)
+    if invoice is None:
+        raise Http404
+    language = page_language(request)
+    return stored_or_preparing(
+        request,
+        find=lambda since: invoices.stored_invoice_document(invoice=invoice, language=language),
+        ask=lambda: invoices.invoice_document_ask(invoice=invoice, language=language),
+        filename=f"{invoice.number}.pdf",
+        title=_("%(number)s: PDF being prepared") % {"number": invoice.number},
+        heading=invoice.number,
+        back_url=reverse("dashboard_order", args=[invoice.order.number]),
+    )
+
+
+@customer_required
+@require_GET
+def acceptance_report_pdf(request: HttpRequest, number: str, run_id: int) -> HttpResponse:
+    """The acceptance report of a finished validation run of the order, in the page's
+    language (asked of the documents queue if the worker has not stored it yet)."""
+    run = selectors.acceptance_run_for_org(request.organisation, number, run_id)
+    if run is None:
+        raise Http404
+    language = page_language(request)
+    return stored_or_preparing(
+        request,
+        find=lambda since: acceptance_report.stored_acceptance_report(run=run, language=language),
+        ask=lambda: acceptance_report.acceptance_report_ask(run=run, language=language),
+        filename=f"acceptance-{number}-{run.pk}.pdf",
+        title=_("Acceptance report: PDF being prepared"),
+        heading=_("Acceptance report of order %(number)s") % {"number": number},
+        back_url=reverse("dashboard_order", args=[number]),
+    )
+
+
+@customer_required
+@require_GET
+def credit_note_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
+    note = selectors.credit_note_for_org(request.organisation, number)
+    if note is None:
+        raise Http404
+    language = page_language(request)
+    return stored_or_preparing(
+        request,
+        find=lambda since: credit_note_pdf.stored_credit_note_document(
+            note=note, language=language
+        ),
+        ask=lambda: credit_note_pdf.credit_note_document_ask(note=note, language=language),
+        filename=f"{note.number}.pdf",
+        title=_("%(number)s: PDF being prepared") % {"number": note.number},
+        heading=note.number,
+        back_url=reverse("dashboard_order", args=[note.order.number]),
+    )
+
+
+@customer_required
+@require_GET
+def order_usage_csv(request: HttpRequest, number: str) -> HttpResponse:
+    """The order's usage records as they were received, and the invoice that billed each."""
+    order = order_or_404(request, number)
+    out = io.StringIO()
+    out.write("\ufeff")
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(["external_id", "day", "metric", "quantity", "node", "invoice"])
+    for record in selectors.order_usage_records(order):
+        writer.writerow(
+            [
+                escape_formula(record.external_id),
+                record.day.isoformat(),
+                record.metric,
+                str(record.quantity),
+                escape_formula(record.node_hostname),
+                record.invoice.number if record.invoice else "",
+            ]
+        )
+    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{order.number}-usage.csv"'
+    return response

@@ -1,0 +1,240 @@
+"""The Django settings every environment shares: apps, middleware, templates, the
+database, auth and the login throttle, languages, money, static files, the cache, email,
+production security, logging. Read from environment variables (12-factor).
+
+With no variables set this is the embedded default used by ``make run``: DEBUG on,
+SQLite under ``var/``, Celery on kombu's filesystem broker, console email and the
+simulated hardware driver. Production sets ``DJANGO_DEBUG=0``, a real
+``DJANGO_SECRET_KEY``, ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL``; the README lists
+every variable.
+"""
+
+from pathlib import Path
+
+import environ
+from django.utils.translation import gettext_lazy as _
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+env = environ.Env()  # the one reader of the environment
+VAR_DIR = Path(env.str("PORTAL_VAR_DIR", default=str(BASE_DIR / "var")))
+
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+_DEV_SECRET = "insecure-dev-only-secret-key-do-not-use-in-production-0123456789"  # noqa: S105
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=_DEV_SECRET if DEBUG else "")
+if not SECRET_KEY:
+    raise environ.ImproperlyConfigured(
+        "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off (see README: Production)."
+    )
+ALLOWED_HOSTS = env.list(
+    "DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"]
+)
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "django_htmx",
+    "import_export",
+    "core",
+    "accounts",
+    "inventory",
+    "billing",
+    "provisioning",
+    "portal.apps.PortalConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"),
+}
+DATABASES["default"]["ATOMIC_REQUESTS"] = False
+# Keep a connection between requests and tasks (a worker opened one per task: a few ms
+# each, on every provisioning step); checked before reuse, so a restarted server is fine.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default runs web, worker and beat on one file. WAL lets readers go on
+    # while one process writes; IMMEDIATE transactions take the write lock when they
+    # begin (so two writers queue instead of failing halfway with "database is locked");
+    # the busy timeout is how long a writer waits for its turn.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
+elif "postgresql" in DATABASES["default"]["ENGINE"]:
+    # Many short requests at once, not one long report: PostgreSQL's parallel query
+    # starts extra server processes for each large availability search, which on a busy
+    # server only add contention (32 clients ordering at once were no faster than one;
+    # bench/README.md, ordering.py). Set to 2 or more for a reporting replica.
+    _parallel = env.int("DATABASE_MAX_PARALLEL_WORKERS_PER_GATHER", default=0)
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _options["options"] = (
+        f"{_options.get('options', '')} -c max_parallel_workers_per_gather={_parallel}".strip()
+    )
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Auth -----------------------------------------------------------------------------
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+AUTHENTICATION_BACKENDS = ["accounts.backends.EmailBackend"]  # email or username
+LOGIN_URL = "accounts:login"
+LOGIN_REDIRECT_URL = "accounts:organisations"
+# Staff land on their own pages after logging in (group name -> URL name); other staff
+# land in the back office.
+STAFF_LANDING_BY_GROUP = {"Sales": "sales:quote_list", "Sales managers": "sales:quote_list"}
+LOGOUT_REDIRECT_URL = "catalog"
+# Login throttling (accounts/throttle.py), for every login form (the admin's too), built
+# so that an attacker cannot lock users out. MAX_FAILURES failures for one account from one
+# client IP within WINDOW seconds lock that (account, client) pair for LOCKOUT seconds,
+# right password or not; the same account from any other client is not affected. A client
+# that fails against more than IP_MAX_ACCOUNTS *distinct* accounts within WINDOW (credential
+# stuffing) is locked for LOCKOUT seconds for every account that has not logged in from it
+# within KNOWN_CLIENT seconds; failures against one account never lock a whole IP.
+LOGIN_THROTTLE_MAX_FAILURES = env.int("LOGIN_THROTTLE_MAX_FAILURES", default=5)
+LOGIN_THROTTLE_WINDOW = env.int("LOGIN_THROTTLE_WINDOW", default=15 * 60)
+LOGIN_THROTTLE_LOCKOUT = env.int("LOGIN_THROTTLE_LOCKOUT", default=15 * 60)
+LOGIN_THROTTLE_IP_MAX_ACCOUNTS = env.int("LOGIN_THROTTLE_IP_MAX_ACCOUNTS", default=20)
+LOGIN_THROTTLE_KNOWN_CLIENT = env.int("LOGIN_THROTTLE_KNOWN_CLIENT", default=30 * 24 * 3600)
+# The client is an IP, so set this right: how many reverse proxies in front of the app
+# append to X-Forwarded-For. 0 (default): REMOTE_ADDR only, for a server that faces the
+# internet. Behind one nginx or one AWS ALB: 1 (the client is the last X-Forwarded-For
+# entry); CDN -> ALB -> app: 2. Too low, and every visitor shares a proxy's address: one
+# attacker's failures lock the owner's pair for everyone, and stuffing limits hit all
+# users at once. Too high, and the client picks its own address in the header: it evades
+# every limit and can pose as a victim's IP. Each proxy must append, not pass through, the
+# header (nginx: proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for).
+PORTAL_TRUSTED_PROXIES = env.int("PORTAL_TRUSTED_PROXIES", default=0)
+
+# --- Languages, time, money -----------------------------------------------------------
+LANGUAGE_CODE = "zh-hans"
+LANGUAGES = [("zh-hans", _("Simplified Chinese")), ("en", _("English"))]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+USE_I18N = True
+TIME_ZONE = "Asia/Shanghai"  # default display zone; each site shows its own
+USE_TZ = True
+
+# One setting for money: digits and places of every stored amount (core/money.py). The
+# rounding rule is the pricing engine's (billing.pricing.ROUNDING, half-up per line).
+MONEY_MAX_DIGITS = 14
+MONEY_DECIMAL_PLACES = 2
+
+# --- Static and media -----------------------------------------------------------------
+STATIC_URL = "static/"
+STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
+MEDIA_URL = "media/"
+MEDIA_ROOT = Path(env.str("DJANGO_MEDIA_ROOT", default=str(VAR_DIR / "media")))
+
+# --- Cache ----------------------------------------------------------------------------
+REDIS_URL = env.str("REDIS_URL", default="")
+if REDIS_URL:
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    }
+else:
+    # The embedded default: web, worker and beat are separate processes, so they share one
+    # cache in files (a per-process memory cache would hide from the web what beat
+    # computes for the landing page, and the shop's and the inventory's generations that
+    # a worker's writes set).
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+        }
+    }
+
+# --- Email ----------------------------------------------------------------------------
+EMAIL_BACKEND = env.str(
+    "DJANGO_EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend"
+)
+DEFAULT_FROM_EMAIL = env.str("DJANGO_DEFAULT_FROM_EMAIL", default="portal@localhost")
+if env.str("EMAIL_URL", default=""):
+    # e.g. smtp+tls://user:password@smtp.example.com:587 (django-environ's email_url)
+    _email = env.email_url("EMAIL_URL")
+    EMAIL_BACKEND = _email["EMAIL_BACKEND"]
+    EMAIL_HOST = _email.get("EMAIL_HOST", "")
+    EMAIL_PORT = _email.get("EMAIL_PORT") or 25
+    EMAIL_HOST_USER = _email.get("EMAIL_HOST_USER", "")
+    EMAIL_HOST_PASSWORD = _email.get("EMAIL_HOST_PASSWORD", "")
+    EMAIL_USE_TLS = bool(_email.get("EMAIL_USE_TLS", False))
+    EMAIL_USE_SSL = bool(_email.get("EMAIL_USE_SSL", False))
+    EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)
+
+# --- Security (production) ------------------------------------------------------------
+if not DEBUG:
+    SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+    X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
+    "loggers": {
+        # WeasyPrint logs every render step at INFO.
+        "weasyprint": {"level": "WARNING"},
+        "fontTools": {"level": "WARNING"},
+    },
+}
+
+# django-import-export keeps an upload between preview and confirm in the cache (Redis in
+# production), so the confirm step works whichever web process answers it.
+IMPORT_EXPORT_TMP_STORAGE_CLASS = "import_export.tmp_storages.CacheStorage"
+
+# --- CSV import/export
+# Every exported cell that a spreadsheet would run as a formula (it starts with = + - @,
+# a tab or a carriage return) gets a ' in front (inventory.resources.EscapedCSV).
+IMPORT_EXPORT_ESCAPE_FORMULAE_ON_EXPORT = True

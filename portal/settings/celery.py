@@ -1,0 +1,130 @@
+"""Celery: the broker and result backend, task defaults, the router (each task's own
+``queue=``), the outbox's timings and the ONE beat table of every periodic task."""
+
+from core.queues import CeleryQueue
+from portal.settings.base import REDIS_URL, VAR_DIR, env
+from portal.settings.provisioning import VALIDATION_IDLE_SWEEP_HOURS
+
+# With REDIS_URL the broker and result backend are Redis; without it, kombu's filesystem
+# transport under var/celery, which needs no server (the embedded default).
+_CELERY_DIR = VAR_DIR / "celery"
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://localhost/")
+CELERY_RESULT_BACKEND = env.str(
+    "CELERY_RESULT_BACKEND", default=REDIS_URL or f"file://{_CELERY_DIR / 'results'}"
+)
+# Longest hard time limit of any task, in seconds. A Redis broker redelivers a message that
+# was not acknowledged within the visibility timeout; tasks acknowledge late, so the
+# timeout must outlast the longest task or a running task would be started twice.
+CELERY_LONGEST_TASK_S = 2 * 3600
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int(
+        "PORTAL_BROKER_VISIBILITY_TIMEOUT", default=CELERY_LONGEST_TASK_S + 3600
+    ),
+    # A request that publishes never waits long for a broker that does not answer.
+    "socket_connect_timeout": 5,
+}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_CELERY_DIR / "queue"),
+        "data_folder_out": str(_CELERY_DIR / "queue"),
+        "control_folder": str(_CELERY_DIR / "control"),
+        "processed_folder": str(_CELERY_DIR / "processed"),
+        "store_processed": False,
+    }
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_DEFAULT_QUEUE = CeleryQueue.DEFAULT.value
+# Each task declares its queue on its decorator; the router reads it for a task sent by
+# name (the outbox publishes names), and anything unknown goes to the default queue.
+CELERY_TASK_ROUTES = ("portal.celery.route_task",)
+# No global time limit: every task declares its own (an OS install is not a 300 s job);
+# tests/portal/test_settings.py checks that each does.
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery's Django fix-up would close the database connection around every task; it does
+# so only once in this many, and portal/celery.py applies CONN_MAX_AGE and the health
+# checks around each task instead (as Django does around each request).
+CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
+CELERY_RESULT_EXPIRES = 3600 * 24
+CELERY_TIMEZONE = "UTC"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The outbox (core/outbox.py): how long one publish may wait for the broker (s), and how
+# often each worker's relay loop looks for messages still pending (s).
+PORTAL_BROKER_PUBLISH_TIMEOUT = env.float("PORTAL_BROKER_PUBLISH_TIMEOUT", default=3.0)
+PORTAL_OUTBOX_RELAY_EVERY = env.float("PORTAL_OUTBOX_RELAY_EVERY", default=5.0)
+CELERY_BEAT_SCHEDULE_FILENAME = str(_CELERY_DIR / "beat-schedule")
+# Every periodic task, in one table. Each is idempotent: a run that finds nothing to do
+# does nothing, and two runs do the work once.
+CELERY_BEAT_SCHEDULE = {
+    # Outbox messages still pending (each worker's relay loop is the first line).
+    "outbox-relay": {"task": "core.tasks.outbox_relay_task", "schedule": 60.0},
+    # --- billing
+    "sweep-documents-and-emails": {
+        "task": "billing.tasks.documents_sweep_task",
+        "schedule": 300.0,
+    },
+    "expire-quotes": {
+        "task": "billing.tasks.quote_expire_due_task",
+        "schedule": 300.0,
+    },
+    "expire-unpaid-orders": {
+        "task": "billing.tasks.order_expire_unpaid_task",
+        "schedule": 60.0,
+    },
+    "retry-stuck-stripe-events": {
+        "task": "billing.tasks.stripe_events_retry_task",
+        "schedule": 300.0,
+    },
+    "contracts-activate-and-end": {
+        "task": "billing.tasks.contracts_activate_task",
+        "schedule": 300.0,
+    },
+    # The landing page's 13-week availability calendar, computed off the request (a run
+    # not started within the minute is dropped: the next one computes the same).
+    "catalog-calendar-refresh": {
+        "task": "billing.tasks.catalog_calendar_refresh_task",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+    # Dunning (reminders, suspension, resumption; the policy is data in the admin) and
+    # renewal quotes for orders ending within PORTAL_RENEWAL_DAYS.
+    "dunning-run": {"task": "billing.tasks.dunning_run_task", "schedule": 600.0},
+    "renewals-offer": {"task": "billing.tasks.renewals_offer_task", "schedule": 3600.0},
+    # Later billing periods' invoices, issued PORTAL_INVOICE_ISSUE_DAYS before they start.
+    "invoices-issue-due": {"task": "billing.tasks.invoices_issue_due_task", "schedule": 3600.0},
+    # --- inventory
+    "expire-stale-holds": {
+        "task": "inventory.tasks.reservation_expire_holds_task",
+        "schedule": 60.0,
+    },
+    # Background imports that a lost message or a dead worker left are handed out again.
+    "inventory-import-job-sweep": {
+        "task": "inventory.tasks.import_job_sweep_task",
+        "schedule": 300.0,
+    },
+    # --- provisioning
+    # SLA credits of ended billing periods (computed once per node and period).
+    "sla-credits-sweep": {"task": "provisioning.tasks.sla_credits_sweep_task", "schedule": 3600.0},
+    "provisioning-reaper": {
+        "task": "provisioning.tasks.provisioning_reaper_task",
+        "schedule": 60.0,
+    },
+    # Paid orders whose rental starts later begin provisioning at start minus the site's
+    # lead time: this scan starts them (a database scan, not an ETA message: see
+    # provisioning_start).
+    "provisioning-start-due": {
+        "task": "provisioning.tasks.provisioning_start_due_task",
+        "schedule": 60.0,
+    },
+    "provisioning-end-due-orders": {
+        "task": "provisioning.tasks.provisioning_end_due_orders_task",
+        "schedule": 300.0,
+    },
+    # The quick profile on idle nodes (VALIDATION_IDLE_SWEEP_HOURS).
+    "validation-idle-sweep": {
+        "task": "provisioning.validation.tasks.validation_idle_sweep_task",
+        "schedule": VALIDATION_IDLE_SWEEP_HOURS * 3600,
+    },
+}

@@ -1,0 +1,98 @@
+"""The business settings of the apps: the price book horizon, self-service hold limits,
+estimates, the provider on documents, Stripe and the bank account, contracts, invoices
+over the term, the inventory's CSV import."""
+
+from portal.settings.base import VAR_DIR, env
+
+# Self-service starts are priced up to this many months ahead (the price book horizon).
+PRICE_BOOK_HORIZON_MONTHS = env.int("PRICE_BOOK_HORIZON_MONTHS", default=12)
+
+# Self-service holds per organisation: unpaid orders and the nodes they hold at once
+# (lower until the organisation's legal name and tax ID are on file).
+SELF_SERVICE_HOLD_LIMITS = {
+    "verified": {
+        "unpaid_orders": env.int("HOLD_LIMIT_UNPAID_ORDERS", default=3),
+        "held_nodes": env.int("HOLD_LIMIT_HELD_NODES", default=64),
+    },
+    "unverified": {
+        "unpaid_orders": env.int("HOLD_LIMIT_UNPAID_ORDERS_UNVERIFIED", default=1),
+        "held_nodes": env.int("HOLD_LIMIT_HELD_NODES_UNVERIFIED", default=8),
+    },
+}
+
+# Anonymous estimates (non-binding quote PDFs): new renders per client and hour, and how
+# many days their prices are stated as valid.
+ESTIMATE_RENDERS_PER_HOUR = env.int("ESTIMATE_RENDERS_PER_HOUR", default=20)
+ESTIMATE_VALID_DAYS = env.int("ESTIMATE_VALID_DAYS", default=7)
+
+# Absolute address of the portal, for links in emails and PDFs.
+PORTAL_BASE_URL = env.str("PORTAL_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+
+# The provider on quotes and invoices (demo values by default: set them for real use).
+PORTAL_PROVIDER_BRAND = env.str("PORTAL_PROVIDER_BRAND", default="GPU Cloud")
+PORTAL_PROVIDER_NAME = env.str("PORTAL_PROVIDER_NAME", default="GPU Cloud Ltd. (demo)")
+PORTAL_PROVIDER_NAME_ZH = env.str(
+    "PORTAL_PROVIDER_NAME_ZH", default="GPU Cloud Ltd.（深圳市智算云科技有限公司，演示）"
+)
+PORTAL_PROVIDER_ADDRESS = env.str(
+    "PORTAL_PROVIDER_ADDRESS",
+    default="12/F, Building 8, Science Park South, Nanshan, Shenzhen, Guangdong, China",
+)
+PORTAL_PROVIDER_ADDRESS_ZH = env.str(
+    "PORTAL_PROVIDER_ADDRESS_ZH", default="中国广东省深圳市南山区科技园南区 8 栋 12 层"
+)
+PORTAL_PROVIDER_EMAIL = env.str("PORTAL_PROVIDER_EMAIL", default="sales@gpucloud.example")
+PORTAL_PROVIDER_PHONE = env.str("PORTAL_PROVIDER_PHONE", default="+86 755 0000 0000")
+# Who "prepared" a self-service quote: the provider's sales contact (blank: "Sales team").
+PORTAL_SALES_CONTACT_NAME = env.str("PORTAL_SALES_CONTACT_NAME", default="")
+# ... and their address (blank: PORTAL_PROVIDER_EMAIL).
+PORTAL_SALES_CONTACT_EMAIL = env.str("PORTAL_SALES_CONTACT_EMAIL", default="")
+# The sender of quote emails: an address the provider's mail domain authorises (SPF/DKIM);
+# the display name is "<salesperson> via <brand>" and replies go to the salesperson.
+PORTAL_QUOTE_FROM_EMAIL = env.str("PORTAL_QUOTE_FROM_EMAIL", default=PORTAL_PROVIDER_EMAIL)
+PORTAL_PROVIDER_WEBSITE = env.str("PORTAL_PROVIDER_WEBSITE", default="gpucloud.example")
+
+# --- Payments -------------------------------------------------------------------------
+# Stripe (card, Alipay, WeChat Pay). With no keys (the ``make run`` default) card payment
+# says it is not configured and customers pay by bank transfer. ``STRIPE_API_BASE`` points
+# the SDK at a local stand-in (localstripe in the integration tests).
+STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
+STRIPE_PUBLISHABLE_KEY = env.str("STRIPE_PUBLISHABLE_KEY", default="")
+STRIPE_WEBHOOK_SECRET = env.str("STRIPE_WEBHOOK_SECRET", default="")
+STRIPE_API_BASE = env.str("STRIPE_API_BASE", default="")
+STRIPE_PAYMENT_METHODS = env.list(
+    "STRIPE_PAYMENT_METHODS", default=["card", "alipay", "wechat_pay"]
+)
+# The account customers pay invoices into by bank transfer (demo values by default).
+PORTAL_BANK_ACCOUNT_NAME = env.str(
+    "PORTAL_BANK_ACCOUNT_NAME", default="Demo GPU Cloud (Shenzhen) Co., Ltd."
+)
+PORTAL_BANK_ACCOUNT_NUMBER = env.str("PORTAL_BANK_ACCOUNT_NUMBER", default="7559 0000 0000 0001")
+PORTAL_BANK_NAME = env.str(
+    "PORTAL_BANK_NAME", default="China Merchants Bank, Shenzhen Branch (demo)"
+)
+PORTAL_BANK_SWIFT = env.str("PORTAL_BANK_SWIFT", default="CMBCCNBS")
+
+# Contracts: the provider's PAdES seal (a PKCS#12 file and its passphrase; `make run`
+# creates a demo key and self-signed certificate there once), an RFC 3161 timestamping
+# authority when set, the standard terms' version, days before the end to offer renewal.
+PORTAL_SIGNING_P12 = env.str("PORTAL_SIGNING_P12", default=str(VAR_DIR / "signing" / "seal.p12"))
+PORTAL_SIGNING_P12_PASSPHRASE = env.str(
+    "PORTAL_SIGNING_P12_PASSPHRASE", default="demo-seal-passphrase"
+)
+PORTAL_SIGNING_TSA_URL = env.str("PORTAL_SIGNING_TSA_URL", default="")
+PORTAL_TERMS_VERSION = env.str("PORTAL_TERMS_VERSION", default="2026-01")
+PORTAL_RENEWAL_DAYS = env.int("PORTAL_RENEWAL_DAYS", default=30)
+# seed_demo makes one signed contract (two PDF renderings; the test suite turns it off).
+PORTAL_SEED_DEMO_CONTRACT = env.bool("PORTAL_SEED_DEMO_CONTRACT", default=True)
+
+# --- Invoices over the term ------------------------------------------------------------
+# Later billing periods are issued this many days before they start.
+PORTAL_INVOICE_ISSUE_DAYS = env.int("PORTAL_INVOICE_ISSUE_DAYS", default=14)
+# The metering system's token for POST /api/usage/ ("" = staff sessions only).
+PORTAL_USAGE_API_TOKEN = env.str("PORTAL_USAGE_API_TOKEN", default="")
+
+# --- CSV import -----------------------------------------------------------------------
+# The admin page imports at most this many rows at once (preview, then confirm); a larger
+# file goes to the background import (inventory.csv_jobs), which a worker runs.
+INVENTORY_CSV_IMPORT_MAX_SYNC_ROWS = env.int("INVENTORY_CSV_IMPORT_MAX_SYNC_ROWS", default=5000)

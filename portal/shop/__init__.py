@@ -1,0 +1,2 @@
+"""The shop: the catalog, configure and its instant quote, accept, the anonymous estimate and
+the sizing wizard."""
