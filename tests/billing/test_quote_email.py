@@ -23,14 +23,6 @@ from portal.celery import app
 
 
 @pytest.fixture
-def eager_celery():
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = before
-
-
-@pytest.fixture
 def draft(demo):
     site = demo["sz"]
     return quote_create(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import localstripe as _localstripe_package  # noqa: F401  (the dev extra: missing, this errors, never skips)
 import pytest
-from django.utils import timezone, translation
+from django.utils import timezone
 
 from billing import stripe_api
 from billing.models import (
@@ -29,19 +29,12 @@ from billing.models import (
 )
 from billing.services import payments
 from inventory.models import Reservation, ReservationStatus
-from portal.celery import app
 from tests.billing.test_payments import make_order
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 WRAPPER = Path(__file__).with_name("localstripe_server.py")
 WAIT_S = 20
-
-
-@pytest.fixture(autouse=True)
-def english():
-    with translation.override("en"):
-        yield
 
 
 @pytest.fixture
@@ -77,14 +70,6 @@ def stripe_settings(settings, localstripe):
     settings.STRIPE_WEBHOOK_SECRET = f"whsec_{uuid.uuid4().hex}"
     settings.STRIPE_API_BASE = localstripe
     return settings
-
-
-@pytest.fixture
-def eager_celery():
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = before
 
 
 @pytest.fixture

@@ -39,14 +39,6 @@ def private_throttle(monkeypatch):
 
 
 @pytest.fixture
-def eager_celery():
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = before
-
-
-@pytest.fixture
 def commit(django_capture_on_commit_callbacks, eager_celery):
     """Run what a request leaves for after the commit: the email tasks, at once (eager)."""
     return lambda: django_capture_on_commit_callbacks(execute=True)
