@@ -6,7 +6,6 @@ import os
 import select
 import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 import uuid
@@ -30,6 +29,7 @@ from billing.models import (
 from billing.services import payments
 from inventory.models import Reservation, ReservationStatus
 from tests.billing.test_payments import make_order
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -85,15 +85,6 @@ def webhook(stripe_settings, live_server, localstripe):
     return url
 
 
-def wait_for(predicate, timeout=WAIT_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
-
-
 def test_card_payment_through_localstripe_pays_the_order_by_the_signed_webhook(
     demo, webhook, eager_celery
 ):
@@ -114,8 +105,14 @@ def test_card_payment_through_localstripe_pays_the_order_by_the_signed_webhook(
     )
     assert confirmed["status"] == "succeeded"
     # The order becomes paid only through localstripe's signed webhook.
-    assert wait_for(lambda: Order.objects.get(pk=order.pk).status == OrderStatus.PAID), list(
-        StripeEvent.objects.values_list("type", "status", "error")
+    wait_until(
+        lambda: Order.objects.get(pk=order.pk).status == OrderStatus.PAID,
+        timeout=WAIT_S,
+        interval=0.2,
+        message=lambda: (
+            "the order paid: "
+            + repr(list(StripeEvent.objects.values_list("type", "status", "error")))
+        ),
     )
     order.refresh_from_db()
     payment.refresh_from_db()
@@ -156,8 +153,14 @@ def test_a_declined_card_leaves_the_order_awaiting_payment(demo, webhook, eager_
         stripe_api.payment_intent_confirm(
             payment.stripe_payment_intent, payment_method="pm_card_chargeCustomerFail"
         )
-    assert wait_for(lambda: Payment.objects.get(pk=payment.pk).status == PaymentStatus.FAILED), (
-        list(StripeEvent.objects.values_list("type", "status", "error"))
+    wait_until(
+        lambda: Payment.objects.get(pk=payment.pk).status == PaymentStatus.FAILED,
+        timeout=WAIT_S,
+        interval=0.2,
+        message=lambda: (
+            "the payment failed: "
+            + repr(list(StripeEvent.objects.values_list("type", "status", "error")))
+        ),
     )
     payment.refresh_from_db()
     order.refresh_from_db()
