@@ -10,6 +10,10 @@ happens rarely, the tests asking for ``demo`` run first (``pytest_collection_mod
 below). Tests on a transactional database (``transactional_db``, ``live_server``,
 ``django_db(transaction=True)``: real workers, browsers, races) commit what they write and
 are flushed afterwards: for them ``demo`` runs ``seed_demo`` itself, committed.
+
+``make test`` runs the suite with pytest-xdist on fresh test databases. Locally, keep the
+test databases between runs (migrations only when they changed: ``--create-db`` rebuilds):
+``.venv/bin/pytest -n 2 --reuse-db`` (or a file, ``-x -q --reuse-db tests/billing``).
 """
 
 from __future__ import annotations
