@@ -15,10 +15,13 @@ run: setup ## Embedded default: SQLite, filesystem broker, simulated hardware, d
 	DJANGO_DEBUG=1 $(PY) manage.py seed_demo
 	DJANGO_DEBUG=1 $(PY) manage.py run_embedded --addr $(ADDR) --port $(PORT)
 
+# pytest-xdist: one process per core, at most 7 (each takes two of Redis's 16 databases,
+# portal/settings/test_environment.py); each on a test database created afresh (no --reuse-db here).
+TEST_WORKERS ?= auto
 test: setup services ## Lint and the whole test suite against PostgreSQL and Redis
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --maxprocesses=7 --dist=load --create-db
 
 setup: system-deps $(STAMP)
 

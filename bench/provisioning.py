@@ -351,14 +351,14 @@ def main(argv: list[str] | None = None) -> int:
         # and emails go to a second worker (one process) on the same machine, so they
         # still take CPU but not a provisioning worker's slot or, in (b), its GIL.
         # --shared-worker: everything on the provisioning worker (the earlier layout).
-        from core import queues as portal_queues
+        from core import queues
 
         if args.shared_worker:
-            own_queues = portal_queues.ALL
+            own_queues = queues.ALL
         else:
-            queue = portal_queues.CeleryQueue
+            queue = queues.CeleryQueue
             own_queues = (queue.PROVISIONING, queue.VALIDATION)
-        other_queues = tuple(q for q in portal_queues.ALL if q not in own_queues)
+        other_queues = tuple(q for q in queues.ALL if q not in own_queues)
 
         def start_side_worker(env: dict[str, str]) -> Workers | None:
             if not other_queues:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from datetime import date, timedelta
 from decimal import Decimal
 
 from core.models import OutboxMessage
@@ -96,15 +97,19 @@ def node(s: Site, nt: NodeType, *, leaf_name: str = "leaf-1", rack_name: str = "
     )
 
 
+def demo_start(sz: Site) -> date:
+    """The demo's start date: a week after today in Shenzhen."""
+    from billing.periods import site_today
+
+    return site_today(sz) + timedelta(days=7)
+
+
 def demo_objects() -> dict:
     """The objects of ``seed_demo`` that tests use, by short name (see conftest ``demo``)."""
-    from datetime import timedelta
-
     from django.contrib.auth import get_user_model
 
     from accounts.models import Organisation
     from billing import selectors
-    from billing.periods import site_today
 
     users = get_user_model().objects
     sz = Site.objects.get(code="SZ")
@@ -123,7 +128,7 @@ def demo_objects() -> dict:
         "manager": users.get(username="manager"),
         "admin": users.get(username="admin"),
         "customer": users.get(username="customer"),
-        "start": site_today(sz) + timedelta(days=7),
+        "start": demo_start(sz),
         "sz_book": selectors.price_book_in_force(site=sz),
     }
 

@@ -12,22 +12,15 @@ Each setting, and its default, is defined in exactly one of these modules.
 
 import os
 
-# ``portal.settings.test`` is imported after this package, so the test suite's defaults for
-# the environment are set here, before the modules below read it.
-_TEST_ENVIRONMENT = {
-    "DJANGO_SECRET_KEY": "test-only-secret-key-not-for-production-9f3b2c1d8e7a6",
-    "DJANGO_SECURE_SSL_REDIRECT": "0",
-    "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/portal",
-    "REDIS_URL": "redis://127.0.0.1:6379/15",  # the suite's own database
-    # The node agent's CPU path at small sizes: real measurements, a second or two per node.
-    "VALIDATION_AGENT_SIZES": "gemm=256,copy=8M,allreduce=1M",
-    "PORTAL_VAR_DIR": "/tmp/gpu-portal-test-var",  # noqa: S108
-}
+# ``portal.settings.test`` is imported after this package, so the test suite's environment
+# (its defaults, each xdist worker's own Redis database and var directory) is prepared
+# here, before the modules below read it.
 if os.environ.get("DJANGO_SETTINGS_MODULE") == "portal.settings.test":
-    for _name, _value in _TEST_ENVIRONMENT.items():
-        os.environ.setdefault(_name, _value)
+    from portal.settings.test_environment import prepare
 
-from portal.settings.base import *  # noqa: E402, F403
-from portal.settings.celery import *  # noqa: E402, F403
-from portal.settings.portal import *  # noqa: E402, F403
-from portal.settings.provisioning import *  # noqa: E402, F403
+    prepare()
+
+from portal.settings.base import *  # noqa: F403
+from portal.settings.celery import *  # noqa: F403
+from portal.settings.portal import *  # noqa: F403
+from portal.settings.provisioning import *  # noqa: F403

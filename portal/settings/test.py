@@ -1,7 +1,7 @@
 """Settings for the test suite: the production code path against PostgreSQL and Redis.
 
 ``make test`` (and plain ``pytest``) use this module; its defaults for the environment
-(``DATABASE_URL``, ``REDIS_URL``, ...) are ``portal.settings._TEST_ENVIRONMENT``, set
+(``DATABASE_URL``, ``REDIS_URL``, ...) are ``portal.settings.test_environment.DEFAULTS``, set
 before the settings read them, and each can be overridden from the environment.
 """
 

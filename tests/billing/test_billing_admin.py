@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.forms import MultiWidget
 from django.urls import reverse
-from django.utils import timezone, translation
+from django.utils import timezone
 
 from accounts.models import Membership, Organisation
 from billing.models import (
@@ -30,12 +30,6 @@ pytestmark = pytest.mark.django_db
 # Queries one changelist page may run, whatever the number of rows: session and user, the
 # counts, the page of rows with their related rows, the choices of its filters.
 CHANGELIST_QUERY_BOUND = 8
-
-
-@pytest.fixture(autouse=True)
-def english():
-    with translation.override("en"):
-        yield
 
 
 def admin_url(name, *args):

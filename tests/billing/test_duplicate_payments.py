@@ -32,15 +32,8 @@ from billing.models import (
 )
 from billing.services import payments
 from core.errors import DomainError
-from tests.billing import test_payments as shared
-from tests.billing import test_webhooks as webhook_tests
 from tests.billing.test_payments import make_order
 from tests.billing.test_webhooks import SECRET, event, post
-
-# Fixtures shared with the payment and webhook tests.
-eager_celery = shared.eager_celery
-english = shared.english
-provisioning_calls = webhook_tests.provisioning_calls
 
 pytestmark = pytest.mark.django_db
 

@@ -20,30 +20,9 @@ from core.models import OutboxMessage
 from tests import factories
 from tests.billing.test_contracts import make_order
 from tests.billing.test_invoicing import assert_gapless
-from tests.billing.test_payments import FakeStripe
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()
-
-
-@pytest.fixture
-def fake_stripe(settings, monkeypatch):
-    settings.STRIPE_SECRET_KEY = "sk_test_offline"
-    settings.STRIPE_PUBLISHABLE_KEY = "pk_test_offline"
-    fake = FakeStripe()
-    refunds = []
-
-    def refund_create(*, payment_intent_id, amount, currency, idempotency_key):
-        refunds.append(stripe_api.to_minor_units(amount, currency))
-        return {"id": f"re_test_{len(refunds)}", "amount": refunds[-1], "status": "succeeded"}
-
-    monkeypatch.setattr(stripe_api, "payment_intent_create", fake.create)
-    monkeypatch.setattr(stripe_api, "payment_intent_retrieve", fake.retrieve)
-    monkeypatch.setattr(stripe_api, "refund_create", refund_create)
-    monkeypatch.setattr(
-        stripe_api, "payment_intent_amount_refunded", lambda pi: (sum(refunds), "cny")
-    )
-    return fake
 
 
 def succeed(payment) -> str:

@@ -27,24 +27,9 @@ from billing.services import payments
 from billing.services import quotes as qs
 from core.errors import DomainError
 from inventory.models import Reservation, ReservationStatus, Site
-from portal.celery import app
 from tests import factories
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def english():
-    with translation.override("en"):
-        yield
-
-
-@pytest.fixture
-def eager_celery():
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = before
 
 
 def make_order(demo, *, nodes=2) -> Order:
@@ -70,48 +55,6 @@ def make_order(demo, *, nodes=2) -> Order:
 
 def reservations(order):
     return Reservation.objects.filter(group=order.reservation_group)
-
-
-class FakeStripe:
-    """Stands in for the PaymentIntents API in the wrapper (no network)."""
-
-    def __init__(self):
-        self.created = []
-        self.intents = {}
-
-    def create(self, **kwargs):
-        self.created.append(kwargs)
-        pi_id = f"pi_test_{len(self.created)}"
-        intent = {
-            "id": pi_id,
-            "client_secret": f"{pi_id}_secret_abc",
-            "status": "requires_payment_method",
-            "amount": stripe_api.to_minor_units(kwargs["amount"], kwargs["currency"]),
-            "currency": kwargs["currency"].lower(),
-        }
-        self.intents[pi_id] = intent
-        return dict(intent)
-
-    def retrieve(self, pi_id):
-        return dict(self.intents[pi_id])
-
-
-@pytest.fixture
-def fake_stripe(settings, monkeypatch):
-    settings.STRIPE_SECRET_KEY = "sk_test_offline"
-    settings.STRIPE_PUBLISHABLE_KEY = "pk_test_offline"
-    settings.STRIPE_WEBHOOK_SECRET = "whsec_test_offline"
-    fake = FakeStripe()
-    monkeypatch.setattr(stripe_api, "payment_intent_create", fake.create)
-    monkeypatch.setattr(stripe_api, "payment_intent_retrieve", fake.retrieve)
-    return fake
-
-
-@pytest.fixture
-def no_stripe(settings):
-    settings.STRIPE_SECRET_KEY = ""
-    settings.STRIPE_PUBLISHABLE_KEY = ""
-    settings.STRIPE_WEBHOOK_SECRET = ""
 
 
 def pay_url(name, order, lang="en"):

@@ -6,7 +6,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.utils import timezone, translation
+from django.utils import timezone
 
 from billing import selectors
 from billing.models import (
@@ -28,13 +28,6 @@ from core.errors import DomainError
 pytestmark = pytest.mark.django_db
 
 ENTRY_MODELS = [NodePrice, CardOptionPrice, AddonPrice, FreeService, DiscountRule, Promotion]
-
-
-@pytest.fixture(autouse=True)
-def english():
-    """The refusals are matched in English (the source language of the messages)."""
-    with translation.override("en"):
-        yield
 
 
 def make_quote(demo, nodes=1):

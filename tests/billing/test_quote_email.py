@@ -2,11 +2,11 @@
 then emails it with the link to accept it online. Run eagerly here; the email goes to
 Django's locmem outbox (``portal.settings.test``)."""
 
-import sys
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from celery.signals import task_prerun
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import mail
@@ -20,14 +20,6 @@ from billing.services.quotes import ItemSpec, quote_create, quote_send
 from core import pdf
 from inventory.models import NodeType
 from portal.celery import app
-
-
-@pytest.fixture
-def eager_celery():
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = before
 
 
 @pytest.fixture
@@ -64,17 +56,20 @@ def send(quote, django_capture_on_commit_callbacks):
 def test_sending_emails_the_stored_pdf_and_the_link(
     draft, eager_celery, django_capture_on_commit_callbacks, monkeypatch
 ):
-    callers = []
-    real_quote_document = quote_pdf.quote_document
+    ran = []
 
-    def spy(**kwargs):
-        callers.append(sys._getframe(1).f_code.co_name)
-        return real_quote_document(**kwargs)
+    def record(sender=None, **kwargs):
+        ran.append(sender.name)
 
-    monkeypatch.setattr(quote_pdf, "quote_document", spy)
-    quote = send(draft, django_capture_on_commit_callbacks)
-    # The chain: render on the documents queue first, then the email (which finds it).
-    assert callers == ["document_render_quote", "quote_email_send"]
+    task_prerun.connect(record)
+    try:
+        quote = send(draft, django_capture_on_commit_callbacks)
+    finally:
+        task_prerun.disconnect(record)
+    # The chain: render on the documents queue first, then the email (which finds it: one
+    # document, rendered once).
+    assert ran == ["billing.tasks.document_render_quote", "billing.tasks.quote_email"]
+    assert QuoteDocument.objects.filter(quote=quote).count() == 1
 
     assert len(mail.outbox) == 1
     message = mail.outbox[0]

@@ -26,14 +26,7 @@ from billing.models import (
 from billing.services import payments
 from billing.services.orders import order_expire_unpaid
 from inventory.models import ReservationStatus
-from provisioning import tasks as provisioning_tasks
-from tests.billing import test_payments as shared
 from tests.billing.test_payments import make_order, reservations
-
-# Fixtures shared with the payment tests.
-eager_celery = shared.eager_celery
-english = shared.english
-fake_stripe = shared.fake_stripe
 
 pytestmark = pytest.mark.django_db
 
@@ -91,21 +84,6 @@ def intent(payment: Payment, *, amount: int | None = None, currency: str | None 
 @pytest.fixture(autouse=True)
 def webhook_secret(settings):
     settings.STRIPE_WEBHOOK_SECRET = SECRET
-
-
-@pytest.fixture
-def provisioning_calls(monkeypatch):
-    """Results of the provisioning tasks enqueued (run eagerly)."""
-    results = []
-    original = provisioning_tasks.provisioning_start.apply_async
-
-    def apply_async(args=None, kwargs=None, **options):
-        result = original(args, kwargs, **options)
-        results.append((args[0], result.get()))
-        return result
-
-    monkeypatch.setattr(provisioning_tasks.provisioning_start, "apply_async", apply_async)
-    return results
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 from datetime import datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 from zoneinfo import ZoneInfo
@@ -24,6 +23,7 @@ from billing.models import Invoice, InvoiceStatus, Order, OrderStatus, Quote
 from billing.templatetags.billing_tags import money
 from inventory.models import Reservation, ReservationStatus, Site
 from portal.management.commands.seed_demo import DEMO_BOOKING
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -35,15 +35,21 @@ TRANSFER_REFERENCE = "ICBC-20260315-000123"
 def _verification_path(timeout: float = 10.0) -> str:
     """The path of the link in the verification email (sent after the sign-up commits;
     its host is PORTAL_BASE_URL, not the live server's)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def link() -> str | None:
         for message in mail.outbox:
             if EMAIL in message.to:
                 found = re.search(r"https?://\S+/accounts/verify/\S+", message.body)
                 assert found, f"No verification link in the email:\n{message.body}"
                 return urlsplit(found.group(0)).path
-        time.sleep(0.1)
-    raise AssertionError(f"No verification email to {EMAIL}; outbox: {mail.outbox!r}")
+        return None
+
+    return wait_until(
+        link,
+        timeout=timeout,
+        interval=0.1,
+        message=lambda: f"a verification email to {EMAIL}; outbox: {mail.outbox!r}",
+    )
 
 
 def reverse_en(name: str, *args: object) -> str:

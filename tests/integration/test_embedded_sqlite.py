@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.polling import wait_until
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,15 +108,14 @@ def test_concurrent_signed_webhooks_on_the_embedded_default_never_answer_500(tmp
     )
     url = f"http://127.0.0.1:{port}/stripe/webhook"
     try:
-        deadline = time.monotonic() + 60
-        while True:  # wait until the server answers
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise AssertionError("the embedded server did not start") from None
-                time.sleep(0.2)
+        wait_until(  # the server answers
+            lambda: socket.create_connection(("127.0.0.1", port), timeout=1).close() or True,
+            timeout=60,
+            interval=0.2,
+            message="the embedded server to start",
+            retry_on=(OSError,),
+            give_up_if=lambda: server.poll() is not None,
+        )
         for round_ in range(3):
             ids = [f"evt_embedded_{round_}_{i}" for i in range(CONCURRENT)]
             with ThreadPoolExecutor(max_workers=CONCURRENT) as pool:

@@ -6,7 +6,6 @@ import os
 import select
 import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 import uuid
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import localstripe as _localstripe_package  # noqa: F401  (the dev extra: missing, this errors, never skips)
 import pytest
-from django.utils import timezone, translation
+from django.utils import timezone
 
 from billing import stripe_api
 from billing.models import (
@@ -29,19 +28,13 @@ from billing.models import (
 )
 from billing.services import payments
 from inventory.models import Reservation, ReservationStatus
-from portal.celery import app
 from tests.billing.test_payments import make_order
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 WRAPPER = Path(__file__).with_name("localstripe_server.py")
 WAIT_S = 20
-
-
-@pytest.fixture(autouse=True)
-def english():
-    with translation.override("en"):
-        yield
 
 
 @pytest.fixture
@@ -80,14 +73,6 @@ def stripe_settings(settings, localstripe):
 
 
 @pytest.fixture
-def eager_celery():
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = before
-
-
-@pytest.fixture
 def webhook(stripe_settings, live_server, localstripe):
     """Register the live server's webhook endpoint with localstripe."""
     url = live_server.url + "/stripe/webhook"
@@ -98,15 +83,6 @@ def webhook(stripe_settings, live_server, localstripe):
     with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
         assert response.status == 200
     return url
-
-
-def wait_for(predicate, timeout=WAIT_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def test_card_payment_through_localstripe_pays_the_order_by_the_signed_webhook(
@@ -129,8 +105,14 @@ def test_card_payment_through_localstripe_pays_the_order_by_the_signed_webhook(
     )
     assert confirmed["status"] == "succeeded"
     # The order becomes paid only through localstripe's signed webhook.
-    assert wait_for(lambda: Order.objects.get(pk=order.pk).status == OrderStatus.PAID), list(
-        StripeEvent.objects.values_list("type", "status", "error")
+    wait_until(
+        lambda: Order.objects.get(pk=order.pk).status == OrderStatus.PAID,
+        timeout=WAIT_S,
+        interval=0.2,
+        message=lambda: (
+            "the order paid: "
+            + repr(list(StripeEvent.objects.values_list("type", "status", "error")))
+        ),
     )
     order.refresh_from_db()
     payment.refresh_from_db()
@@ -171,8 +153,14 @@ def test_a_declined_card_leaves_the_order_awaiting_payment(demo, webhook, eager_
         stripe_api.payment_intent_confirm(
             payment.stripe_payment_intent, payment_method="pm_card_chargeCustomerFail"
         )
-    assert wait_for(lambda: Payment.objects.get(pk=payment.pk).status == PaymentStatus.FAILED), (
-        list(StripeEvent.objects.values_list("type", "status", "error"))
+    wait_until(
+        lambda: Payment.objects.get(pk=payment.pk).status == PaymentStatus.FAILED,
+        timeout=WAIT_S,
+        interval=0.2,
+        message=lambda: (
+            "the payment failed: "
+            + repr(list(StripeEvent.objects.values_list("type", "status", "error")))
+        ),
     )
     payment.refresh_from_db()
     order.refresh_from_db()

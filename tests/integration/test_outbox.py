@@ -19,7 +19,8 @@ from billing.services import quotes as qs
 from billing.services import sweeps
 from core import outbox
 from core.models import OutboxMessage, OutboxStatus
-from tests.integration.workers import Worker, scratch_broker_url, wait_for
+from tests.integration.workers import Worker, scratch_broker_url
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -68,15 +69,15 @@ def test_a_dead_broker_delays_the_work_and_never_fails_the_customer(
     settings.CELERY_BROKER_URL = broker = scratch_broker_url()
     worker = Worker(broker, env={"DJANGO_MEDIA_ROOT": str(tmp_path / "media")})
     try:
-        document = wait_for(
+        document = wait_until(
             lambda: InvoiceDocument.objects.filter(invoice__order=order).first(),
             timeout=90,
-            what="the invoice PDF rendered after the broker came back",
+            message="the invoice PDF rendered after the broker came back",
         )
-        wait_for(
+        wait_until(
             lambda: QuoteDocument.objects.filter(quote=order.quote_id).exists(),
             timeout=90,
-            what="the quote PDF rendered after the broker came back",
+            message="the quote PDF rendered after the broker came back",
         )
     finally:
         log = worker.stop()
@@ -108,7 +109,7 @@ def test_a_worker_killed_mid_render_leaves_one_document_and_one_email(demo, sett
     # Kill the worker while it holds the render (delivered, not acknowledged).
     client = redis.Redis.from_url(broker)
     try:
-        wait_for(lambda: client.hlen("unacked"), timeout=90, what="the render to start")
+        wait_until(lambda: client.hlen("unacked"), timeout=90, message="the render to start")
     finally:
         first_log = first.kill()
     [held] = [json.loads(v)[0] for v in client.hvals("unacked")]
@@ -123,19 +124,19 @@ def test_a_worker_killed_mid_render_leaves_one_document_and_one_email(demo, sett
     try:
         result = sweeps.documents_sweep(older_than=timedelta(0))
         assert result.quote_emails == 1
-        wait_for(
+        wait_until(
             lambda: Quote.objects.get(pk=quote.pk).emailed_at,
             timeout=90,
-            what="the quote email after the restart",
+            message="the quote email after the restart",
         )
         # ...and the killed worker's own message, redelivered, finds the work done.
-        wait_for(
+        wait_until(
             lambda: (
                 client.hlen("unacked") == 0
                 and not any(client.llen(q) for q in ("documents", "billing"))
             ),
             timeout=60,
-            what=f"every message acknowledged: {client.hgetall('unacked')} "
+            message=f"every message acknowledged: {client.hgetall('unacked')} "
             f"{[(q, client.llen(q)) for q in ('documents', 'billing')]}",
         )
         time.sleep(1)

@@ -41,7 +41,8 @@ from provisioning.models import (
 )
 from tests.billing.test_payments import make_order
 from tests.integration import test_redfish_driver as redfish_tests
-from tests.integration.workers import Worker, scratch_broker_url, wait_for
+from tests.integration.workers import Worker, scratch_broker_url
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -75,12 +76,12 @@ def paid_order(demo, nodes: int) -> tuple[Order, list[Node]]:
 
 
 def finished_run(order: Order, kind: str = RunKind.PROVISION) -> ProvisioningRun:
-    return wait_for(
+    return wait_until(
         lambda: ProvisioningRun.objects.filter(
             order=order, kind=kind, status__in=[RunStatus.DELIVERED, RunStatus.FAILED]
         ).first(),
         timeout=RUN_TIMEOUT,
-        what=f"the {kind} run of {order.number} to finish",
+        message=f"the {kind} run of {order.number} to finish",
     )
 
 
@@ -176,13 +177,13 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_finishes(demo, settings
     first = Worker(broker, env=env)
     total = 4 * 10
     try:
-        run = wait_for(
+        run = wait_until(
             lambda: ProvisioningRun.objects.filter(order=order).first(),
             timeout=60,
-            what="the run to be created",
+            message="the run to be created",
         )
         # Some steps done, and the worker inside an OS install (about 2 s at this scale).
-        wait_for(
+        wait_until(
             lambda: (
                 NodeStep.objects.filter(run=run, status=StepStatus.DONE).count() >= 10
                 and NodeStep.objects.filter(
@@ -190,7 +191,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_finishes(demo, settings
                 ).exists()
             ),
             timeout=RUN_TIMEOUT,
-            what="some steps done and an install running",
+            message="some steps done and an install running",
         )
     finally:
         first_log = first.kill()
@@ -275,7 +276,7 @@ def start_bmc(folder: Path, hostnames: list[str]) -> tuple[subprocess.Popen, str
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             return proc.poll() is not None  # died: stop waiting, the assert below says so
 
-    wait_for(answers, timeout=20, what="sushy-emulator to answer")
+    wait_until(answers, timeout=20, message="sushy-emulator to answer")
     assert proc.poll() is None, (folder / "emulator.log").read_text()[-3000:]
     return proc, url
 

@@ -33,6 +33,7 @@ from provisioning.drivers.base import (
     UnsupportedOperation,
 )
 from provisioning.drivers.redfish import RedfishDriver
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -89,23 +90,26 @@ def start_emulator(folder: Path, *, auth_file: Path | None = None):
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/redfish/v1/", timeout=1) as rsp:  # noqa: S310
-                if rsp.status == 200:
-                    return proc, url
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            proc.wait()
-            log.close()
-            pytest.fail(
-                f"sushy-emulator did not answer on {url}:\n"
-                + (folder / "emulator.log").read_text()[-3000:]
-            )
-        time.sleep(0.2)
+
+    def answers() -> bool:
+        with urllib.request.urlopen(f"{url}/redfish/v1/", timeout=1) as rsp:  # noqa: S310
+            return rsp.status == 200
+
+    try:
+        wait_until(
+            answers,
+            timeout=START_TIMEOUT_S,
+            interval=0.2,
+            message=f"sushy-emulator to answer on {url}",
+            retry_on=(urllib.error.URLError, ConnectionError, TimeoutError),
+            give_up_if=lambda: proc.poll() is not None,
+        )
+    except AssertionError as exc:
+        proc.kill()
+        proc.wait()
+        log.close()
+        pytest.fail(f"{exc}:\n" + (folder / "emulator.log").read_text()[-3000:])
+    return proc, url
 
 
 def stop(proc: subprocess.Popen) -> None:

@@ -18,7 +18,8 @@ from provisioning.models import (
     ValidationTrigger,
 )
 from provisioning.validation import services
-from tests.integration.workers import Worker, scratch_broker_url, wait_for
+from tests.integration.workers import Worker, scratch_broker_url
+from tests.polling import wait_until
 from tests.provisioning.test_validation_services import make_order
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -37,19 +38,19 @@ def test_a_cpu_validation_run_through_a_worker_stores_outputs_and_the_report(
     )
     worker = Worker(broker, env={"DJANGO_MEDIA_ROOT": str(settings.MEDIA_ROOT)})
     try:
-        finished = wait_for(
+        finished = wait_until(
             lambda: ValidationRun.objects.filter(
                 pk=run.pk, status__in=(ValidationRunStatus.PASSED, ValidationRunStatus.FAILED)
             ).first(),
             timeout=180,
-            what="the validation run to finish",
+            message="the validation run to finish",
         )
-        reports = wait_for(
+        reports = wait_until(
             lambda: (lambda r: r if len(r) == 2 else None)(
                 list(ValidationReport.objects.filter(run=run))
             ),
             timeout=180,
-            what="the acceptance reports in both languages",
+            message="the acceptance reports in both languages",
         )
     finally:
         log = worker.stop()

@@ -6,9 +6,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import redis
@@ -77,13 +75,3 @@ class Worker:
             self.proc.kill()
             out, _ = self.proc.communicate()
         return out
-
-
-def wait_for(check: Callable[[], object], *, timeout: float, what: str) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")

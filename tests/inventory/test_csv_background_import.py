@@ -171,19 +171,21 @@ def test_progress_is_reported_while_the_rows_are_checked(
     upload_background(admin_client, "node", node_rows(25))
     job = ImportJob.objects.get()
     monkeypatch.setattr(csv_jobs, "PROGRESS_EVERY_ROWS", 10)
-    seen: list[int] = []
-    real_set = csv_jobs.cache.set
+    resource_class, _csv_format = csv_jobs.IMPORTS["node"]
+    import_row = resource_class.import_row
+    shown: list[int] = []  # what the job's page says after each row
 
-    def spy(key: str, value: int, *args: object) -> None:
-        if key == csv_jobs._progress_key(job.pk):  # not the availability generation's
-            seen.append(value)
-        real_set(key, value, *args)
+    def import_row_and_look(self, *args, **kwargs):
+        result = import_row(self, *args, **kwargs)
+        shown.append(csv_jobs.import_job_rows_done(ImportJob.objects.get(pk=job.pk)))
+        return result
 
-    monkeypatch.setattr(csv_jobs.cache, "set", spy)
+    monkeypatch.setattr(resource_class, "import_row", import_row_and_look)
 
     csv_jobs.import_job_run(job_id=job.pk)
 
-    assert seen == [10, 20, 25]
+    assert shown == [0] * 9 + [10] * 10 + [20] * 5 + [25]
+    assert csv_jobs.import_job_rows_done(ImportJob.objects.get(pk=job.pk)) == 25
 
 
 def test_running_job_page_shows_the_rows_checked_so_far(admin_client, inventory, media, enqueued):

@@ -110,7 +110,7 @@ LLAMA70 = sizing.ARCHITECTURES["llama3-70b"]
 
 
 @pytest.fixture(autouse=True)
-def english():
+def sizing_source_text():
     """Assert on the English source text, whatever translator the Django layer installed."""
     previous = get_translator()
     set_translator(None)
@@ -497,14 +497,6 @@ def test_user_facing_text_goes_through_the_translation_hook():
 # --- The page and the command (demo data) ------------------------------------------------
 
 
-@pytest.fixture
-def demo(db):
-    from inventory.models import Site
-
-    call_command("seed_demo", stdout=io.StringIO())
-    return Site.objects.get(code="SZ")
-
-
 def _wizard(client, site, **params):
     with override("en"):
         url = reverse("wizard")
@@ -524,8 +516,8 @@ def _text(response):
 
 
 @pytest.mark.django_db
-def test_page_shows_the_seeds_examples_with_both_figures(client, demo):
-    response = _wizard(client, demo, arch="llama3-70b")
+def test_page_shows_the_seeds_examples_with_both_figures(client, demo_sz):
+    response = _wizard(client, demo_sz, arch="llama3-70b")
     assert response.status_code == 200
     html = _text(response)
     examples = response.context["examples"]
@@ -547,8 +539,8 @@ def test_page_shows_the_seeds_examples_with_both_figures(client, demo):
 
 
 @pytest.mark.django_db
-def test_page_prices_the_cheapest_plan_with_availability(client, demo):
-    response = _wizard(client, demo, params_billion="7")
+def test_page_prices_the_cheapest_plan_with_availability(client, demo_sz):
+    response = _wizard(client, demo_sz, params_billion="7")
     result = response.context["result"]
     assert result.cheapest is not None
     assert result.cheapest.memory.total <= result.cheapest.gpu_memory_gb
@@ -559,11 +551,11 @@ def test_page_prices_the_cheapest_plan_with_availability(client, demo):
 
 
 @pytest.mark.django_db
-def test_page_says_what_is_free_when_the_plan_is_too_big(client, demo):
+def test_page_says_what_is_free_when_the_plan_is_too_big(client, demo_sz):
     # 6 × 175e9 × 300e9 over 790 × 0.4 TFLOPS in 20 days: 577 GPUs, 73 H100 nodes;
     # Shenzhen has 80, of which 8 are booked and 1 in maintenance.
     response = _wizard(
-        client, demo, params_billion="175", target_tokens_billion="300", target_days="20"
+        client, demo_sz, params_billion="175", target_tokens_billion="300", target_days="20"
     )
     result = response.context["result"]
     assert result.cheapest.option.code == "h100-8x-nvlink"
@@ -575,9 +567,9 @@ def test_page_says_what_is_free_when_the_plan_is_too_big(client, demo):
 
 
 @pytest.mark.django_db
-def test_page_inference_mode(client, demo):
+def test_page_inference_mode(client, demo_sz):
     response = _wizard(
-        client, demo, mode="infer", arch="llama3-70b", context="32768", concurrency="16"
+        client, demo_sz, mode="infer", arch="llama3-70b", context="32768", concurrency="16"
     )
     result = response.context["result"]
     assert result.input.mode == "infer"
@@ -586,7 +578,7 @@ def test_page_inference_mode(client, demo):
 
 
 @pytest.mark.django_db
-def test_command_json_search(demo):
+def test_command_json_search(demo_sz):
     out = io.StringIO()
     call_command(
         "size_model", "--params", "70e9", "--mode", "train", "--precision", "bf16",
@@ -607,7 +599,7 @@ def test_command_json_search(demo):
 
 
 @pytest.mark.django_db
-def test_command_json_inference_arch(demo):
+def test_command_json_inference_arch(demo_sz):
     out = io.StringIO()
     call_command(
         "size_model", "--arch", "llama3-70b", "--mode", "infer", "--context", "32768",
@@ -619,7 +611,7 @@ def test_command_json_inference_arch(demo):
 
 
 @pytest.mark.django_db
-def test_command_json_one_layout(demo):
+def test_command_json_one_layout(demo_sz):
     def run(*extra):
         out = io.StringIO()
         call_command(

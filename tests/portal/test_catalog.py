@@ -1,6 +1,5 @@
 """The public catalog: live free-node counts, both languages, fixed query count."""
 
-import io
 import re
 import uuid
 from datetime import datetime, time, timedelta
@@ -8,7 +7,6 @@ from decimal import Decimal
 
 import pytest
 from django.core.cache import cache
-from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -137,8 +135,7 @@ def calendar_row(html: str, site: str, node_type: str, row: str) -> list[str]:
     return [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", tr)]
 
 
-def test_catalog_shows_the_price_per_term_from_the_engine(client):
-    call_command("seed_demo", stdout=io.StringIO())
+def test_catalog_shows_the_price_per_term_from_the_engine(client, demo):
     html = client.get(catalog_url("en")).content.decode()
     today = timezone.localdate()
     for site in Site.objects.all():
@@ -201,8 +198,7 @@ def test_calendar_has_13_weeks_with_free_nodes_slot_price_and_leaves(client, sz,
     assert "Leaf switches, 8-node cluster" in html
 
 
-def test_calendar_week_price_is_one_node_for_seven_days(client):
-    call_command("seed_demo", stdout=io.StringIO())
+def test_calendar_week_price_is_one_node_for_seven_days(client, demo):
     sz = Site.objects.get(code="SZ")
     e5 = NodeType.objects.get(code="e5-baremetal")
     catalog.calendar_refresh()  # the beat job

@@ -65,13 +65,7 @@ def private_cache(settings):
 
 
 @pytest.fixture
-def demo(demo):
-    """The demo data's Shenzhen site (these tests configure there)."""
-    return demo["sz"]
-
-
-@pytest.fixture
-def customer(demo):
+def customer(demo_sz):
     return get_user_model().objects.get(username="customer")
 
 
@@ -103,7 +97,7 @@ def field_block(html: str, name: str) -> str:
 # --- The instant quote ---------------------------------------------------------------------
 
 
-def test_instant_quote_shows_the_full_bill_with_every_add_on(client, demo):
+def test_instant_quote_shows_the_full_bill_with_every_add_on(client, demo_sz):
     response = client.get(
         url(),
         params(**{"addon_checkpoint-storage": "10", "addon_egress": "2.5", "term": "quarter"}),
@@ -114,7 +108,7 @@ def test_instant_quote_shows_the_full_bill_with_every_add_on(client, demo):
     # The total is the engine's, for the same items, through the ordinary preview.
     config = response.context["config"]
     _snapshot, expected = quote_price_preview(
-        site=demo,
+        site=demo_sz,
         term="quarter",
         duration=1,
         start_date=config.start_date,
@@ -126,7 +120,7 @@ def test_instant_quote_shows_the_full_bill_with_every_add_on(client, demo):
     # Every add-on of the price book is visible: ordered, included free, or priced to add.
     bill = {line.code for line in priced.lines}
     assert {"checkpoint-storage", "egress", "cross-node-traffic", "ddos-20g"} <= bill
-    for addon in AddonPrice.objects.filter(price_book__site=demo):
+    for addon in AddonPrice.objects.filter(price_book__site=demo_sz):
         assert addon.name in html, addon.name
     not_ordered = {a.code for a in response.context["not_ordered"]}
     assert not_ordered == {"extra-ip", "ddos-100g"}
@@ -142,14 +136,14 @@ def test_instant_quote_shows_the_full_bill_with_every_add_on(client, demo):
     assert "Log in to order" in html
 
 
-def test_a_bare_configure_url_shows_a_priced_default(client, demo):
+def test_a_bare_configure_url_shows_a_priced_default(client, demo_sz):
     response = client.get(url())
     assert response.status_code == 200
     assert response.context["priced"].gross_total > 0
     assert "Size it with the wizard" in response.content.decode()
 
 
-def test_htmx_gets_the_partial(client, demo):
+def test_htmx_gets_the_partial(client, demo_sz):
     response = client.get(url(), params(), HTTP_HX_REQUEST="true")
     html = response.content.decode()
     assert response.status_code == 200
@@ -166,14 +160,14 @@ def test_htmx_gets_the_partial(client, demo):
         ("1", 1, "1 GPU → 1 node of 8"),
     ],
 )
-def test_gpu_count_is_rounded_up_to_whole_nodes(client, demo, gpus, nodes, note):
+def test_gpu_count_is_rounded_up_to_whole_nodes(client, demo_sz, gpus, nodes, note):
     response = client.get(url(), params(node_count=None, gpu_count=gpus))
     assert response.context["config"].node_count == nodes
     assert response.context["priced"].lines[0].quantity == nodes
     assert note in response.content.decode()
 
 
-def test_gpu_count_on_a_server_with_cards_counts_the_cards(client, demo):
+def test_gpu_count_on_a_server_with_cards_counts_the_cards(client, demo_sz):
     e5 = NodeType.objects.get(code="e5-baremetal")
     card = e5.optional_gpu_models.get(name="RTX 3090 24G")
     response = client.get(
@@ -213,7 +207,7 @@ def test_gpu_count_on_a_server_with_cards_counts_the_cards(client, demo):
         ),
     ],
 )
-def test_bad_input_gets_a_clear_message_next_to_its_field(client, demo, changes, field, message):
+def test_bad_input_gets_a_clear_message_next_to_its_field(client, demo_sz, changes, field, message):
     response = client.get(url(), params(**changes))
     assert response.status_code == 200
     errors = response.context["form"].errors
@@ -224,7 +218,7 @@ def test_bad_input_gets_a_clear_message_next_to_its_field(client, demo, changes,
     assert "priced" not in response.context  # no quote for a bad configuration
 
 
-def test_cards_per_node_out_of_range(client, demo):
+def test_cards_per_node_out_of_range(client, demo_sz):
     e5 = NodeType.objects.get(code="e5-baremetal")
     card = e5.optional_gpu_models.get(name="V100S 32G PCIe")
     response = client.get(
@@ -234,7 +228,7 @@ def test_cards_per_node_out_of_range(client, demo):
 
 
 @pytest.fixture
-def h200(demo):
+def h200(demo_sz):
     """A node type with nodes in Shenzhen only, priced in both sites."""
     nt = NodeType.objects.create(
         code="h200-8x",
@@ -250,7 +244,7 @@ def h200(demo):
         storage="NVMe",
     )
     for _ in range(2):
-        factories.node(demo, nt, leaf_name="sz-ib-leaf-09", rack_name="SZ-H01")
+        factories.node(demo_sz, nt, leaf_name="sz-ib-leaf-09", rack_name="SZ-H01")
     for book in PriceBook.objects.all():
         NodePrice.objects.create(
             price_book=book,
@@ -281,7 +275,7 @@ def test_a_node_type_without_a_price_at_the_site_is_not_offered_there(client, h2
     )
 
 
-def test_not_enough_nodes_shows_free_count_earliest_start_and_alternatives(client, demo):
+def test_not_enough_nodes_shows_free_count_earliest_start_and_alternatives(client, demo_sz):
     hk = Site.objects.get(code="HK")
     h100 = NodeType.objects.get(code="h100-8x-nvlink")
     start = site_today(hk) + timedelta(days=7)
@@ -312,7 +306,7 @@ def test_not_enough_nodes_shows_free_count_earliest_start_and_alternatives(clien
     assert "Log in to order" not in html  # nothing to order until an alternative is chosen
 
 
-def test_fewer_gpus_on_another_node_type_are_offered(client, demo):
+def test_fewer_gpus_on_another_node_type_are_offered(client, demo_sz):
     """2 H100 nodes (16 GPUs) at Hong Kong, all taken: 4 A100 4-GPU nodes there instead."""
     hk = Site.objects.get(code="HK")
     h100 = NodeType.objects.get(code="h100-8x-nvlink")
@@ -335,7 +329,7 @@ def test_fewer_gpus_on_another_node_type_are_offered(client, demo):
     assert "node_type=a100-40g-4x" in alts["node_type"]["url"]
 
 
-def test_cards_on_a_node_type_without_cards(client, demo):
+def test_cards_on_a_node_type_without_cards(client, demo_sz):
     rtx = NodeType.objects.get(code="e5-baremetal").optional_gpu_models.get(name="RTX 3090 24G")
     response = client.get(url(), params(card=f"gpu{rtx.pk}", cards_per_node="2"))
     assert "takes no optional GPU cards of this kind" in field_block(
@@ -384,7 +378,7 @@ def _count(client, query) -> int:
     return len(ctx)
 
 
-def test_instant_quote_queries_stay_at_5_or_fewer_whatever_the_fleet(client, demo, customer):
+def test_instant_quote_queries_stay_at_5_or_fewer_whatever_the_fleet(client, demo_sz, customer):
     h100 = NodeType.objects.get(code="h100-8x-nvlink")
     hk = Site.objects.get(code="HK")
     placeable = params(**{"addon_checkpoint-storage": "5"})
@@ -405,7 +399,7 @@ def test_instant_quote_queries_stay_at_5_or_fewer_whatever_the_fleet(client, dem
         return counts
 
     small = measure()
-    _grow(demo, h100, 6000)
+    _grow(demo_sz, h100, 6000)
     _grow(hk, NodeType.objects.get(code="a100-40g-4x"), 3000)
     assert Node.objects.count() > 9000
     large = measure()
@@ -429,7 +423,7 @@ def _pay_url(order):
         return url("catalog")
 
 
-def test_accept_makes_an_order_holding_the_nodes_for_30_minutes(client, demo, customer):
+def test_accept_makes_an_order_holding_the_nodes_for_30_minutes(client, demo_sz, customer):
     client.force_login(customer)
     before = timezone.now()
     response = _accept(client, node_count="4", **{"addon_extra-ip": "2"})
@@ -454,7 +448,7 @@ def test_accept_makes_an_order_holding_the_nodes_for_30_minutes(client, demo, cu
     assert {i.addon_code for i in quote.items.all()} >= {"extra-ip", "cross-node-traffic"}
 
 
-def test_accept_by_bank_transfer_holds_for_two_days_at_most(client, demo, customer):
+def test_accept_by_bank_transfer_holds_for_two_days_at_most(client, demo_sz, customer):
     # A self-service order paid by transfer holds its nodes for the quote's validity, but
     # two days at most: nobody blocks capacity for weeks without paying.
     client.force_login(customer)
@@ -473,7 +467,7 @@ def test_accept_by_bank_transfer_holds_for_two_days_at_most(client, demo, custom
     ) == {order.payment_due_at + PAYMENT_GRACE}
 
 
-def test_anonymous_accept_goes_to_log_in_and_comes_back(client, demo):
+def test_anonymous_accept_goes_to_log_in_and_comes_back(client, demo_sz):
     response = _accept(client)
     assert response.status_code == 302
     login = resolve_url(django_settings.LOGIN_URL)
@@ -482,7 +476,7 @@ def test_anonymous_accept_goes_to_log_in_and_comes_back(client, demo):
     assert not Order.objects.exists() and not Quote.objects.exists()
 
 
-def test_a_user_without_an_organisation_is_told_so(client, demo):
+def test_a_user_without_an_organisation_is_told_so(client, demo_sz):
     user = get_user_model().objects.create_user("loner", "loner@example.com", "pw-12345678")
     client.force_login(user)
     response = _accept(client)
@@ -493,7 +487,7 @@ def test_a_user_without_an_organisation_is_told_so(client, demo):
     assert not Order.objects.exists()
 
 
-def test_accept_with_bad_input_shows_the_errors(client, demo, customer):
+def test_accept_with_bad_input_shows_the_errors(client, demo_sz, customer):
     client.force_login(customer)
     response = _accept(client, node_count="0")
     assert response.status_code == 200
@@ -501,7 +495,7 @@ def test_accept_with_bad_input_shows_the_errors(client, demo, customer):
     assert not Order.objects.exists()
 
 
-def test_accept_after_someone_else_took_the_nodes_offers_alternatives(client, demo, customer):
+def test_accept_after_someone_else_took_the_nodes_offers_alternatives(client, demo_sz, customer):
     """The page showed the nodes free; by the time of the click they are gone: a clear
     message and alternatives on the configure page, never an error page."""
     hk = Site.objects.get(code="HK")
@@ -529,7 +523,7 @@ def test_accept_after_someone_else_took_the_nodes_offers_alternatives(client, de
     assert not Quote.objects.exists()  # the failed tries left nothing behind
 
 
-def test_the_order_is_for_the_customers_active_organisation(client, demo, customer):
+def test_the_order_is_for_the_customers_active_organisation(client, demo_sz, customer):
     pearl = Membership.objects.get(user=customer).organisation
     other = Organisation.objects.create(name="Another Lab")  # first by name
     Membership.objects.create(user=customer, organisation=other)
@@ -543,7 +537,7 @@ def test_the_order_is_for_the_customers_active_organisation(client, demo, custom
     assert re.fullmatch(r"O-SZ-\d{4}-\d{6}", order.number)
 
 
-def test_an_unverified_email_cannot_order_yet(client, demo, customer):
+def test_an_unverified_email_cannot_order_yet(client, demo_sz, customer):
     CustomerProfile.objects.create(user=customer, email_verified_at=None)
     client.force_login(customer)
     response = _accept(client)
@@ -553,10 +547,10 @@ def test_an_unverified_email_cannot_order_yet(client, demo, customer):
     assert not Order.objects.exists()
 
 
-def test_configuration_items_skip_zero_add_ons(demo):
+def test_configuration_items_skip_zero_add_ons(demo_sz):
     h100 = NodeType.objects.get(code="h100-8x-nvlink")
     config = Configuration(
-        site=demo,
+        site=demo_sz,
         node_type=h100,
         node_count=2,
         term="month",
@@ -571,10 +565,10 @@ def test_configuration_items_skip_zero_add_ons(demo):
     ]
 
 
-def test_the_wizard_offers_link_to_a_placeable_configuration(client, demo):
+def test_the_wizard_offers_link_to_a_placeable_configuration(client, demo_sz):
     with override("en"):
         wizard_url = reverse("wizard")
-    start = (site_today(demo) + timedelta(days=10)).isoformat()
+    start = (site_today(demo_sz) + timedelta(days=10)).isoformat()
     response = client.get(
         wizard_url,
         {
@@ -582,7 +576,7 @@ def test_the_wizard_offers_link_to_a_placeable_configuration(client, demo):
             "precision": "bf16",
             "optimizer": "adamw",
             "zero_stage": "3",
-            "site": demo.pk,
+            "site": demo_sz.pk,
             "start_date": start,
         },
     )
@@ -607,7 +601,7 @@ def _idempotency_key(html: str) -> str:
     return re.search(r'name="idempotency_key" value="([0-9a-f]+)"', html).group(1)
 
 
-def test_a_configuration_asked_again_is_served_from_its_kept_parts(client, demo, customer):
+def test_a_configuration_asked_again_is_served_from_its_kept_parts(client, demo_sz, customer):
     query = params()
     first = client.get(url(), query).content.decode()
     with CaptureQueriesContext(connection) as ctx:
@@ -631,15 +625,15 @@ def test_a_configuration_asked_again_is_served_from_its_kept_parts(client, demo,
     assert "此类型节点在整个租期内有" in chinese and "of this type" not in chinese
 
 
-def test_the_kept_parts_show_a_booking_or_a_node_out_of_service_at_once(client, demo, customer):
+def test_the_kept_parts_show_a_booking_or_a_node_out_of_service_at_once(client, demo_sz, customer):
     query = params()
     free = _free(client.get(url(), query).content.decode())
     h100 = NodeType.objects.get(code="h100-8x-nvlink")
     start_at, end_at = rental_period(
-        site=demo, start_date=date.fromisoformat(query["start_date"]), term="month", duration=1
+        site=demo_sz, start_date=date.fromisoformat(query["start_date"]), term="month", duration=1
     )
     found = selectors.availability_search(
-        site=demo, node_type=h100, count=4, start_at=start_at, end_at=end_at
+        site=demo_sz, node_type=h100, count=4, start_at=start_at, end_at=end_at
     )
     available = list(Node.objects.filter(pk__in=found.placement.node_ids).order_by("pk"))
     services.reservation_hold(
@@ -661,11 +655,11 @@ def _per_month(html: str) -> Decimal:
     return Decimal(found.group(1).replace(",", ""))
 
 
-def test_a_price_change_shows_at_once_on_a_kept_configuration(client, demo):
+def test_a_price_change_shows_at_once_on_a_kept_configuration(client, demo_sz):
     query = params()
     before = _per_month(client.get(url(), query).content.decode())
     assert _per_month(client.get(url(), query).content.decode()) == before  # kept
-    book = price_book_in_force(site=demo)
+    book = price_book_in_force(site=demo_sz)
     price = NodePrice.objects.get(price_book=book, node_type__code="h100-8x-nvlink")
     price.monthly += Decimal("1000")
     price.daily += Decimal("40")

@@ -24,14 +24,14 @@ User = get_user_model()
 
 
 @pytest.fixture
-def demo(demo):
-    """The shared demo data plus a finance staff member with a full name."""
+def finance_staff(demo):
+    """A finance staff member with a full name (beside the demo data)."""
     staff = User.objects.create_user(
         "zhang.finance", "zhang@gpucloud.example", "pw-staff-12345", is_staff=True
     )
     staff.first_name, staff.last_name = "Zhangwei", "Financeperson"
     staff.save()
-    return {**demo, "staff": staff}
+    return staff
 
 
 def sent_quote(demo, *, nodes=1, org=None):
@@ -108,10 +108,10 @@ def test_dashboard_lists_orders_quotes_invoices_members_and_billing_details(clie
     assert url("accounts:organisation_settings") in body  # the customer is an owner
 
 
-def test_no_pay_link_once_paid_and_no_edit_link_for_plain_members(client, demo):
+def test_no_pay_link_once_paid_and_no_edit_link_for_plain_members(client, demo, finance_staff):
     order = accepted_order(demo)
     order_services.invoice_mark_paid_by_transfer(
-        invoice=order.invoices.get(), reference="CMB-1", actor=demo["staff"]
+        invoice=order.invoices.get(), reference="CMB-1", actor=finance_staff
     )
     member = User.objects.create_user("wang", "wang@example.com", "pw-wang-12345")
     Membership.objects.create(user=member, organisation=demo["org"], role=MemberRole.MEMBER)
@@ -164,11 +164,11 @@ def test_gate_anonymous_unverified_and_organisation_less_users(client, demo):
 # --- One order --------------------------------------------------------------------------
 
 
-def test_order_page_shows_timeline_nodes_placement_and_documents(client, demo):
+def test_order_page_shows_timeline_nodes_placement_and_documents(client, demo, finance_staff):
     order = accepted_order(demo, nodes=2)
     invoice = order.invoices.get()
     order_services.invoice_mark_paid_by_transfer(
-        invoice=invoice, reference="CMB-2026-9", actor=demo["staff"]
+        invoice=invoice, reference="CMB-2026-9", actor=finance_staff
     )
     client.force_login(demo["customer"])
 
@@ -318,12 +318,14 @@ def test_dashboard_runs_a_fixed_number_of_queries(client, demo, django_assert_ma
     assert small == large == DASHBOARD_QUERIES
 
 
-def test_order_page_runs_a_fixed_number_of_queries(client, demo, django_assert_max_num_queries):
+def test_order_page_runs_a_fixed_number_of_queries(
+    client, demo, finance_staff, django_assert_max_num_queries
+):
     client.force_login(demo["customer"])
     small_order = accepted_order(demo, nodes=1)
     large_order = accepted_order(demo, nodes=4)
     order_services.invoice_mark_paid_by_transfer(
-        invoice=large_order.invoices.get(), reference="CMB-3", actor=demo["staff"]
+        invoice=large_order.invoices.get(), reference="CMB-3", actor=finance_staff
     )
     client.get(url("dashboard"))  # the session remembers the active organisation
     small = _count_queries(

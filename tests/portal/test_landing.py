@@ -12,20 +12,10 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from django.utils.translation import override
 
-from portal.celery import app
-
 pytestmark = pytest.mark.django_db
 
 PASSWORD = "Gpu-Journey-2026!kx"
 CONFIG = "/en/configure/?site=SZ&node_type=h100-8x-nvlink&node_count=2&term=month&duration=1"
-
-
-@pytest.fixture
-def eager_celery():
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = before
 
 
 def url(name: str) -> str:

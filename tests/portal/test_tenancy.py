@@ -28,7 +28,6 @@ from django.apps import apps
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.contenttypes.models import ContentType
-from django.core.management import call_command
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone, translation
@@ -202,8 +201,7 @@ def media(settings, tmp_path):
 
 
 @pytest.fixture
-def world(db, media) -> World:
-    call_command("seed_demo", verbosity=0)
+def world(demo) -> World:
     site = Site.objects.get(code="SZ")
     h100 = NodeType.objects.get(code="h100-8x-nvlink")
     org_a = Organisation.objects.get(name="Pearl River AI Lab")

@@ -1,20 +1,11 @@
 """The sizing wizard page: estimates, prices per term with availability, clear errors."""
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import override
 
-from inventory.models import Site
-
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def demo(db):
-    call_command("seed_demo", stdout=open("/dev/null", "w"))
-    return Site.objects.get(code="SZ")
 
 
 def wizard(client, **params):
@@ -37,8 +28,8 @@ def base(site, **kw):
     return params
 
 
-def test_large_model_gets_h100_ib_and_prices_per_term(client, demo):
-    response = wizard(client, **base(demo, target_tokens_billion="300", target_days="60"))
+def test_large_model_gets_h100_ib_and_prices_per_term(client, demo_sz):
+    response = wizard(client, **base(demo_sz, target_tokens_billion="300", target_days="60"))
     assert response.status_code == 200
     html = response.content.decode()
     assert "175 B × 2 bytes × 3.5 = 1,225 GB" in html
@@ -52,8 +43,8 @@ def test_large_model_gets_h100_ib_and_prices_per_term(client, demo):
     assert any(a["code"] == "h100-annual" for a in year["lines"][0].adjustments)
 
 
-def test_small_model_fits_one_node_and_shows_availability(client, demo):
-    response = wizard(client, **base(demo, params_billion="7", zero_stage="0"))
+def test_small_model_fits_one_node_and_shows_availability(client, demo_sz):
+    response = wizard(client, **base(demo_sz, params_billion="7", zero_stage="0"))
     result = response.context["result"]
     assert result.node_count == 1
     offer = response.context["offers"][0]
@@ -73,9 +64,9 @@ def test_small_model_fits_one_node_and_shows_availability(client, demo):
     ],
 )
 def test_impossible_inputs_get_clear_messages_next_to_the_field(
-    client, demo, changes, field, message
+    client, demo_sz, changes, field, message
 ):
-    response = wizard(client, **base(demo, **changes))
+    response = wizard(client, **base(demo_sz, **changes))
     assert response.status_code == 200
     errors = response.context["form"].errors
     assert field in errors, errors

@@ -29,6 +29,7 @@ from provisioning.models import ValidationRunStatus
 from provisioning.validation import services, ssh
 from provisioning.validation.interface import AgentFailed, NodeTarget, validate_nodes
 from tests import factories
+from tests.polling import wait_until
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 SIZES = ["gemm=64", "copy=1M", "allreduce=64K"]
@@ -88,16 +89,13 @@ class Sshd:
         self.proc = subprocess.Popen(
             [SSHD, "-D", "-e", "-f", str(config)], stdout=self.log, stderr=subprocess.STDOUT
         )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError((folder / "sshd.log").read_text())
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("sshd did not start: " + (folder / "sshd.log").read_text())
+        wait_until(
+            lambda: socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close() or True,
+            timeout=10,
+            message=lambda: "sshd to start: " + (folder / "sshd.log").read_text(),
+            retry_on=(OSError,),
+            give_up_if=lambda: self.proc.poll() is not None,
+        )
 
     def settings(self, **kw) -> ssh.SshSettings:
         values = {

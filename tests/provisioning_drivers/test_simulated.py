@@ -97,7 +97,9 @@ def test_time_scale_really_sleeps():
     node = SimulatedDriver(hostname="node-01", time_scale=0.0001)
     started = time.monotonic()
     node.install_image(UBUNTU)  # 900 s × 0.0001 = 90 ms
-    assert 0.08 <= time.monotonic() - started < 1.0
+    # A real sleep never ends early (how much later it ends depends on the machine's load:
+    # the scaled length itself is pinned with a recorder above).
+    assert time.monotonic() - started >= 0.09
 
 
 def test_custom_and_scaled_timings():
