@@ -55,7 +55,7 @@ def _clear_this_database_keys() -> None:
     shared with a development server)."""
     from django.core.cache import cache
 
-    from billing import catalog
+    from billing.pricing import catalog
 
     prefix = catalog._cache_prefix()
     client = getattr(cache, "_cache", None)
@@ -75,7 +75,7 @@ def measure(*, runs: int, warmup: int) -> dict[str, Any]:
     from django.urls import reverse
     from django.utils import translation
 
-    from billing import catalog
+    from billing.pricing import catalog
 
     client = Client()
     with translation.override("en"):

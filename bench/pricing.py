@@ -36,7 +36,7 @@ from pathlib import Path
 if __package__ in {None, ""}:  # run as a script: make ``billing`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from billing.pricing import (
+from billing.pricing.engine import (
     AddonPrice,
     AddonRequest,
     AddonUnit,

@@ -10,7 +10,8 @@ class BillingConfig(AppConfig):
         # The pure modules (sizing) translate through this hook, in the active language.
         from django.utils.translation import gettext, ngettext
 
-        from billing import i18n, shop_data
+        from billing import i18n
+        from billing.pricing import shop_data
 
         i18n.set_translator(gettext)
         i18n.set_plural_translator(ngettext)

@@ -20,11 +20,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.decorators import customer_required
 from accounts.models import MemberRole
-from billing import invoices
+from billing.contracts import gate
+from billing.invoicing import documents as invoices
 from billing.models import Order
-from billing.services import gate
-from billing.services import orders as order_services
-from billing.views import documents as quote_documents
+from billing.orders import services as order_services
+from billing.quotes.views import documents as quote_documents
 from core.document_views import stored_or_preparing
 from core.errors import DomainError
 from portal import dashboard_money

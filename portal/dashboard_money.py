@@ -15,9 +15,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from accounts.decorators import customer_required
-from billing import credit_note_pdf
+from billing.credits import documents as credit_note_pdf
+from billing.invoicing import services as invoicing
 from billing.models import CreditNote, Order, UsageRecord
-from billing.services import invoicing
 from core.document_views import stored_or_preparing
 from inventory.resources import escape_formula
 

@@ -13,8 +13,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from accounts.decorators import customer_required
+from billing.dunning import services as dunning
 from billing.models import Order, Renewal, SuspensionEvent
-from billing.services import dunning
 from portal import dashboard_selectors as selectors
 
 

@@ -33,7 +33,7 @@ from django.http import QueryDict
 from django.utils import timezone
 from django.utils.translation import get_language
 
-from billing.shop_data import shop_data_with_generation
+from billing.pricing.shop_data import shop_data_with_generation
 from inventory.availability_generation import availability_generation
 
 logger = logging.getLogger(__name__)

@@ -30,22 +30,18 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts import selectors as accounts_selectors
 from accounts.throttle import client_ip
-from billing import catalog as shop
-from billing import selectors as billing_selectors
 from billing import sizing
 from billing.models import CardOptionPrice, Estimate, PaymentMethod
 from billing.models import Term as BillingTerm
-from billing.periods import rental_period
-from billing.pricing import LineKind, gpu_equivalent
-from billing.services import estimates
-from billing.services.orders import CARD_HOLD, hold_terms, payment_methods_offered, transfer_refusal
-from billing.services.quotes import ItemSpec, priced_lines_as_rows, quote_price_preview
-from billing.services.selfservice import (
-    CapacityTaken,
-    configuration_price,
-    order_self_service,
-)
-from billing.shop_data import shop_data
+from billing.pricing import catalog as shop
+from billing.pricing import selectors as billing_selectors
+from billing.pricing.engine import LineKind, gpu_equivalent
+from billing.pricing.periods import rental_period
+from billing.pricing.shop_data import shop_data
+from billing.pricing.terms import CARD_HOLD, hold_terms, payment_methods_offered, transfer_refusal
+from billing.quotes.services import ItemSpec, priced_lines_as_rows, quote_price_preview
+from billing.shop import estimates
+from billing.shop.selfservice import CapacityTaken, configuration_price, order_self_service
 from core.errors import DomainError, NotEnoughCapacity
 from inventory import selectors
 from inventory.models import NodeType

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from django.utils.translation import gettext as _
 
 from billing.models import Order, OrderStatus, Suspension, SuspensionStatus
-from billing.selectors import order_nodes
+from billing.orders.selectors import order_nodes
 from core import lifecycle
 from inventory.models import Node
 from provisioning.drivers.base import DriverError, HardwareDriver, TransientDriverError

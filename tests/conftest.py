@@ -45,7 +45,7 @@ def h100(db):
 def _shop_data_from_the_database():
     """Each test reads the shop's sites and price books from its own data: the memo of
     ``billing.shop_data`` outlives the rolled-back transaction of the test before."""
-    from billing import shop_data
+    from billing.pricing import shop_data
     from inventory import availability_generation
 
     shop_data.forget()

@@ -103,8 +103,8 @@ def demo_objects() -> dict:
     from django.contrib.auth import get_user_model
 
     from accounts.models import Organisation
-    from billing import selectors
-    from billing.periods import site_today
+    from billing.pricing import selectors
+    from billing.pricing.periods import site_today
 
     users = get_user_model().objects
     sz = Site.objects.get(code="SZ")

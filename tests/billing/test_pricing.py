@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import pytest
 
-from billing.pricing import (
+from billing.pricing.engine import (
     AddonPrice,
     AddonRequest,
     AddonUnit,

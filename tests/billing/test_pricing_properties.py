@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from billing.pricing import (
+from billing.pricing.engine import (
     TERM_DURATION,
     AddonPrice,
     AddonRequest,

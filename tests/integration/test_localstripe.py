@@ -27,7 +27,7 @@ from billing.models import (
     StripeEvent,
     StripeEventStatus,
 )
-from billing.services import payments
+from billing.payments import services as payments
 from inventory.models import Reservation, ReservationStatus
 from portal.celery import app
 from tests.billing.test_payments import make_order

@@ -27,11 +27,11 @@ from billing.models import (
     Quote,
     QuoteStatus,
 )
-from billing.periods import rental_period, site_today
-from billing.selectors import price_book_in_force
-from billing.services.orders import PAYMENT_GRACE
-from billing.services.quotes import quote_price_preview
-from billing.services.selfservice import Configuration, configuration_items
+from billing.pricing.periods import rental_period, site_today
+from billing.pricing.selectors import price_book_in_force
+from billing.pricing.terms import PAYMENT_GRACE
+from billing.quotes.services import quote_price_preview
+from billing.shop.selfservice import Configuration, configuration_items
 from billing.templatetags.billing_tags import money
 from inventory import availability_generation, selectors, services
 from inventory.models import (

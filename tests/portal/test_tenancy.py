@@ -34,9 +34,10 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone, translation
 
 from accounts.models import Invitation, MemberRole, Membership, Organisation
+from billing.credits import services as credit_services
 from billing.models import CreditNote, Invoice, Order, Quote
-from billing.services import credits as credit_services
-from billing.services import quotes as qs
+from billing.orders import acceptance
+from billing.quotes import services as qs
 from inventory.models import NodeType, Site
 from provisioning.models import ValidationRun, ValidationRunStatus
 
@@ -225,7 +226,9 @@ def world(db, media) -> World:
         )
         return qs.quote_send(quote=quote, actor=sales)
 
-    order = qs.quote_accept(quote=sent_quote(), user=owner_a, name="Li Wei", ip="203.0.113.9")
+    order = acceptance.quote_accept(
+        quote=sent_quote(), user=owner_a, name="Li Wei", ip="203.0.113.9"
+    )
     quote_open = sent_quote()
     invitation = Invitation.objects.create(
         organisation=org_a,

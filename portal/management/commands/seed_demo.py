@@ -18,7 +18,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from billing import demo as billing_demo
-from billing import demo_contracts, signatures
+from billing.contracts import demo as demo_contracts
+from billing.contracts import signatures
 from inventory import services
 from inventory.models import (
     Fabric,
