@@ -65,7 +65,7 @@ LATE_ISSUE_PAY_DAYS = 3
 
 
 def issue_days() -> int:
-    return int(getattr(settings, "PORTAL_INVOICE_ISSUE_DAYS", schedule_engine.ISSUE_AHEAD_DAYS))
+    return int(settings.PORTAL_INVOICE_ISSUE_DAYS)
 
 
 def cents(value: Decimal) -> Decimal:

@@ -26,7 +26,7 @@ MAX_BODY = 5 * 1024 * 1024
 
 
 def _bearer_ok(request: HttpRequest) -> bool:
-    expected = getattr(settings, "PORTAL_USAGE_API_TOKEN", "")
+    expected = settings.PORTAL_USAGE_API_TOKEN
     header = request.headers.get("Authorization", "")
     if not expected or not header.startswith("Bearer "):
         return False

@@ -533,9 +533,21 @@ def price_quote(book: PriceBook, request: QuoteRequest) -> PricedQuote:
     if not (Decimal("0") <= request.extra_discount < Decimal("1")):
         raise PricingError("the sales discount must be at least 0% and below 100%")
     periods, period_unit, months = _periods(request.term, request.duration)
-    daily = request.term == Term.DAY
-    lines: list[PricedLine] = []
+    lines = [
+        *_node_lines(book, request, periods=periods, period_unit=period_unit),
+        *_addon_lines(book, request, months=months),
+        *_custom_lines(book, request),
+        *_free_lines(book),
+    ]
+    return _priced_quote(book, request, months=months, lines=lines)
 
+
+def _node_lines(
+    book: PriceBook, request: QuoteRequest, *, periods: Decimal, period_unit: str
+) -> list[PricedLine]:
+    """The rented nodes, each followed by its optional cards."""
+    lines: list[PricedLine] = []
+    daily = request.term == Term.DAY
     for nr in request.nodes:
         np = book.nodes.get(nr.node_type)
         if np is None:
@@ -607,7 +619,12 @@ def price_quote(book: PriceBook, request: QuoteRequest) -> PricedQuote:
                     note=f"{nr.quantity} node(s) × {per_node}",
                 )
             )
+    return lines
 
+
+def _addon_lines(book: PriceBook, request: QuoteRequest, *, months: Decimal) -> list[PricedLine]:
+    """The add-ons: recurring ones for every month of the term, the others once."""
+    lines: list[PricedLine] = []
     for ar in request.addons:
         addon = book.addons.get(ar.code)
         if addon is None:
@@ -633,7 +650,12 @@ def price_quote(book: PriceBook, request: QuoteRequest) -> PricedQuote:
                 note=addon.note,
             )
         )
+    return lines
 
+
+def _custom_lines(book: PriceBook, request: QuoteRequest) -> list[PricedLine]:
+    """Custom lines written by sales (the sales discount applies where discountable)."""
+    lines: list[PricedLine] = []
     for cr in request.custom:
         if cr.quantity <= 0 or cr.unit_price < 0:
             raise PricingError(f"{cr.description}: quantity above 0 and a price of at least 0")
@@ -662,7 +684,12 @@ def price_quote(book: PriceBook, request: QuoteRequest) -> PricedQuote:
                 book=book,
             )
         )
+    return lines
 
+
+def _free_lines(book: PriceBook) -> list[PricedLine]:
+    """The free services the price book includes, at no charge."""
+    lines: list[PricedLine] = []
     for service in book.free_services:
         lines.append(
             _line(
@@ -680,7 +707,13 @@ def price_quote(book: PriceBook, request: QuoteRequest) -> PricedQuote:
                 note="included",
             )
         )
+    return lines
 
+
+def _priced_quote(
+    book: PriceBook, request: QuoteRequest, *, months: Decimal, lines: list[PricedLine]
+) -> PricedQuote:
+    """The priced quote: its lines and their totals."""
     list_total = net_total = vat_total = ZERO
     for ln in lines:
         list_total += ln.list_amount

@@ -371,13 +371,10 @@ def order_self_service(
     if not Membership.objects.filter(user=user, organisation=organisation).exists():
         raise DomainError(_("You are not a member of this organisation."))
     idempotency_key = idempotency_key.strip()[:64]
-    if idempotency_key:
+    existing = _order_for_key(organisation=organisation, idempotency_key=idempotency_key)
+    if existing is not None:
         # The same configure form accepted again (Back, then Accept): its order.
-        existing = Order.objects.filter(
-            organisation=organisation, idempotency_key=idempotency_key
-        ).first()
-        if existing is not None:
-            return existing
+        return existing
     if payment_method not in payment_methods_offered():
         raise DomainError(_("Choose a payment method."))
     configuration_check(
@@ -402,53 +399,18 @@ def order_self_service(
     )
     hold_limits_check(organisation=organisation, node_count=node_count)
     items = configuration_items(config)
-    name, email = _contact(user, organisation)
-    language = translation.get_language() or "zh-hans"
     last: DomainError | None = None
     for attempt in range(1, PLACEMENT_ATTEMPTS + 1):
         try:
-            with transaction.atomic():
-                # Place and hold first: the search is the slow part, and it needs no
-                # number. The gapless numbers (quote, order, invoice) are taken after
-                # it, so their sequence rows stay locked only for the short rest of the
-                # transaction and a refused order never takes them at all.
-                today = site_today(site)
-                held = nodes_place_and_hold(
-                    site=site,
-                    start_date=start_date,
-                    term=term,
-                    duration=duration,
-                    wanted=nodes_wanted(items),
-                    owner_ref=f"self-service:{uuid.uuid4()}",
-                    expires_at=quote_expiry(
-                        site=site,
-                        valid_until=today + timedelta(days=DEFAULT_VALIDITY_DAYS),
-                        start_date=start_date,
-                    ),
-                    actor=user,
-                )
-                quote = quote_create(
-                    site=site,
-                    organisation=organisation,
-                    contact_name=name,
-                    contact_email=email,
-                    term=term,
-                    duration=duration,
-                    start_date=start_date,
-                    items=items,
-                    actor=user,
-                    language=language,
-                    notes=_("Self-service order."),
-                )
-                quote = quote_send(quote=quote, actor=user, held=held)
-                order = quote_accept(
-                    quote=quote, user=user, name=name, ip=ip, payment_method=payment_method
-                )
-                if idempotency_key:
-                    order.idempotency_key = idempotency_key
-                    with transaction.atomic():
-                        order.save(update_fields=["idempotency_key"])
-                return order
+            return _order_place(
+                config=config,
+                items=items,
+                organisation=organisation,
+                user=user,
+                payment_method=payment_method,
+                ip=ip,
+                idempotency_key=idempotency_key,
+            )
         except IntegrityError:
             # The same form accepted twice at once: the other request's order stands.
             found = Order.objects.filter(
@@ -469,6 +431,76 @@ def order_self_service(
             )
             if isinstance(exc, NotEnoughCapacity):
                 break  # counted against what is committed now: another try sees the same
+    raise _capacity_taken(last, config)
+
+
+def _order_for_key(*, organisation: Organisation, idempotency_key: str) -> Order | None:
+    """The order already placed with this idempotency key, if any."""
+    if not idempotency_key:
+        return None
+    return Order.objects.filter(organisation=organisation, idempotency_key=idempotency_key).first()
+
+
+def _order_place(
+    *,
+    config: Configuration,
+    items: list[ItemSpec],
+    organisation: Organisation,
+    user: Actor,
+    payment_method: str,
+    ip: str | None,
+    idempotency_key: str,
+) -> Order:
+    """One try, in its own transaction: hold the nodes, then quote, send and accept."""
+    site, term, duration, start_date = config.site, config.term, config.duration, config.start_date
+    name, email = _contact(user, organisation)
+    language = translation.get_language() or "zh-hans"
+    with transaction.atomic():
+        # Place and hold first: the search is the slow part, and it needs no
+        # number. The gapless numbers (quote, order, invoice) are taken after
+        # it, so their sequence rows stay locked only for the short rest of the
+        # transaction and a refused order never takes them at all.
+        today = site_today(site)
+        held = nodes_place_and_hold(
+            site=site,
+            start_date=start_date,
+            term=term,
+            duration=duration,
+            wanted=nodes_wanted(items),
+            owner_ref=f"self-service:{uuid.uuid4()}",
+            expires_at=quote_expiry(
+                site=site,
+                valid_until=today + timedelta(days=DEFAULT_VALIDITY_DAYS),
+                start_date=start_date,
+            ),
+            actor=user,
+        )
+        quote = quote_create(
+            site=site,
+            organisation=organisation,
+            contact_name=name,
+            contact_email=email,
+            term=term,
+            duration=duration,
+            start_date=start_date,
+            items=items,
+            actor=user,
+            language=language,
+            notes=_("Self-service order."),
+        )
+        quote = quote_send(quote=quote, actor=user, held=held)
+        order = quote_accept(
+            quote=quote, user=user, name=name, ip=ip, payment_method=payment_method
+        )
+        if idempotency_key:
+            order.idempotency_key = idempotency_key
+            with transaction.atomic():
+                order.save(update_fields=["idempotency_key"])
+        return order
+
+
+def _capacity_taken(last: DomainError | None, config: Configuration) -> CapacityTaken:
+    """The refusal when no try could hold the nodes, with the nearest alternatives."""
     if isinstance(last, NotEnoughCapacity):
         message = _(
             "Not enough nodes are free any more (another customer may have just booked "
@@ -480,4 +512,4 @@ def order_self_service(
             "Another customer has just booked the nodes for this order. Nothing was booked "
             "or charged; here are the nearest alternatives."
         )
-    raise CapacityTaken(message, alternatives=_alternatives(config))
+    return CapacityTaken(message, alternatives=_alternatives(config))
