@@ -1,4 +1,4 @@
-"""Benchmark of ``billing.pricing.price_quote``: how many ten-line quotes it prices a second.
+"""Benchmark of ``billing.pricing.engine.price_quote``: how many ten-line quotes it prices a second.
 
 A realistic Hong Kong price book (GPU nodes priced per node and per GPU, a bare-metal
 server with card options, term discounts, an active buy-one-get-one promotion, add-ons

@@ -67,7 +67,7 @@ def catalog(request: HttpRequest) -> HttpResponse:
     A fixed number of queries whatever the size of the fleet: five for the catalog and
     the counts, and four for the prices of all sites (cached for a minute, so a warm
     page runs the five). The calendar is computed off the request by a beat job
-    (``billing.catalog.calendar_refresh``, every minute) and read from the cache; while
+    (``billing.pricing.catalog.calendar_refresh``, every minute) and read from the cache; while
     none is stored (a cold cache), the page says it is being computed and a refresh is
     requested, so no visitor waits for it.
     """
@@ -303,7 +303,7 @@ def _configure_context(
     scalable units (one); when the count cannot be placed, one for the earliest
     full-count start instead and one for the capacity of every site and type over the
     period (whether the type has nodes here at all, and the alternatives). Sites, node
-    types and price books come from ``billing.shop_data`` (loaded again when they
+    types and price books come from ``billing.pricing.shop_data`` (loaded again when they
     change)."""
     data = shop_data()  # sites, node types and price books, kept while unchanged
     sites = list(data.sites)

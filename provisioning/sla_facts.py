@@ -1,7 +1,7 @@
 """The facts behind automatic SLA credits, gathered in the provisioning layer (billing
 never reads provisioning): per slot of the order's cluster, the outages of the nodes that
-filled it, as ``billing.sla.NodeFacts``; ``sla_credits_gather_and_record`` hands them to
-``billing.services.sla.sla_credits_record``.
+filled it, as ``billing.pricing.sla.NodeFacts``; ``sla_credits_gather_and_record`` hands them to
+``billing.credits.sla.sla_credits_record``.
 
 - the order's delivery: the provisioning run's delivery past the order's start is late
   delivery for every slot;
@@ -11,7 +11,7 @@ filled it, as ``billing.sla.NodeFacts``; ``sla_credits_gather_and_record`` hands
 - swaps: from the failure until the spare was delivered (or the recorded hours lost);
 - re-validations of the in-service node: a failed one until the next passing one; a
   passing one whose measurement is more than the rule's margin below the acceptance
-  run's measurement of the same metric (``billing.sla.is_degraded``) until the next one
+  run's measurement of the same metric (``billing.pricing.sla.is_degraded``) until the next one
   that is not.
 """
 

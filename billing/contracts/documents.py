@@ -7,7 +7,7 @@ Two documents per contract and language (``ContractDocument.kind``):
   service refuses a signature over any other).
 - ``sealed``: after the countersignature, the same contract text with the audit page
   (both signatures, times, hashes, the chain of events) and the provider's PAdES seal
-  (``billing.signatures``). Rendered once; never replaced.
+  (``billing.contracts.signatures``). Rendered once; never replaced.
 
 The contract's text reads only the contract's own snapshot (``Contract.parties``), the
 accepted quote (immutable) and its order, so re-rendering gives the same clauses.
@@ -44,7 +44,7 @@ TEMPLATE = "pdf/contract.html"
 # carries the end-use attestation when any of these is rented.
 RESTRICTED_GPU_MARKERS = ("H100", "H200", "H800", "H20", "A100", "A800", "B200", "GB200")
 
-# The SLA's credit table (``billing.sla``, which also computes the credits): below each
+# The SLA's credit table (``billing.pricing.sla``, which also computes the credits): below each
 # monthly availability, that share of the node's charge for the period is credited.
 FAULT_RESPONSE_MINUTES = 30
 REPLACEMENT_HOURS = 4

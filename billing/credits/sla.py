@@ -1,12 +1,12 @@
 """Automatic SLA credits: nobody claims them.
 
 Billing does not read provisioning: the provisioning layer gathers each node's facts
-(event history, swaps, delivery time, re-validations) as ``billing.sla.NodeFacts`` and
+(event history, swaps, delivery time, re-validations) as ``billing.pricing.sla.NodeFacts`` and
 calls ``sla_credits_record``. For every billing period of the order that has ended, each
-node's credit is computed once (``billing.sla.node_credit``; the unique (order, node,
+node's credit is computed once (``billing.pricing.sla.node_credit``; the unique (order, node,
 period) row makes a second run a no-op) from the node's share of that period's charge.
 A credit goes on the order's next invoice as a negative line with its explanation and
-evidence (``billing.services.invoicing``); a credit for the last period, which no invoice
+evidence (``billing.invoicing.services``); a credit for the last period, which no invoice
 follows, becomes a credit note (红字) on that period's invoice at once.
 """
 

@@ -13,7 +13,7 @@ next call renders again and replaces the row's file, SHA-256 and ``created_at`` 
 file is deleted after commit). No model field is needed for that. The customer's details
 (legal name, tax ID, billing address) are those in force when the PDF was rendered.
 
-Safe to call from several workers at once, like ``billing.quote_pdf.quote_document``: the
+Safe to call from several workers at once, like ``billing.quotes.documents.quote_document``: the
 unique (invoice, language) row decides which rendering is kept.
 """
 

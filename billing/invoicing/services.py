@@ -1,4 +1,4 @@
-"""Invoices over the term: one document per billing period of ``billing.schedule``.
+"""Invoices over the term: one document per billing period of ``billing.pricing.schedule``.
 
 - The first period's document is issued when the quote is accepted
   (``invoice_issue_first``, called by ``order_create_from_quote``); it is due at the
@@ -13,7 +13,7 @@
 
 Only orders that were paid (their first period) get later periods; an order that lapsed
 or was cancelled gets nothing more. The documents of the schedule add up to the accepted
-quote's totals to the cent (``billing.schedule`` splits every line in whole cents).
+quote's totals to the cent (``billing.pricing.schedule`` splits every line in whole cents).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def _quote_lines(order: Order) -> list[QuoteLine]:
 def order_schedule(
     order: Order, quote_lines: list[QuoteLine] | None = None
 ) -> list[schedule_engine.Period]:
-    """The order's billing periods with their lines (``billing.schedule``). Each period
+    """The order's billing periods with their lines (``billing.pricing.schedule``). Each period
     line's ``code`` is the quote line's position (see ``_charge_rows``)."""
     quote = order.quote
     if quote_lines is None:

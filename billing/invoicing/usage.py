@@ -4,7 +4,7 @@ One rule for every way in (``usage_import``): all rows are checked first and, wh
 is wrong, nothing is stored and every problem is reported with its row number; a row
 whose external id was recorded before with the same values is left as it is
 (idempotent re-sends); the same external id with other values is refused. Records are
-billed monthly in arrears by ``billing.services.invoicing``.
+billed monthly in arrears by ``billing.invoicing.services``.
 
 CSV columns (header required): ``external_id, order, day, quantity`` and optionally
 ``metric`` (``egress_tb``, the default) and ``node``.

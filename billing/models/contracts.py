@@ -1,7 +1,7 @@
 """Contracts, their e-signatures and audit chain, standard-terms acceptances and the gate
 to provisioning.
 
-Imported at the end of ``billing/models.py`` (Django sees these models as ``billing.*``).
+Re-exported by ``billing.models`` (Django sees these models as ``billing.*``).
 
 - A ``Contract`` is drafted from an accepted quote for its order: drafted → signed by the
   customer → countersigned → active → ended (active ↔ suspended for dunning). A signed

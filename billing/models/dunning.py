@@ -1,6 +1,6 @@
 """Dunning (after Kill Bill's overdue states) and renewals.
 
-Imported at the end of ``billing/models.py`` (Django sees these models as ``billing.*``).
+Re-exported by ``billing.models`` (Django sees these models as ``billing.*``).
 
 - ``DunningPolicy`` and its ``DunningStep`` rows are the policy as data (admin-editable):
   reminders at day offsets from an invoice's due date (−7, −3, 0, +3), then one

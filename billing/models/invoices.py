@@ -98,7 +98,7 @@ class Invoice(models.Model):
         related_name="+",
         verbose_name=_("marked paid by"),
     )
-    # The billing period this document charges (``billing.schedule``); ``None`` for a
+    # The billing period this document charges (``billing.pricing.schedule``); ``None`` for a
     # document outside the schedule (metered usage after the term, legacy invoices).
     period_seq = models.PositiveSmallIntegerField(_("billing period"), null=True, blank=True)
     period_start = models.DateTimeField(_("period starts"), null=True, blank=True)

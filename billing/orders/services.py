@@ -140,7 +140,7 @@ def order_create_from_quote(
             reason=_("Held for order %(n)s until payment.") % {"n": order.number},
         )
     # The first billing period's document; later periods are issued by the beat job
-    # (``billing.services.invoicing``).
+    # (``billing.invoicing.services``).
     invoice_issue_first(order=order, due_at=due, actor=actor)
     contract_draft_if_needed(order=order, actor=actor)
     return order

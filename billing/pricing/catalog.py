@@ -3,7 +3,7 @@ over a rental period and the nearest alternatives when an order cannot be placed
 
 Every function here runs a fixed number of queries whatever the size of the fleet: the
 inventory is read in bulk and the arithmetic (weeks, placements, prices) is done in
-Python with ``inventory.placement`` and ``billing.pricing``.
+Python with ``inventory.placement`` and ``billing.pricing.engine``.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class CatalogPrice:
 
 def _books_in_force(sites: Sequence[Site], at: datetime) -> dict[int, PriceBook]:
     """The latest price book of each site in its own currency effective by ``at``: one
-    query for all sites (the same rule as ``billing.selectors.price_book_in_force``)."""
+    query for all sites (the same rule as ``billing.pricing.selectors.price_book_in_force``)."""
     books: dict[int, PriceBook] = {}
     rows = (
         PriceBook.objects.filter(
@@ -105,7 +105,7 @@ def _engine_books(
     node prices, term discounts and promotions, in three queries for all books. Also
     returns the node type ids by code.
 
-    Rows are converted by the same functions as ``billing.selectors.price_book_snapshot``
+    Rows are converted by the same functions as ``billing.pricing.selectors.price_book_snapshot``
     (which loads one whole book in eight queries); ``tests/portal/test_catalog.py``
     checks both give the same prices.
     """

@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 CENT = Decimal("0.01")
-# The contract's SLA (``billing.contract_pdf`` prints it).
+# The contract's SLA (``billing.contracts.documents`` prints it).
 SLA_TARGET = Decimal("99.9")
 CreditTable = tuple[tuple[Decimal, Decimal], ...]
 SLA_CREDIT_TABLE: CreditTable = (

@@ -115,6 +115,3 @@ class SellerEntityAdmin(admin.ModelAdmin):
     list_display = ("legal_name", "site", "registration_kind", "registration_number")
     list_select_related = ("site",)
     search_fields = ("legal_name", "legal_name_zh", "registration_number")
-
-
-# Contracts, dunning, renewals, credit notes, refunds, usage and SLA credits register

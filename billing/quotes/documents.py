@@ -8,8 +8,8 @@ never alters it. A quote that can still change is re-rendered on every call and 
 updated. ``QuoteDocument.created_at`` is the time of the last rendering: a row rendered
 before the quote was sent (a draft preview) is replaced once.
 
-The line texts (quantities, periods, notes) and the provider block are shared with the
-invoice PDF.
+The line texts (quantities, periods, notes) and the provider block every document
+shares are in ``billing.documents.common``.
 """
 
 from __future__ import annotations

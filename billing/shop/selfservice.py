@@ -3,7 +3,7 @@
 ``order_self_service`` places and holds the nodes, then creates the quote, sends it and
 accepts it at once (the gapless numbers are taken last, so concurrent orders do not wait
 on one another's placement), so the order holds the nodes until its payment deadline
-(``billing.services.orders.hold_terms``). When another
+(``billing.pricing.terms.hold_terms``). When another
 customer takes the nodes first, it tries the placement again (they may have taken only
 some), then raises ``CapacityTaken`` with the nearest alternatives.
 """
@@ -60,7 +60,7 @@ PLACEMENT_ATTEMPTS = 3
 
 class CapacityTaken(NotEnoughCapacity):
     """Not enough nodes for the order (another customer may just have taken them), with
-    the nearest configurations that can be placed (``billing.catalog.Alternative``)."""
+    the nearest configurations that can be placed (``billing.pricing.catalog.Alternative``)."""
 
     def __init__(self, message: str, *, alternatives: list | None = None) -> None:
         super().__init__(message)

@@ -50,7 +50,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("online_payments")]
 
 # Session, user, the availability search and one more (a multi-NIC placement's scalable
 # units, or the capacity of every site and type when the count cannot be placed); sites,
-# node types and price books are kept in the process (``billing.shop_data``).
+# node types and price books are kept in the process (``billing.pricing.shop_data``).
 MAX_QUERIES = 5
 
 

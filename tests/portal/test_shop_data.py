@@ -1,5 +1,5 @@
 """The configure page keeps sites, node types and price books in the process
-(``billing.shop_data``): a warm page runs few queries, and a change shows at once."""
+(``billing.pricing.shop_data``): a warm page runs few queries, and a change shows at once."""
 
 import uuid
 from datetime import timedelta

@@ -105,12 +105,12 @@ STAFF_ONLY = frozenset({403, 404})
 
 # Route → (which object fills it, what a member of another organisation gets).
 ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
-    # The quote's token pages (billing/urls.py).
+    # The quote's token pages (billing/orders/urls.py).
     "quote_public": ("quote_token", NOT_FOUND),
     "quote_public_pdf": ("quote_token", NOT_FOUND),
     "quote_public_accept": ("quote_token", NOT_FOUND),
     "quote_public_reject": ("quote_token", NOT_FOUND),
-    # Paying an order (billing/urls_payments.py).
+    # Paying an order (billing/payments/urls.py).
     "order_pay": ("order", NOT_FOUND),
     "order_pay_card": ("order", NOT_FOUND),
     "order_pay_return": ("order", NOT_FOUND),

@@ -5,10 +5,11 @@
 - ``holds``: topology-aware placement and holds;
 - ``approvals``: discounts above a salesperson's limit;
 - ``lifecycle``: create, edit, revise, send, expire;
-- ``decisions``: the customer's accept, reject, and a fresh revision after ``NodesGone``.
+
+The customer's accept, reject and a fresh revision after ``NodesGone`` make or refuse an
+order: they are ``billing.orders.acceptance``.
 """
 
-from billing.orders.acceptance import quote_accept, quote_refresh, quote_reject
 from billing.quotes.services.approvals import (
     quote_approve,
     quote_decline_approval,
@@ -47,7 +48,6 @@ __all__ = [
     "nodes_place_and_hold",
     "nodes_wanted",
     "priced_lines_as_rows",
-    "quote_accept",
     "quote_approve",
     "quote_capacity_shortages",
     "quote_create",
@@ -56,8 +56,6 @@ __all__ = [
     "quote_expiry",
     "quote_items",
     "quote_price_preview",
-    "quote_refresh",
-    "quote_reject",
     "quote_request_approval",
     "quote_revise",
     "quote_send",

@@ -1,8 +1,8 @@
 """Staff pages for sales: list, create, edit, approve, send and revise quotes.
 
 Only logged-in staff with a sales profile (and superusers) get in. Views parse input with
-the forms in ``billing.forms``, call a service or a selector and render; every business
-rule (limits, transitions, holds) stays in ``billing.services.quotes``, whose
+the forms in ``billing.quotes.forms``, call a service or a selector and render; every business
+rule (limits, transitions, holds) stays in ``billing.quotes.services``, whose
 ``DomainError`` becomes a message.
 """
 

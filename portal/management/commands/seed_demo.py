@@ -18,8 +18,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from billing import demo as billing_demo
-from billing.contracts import demo as demo_contracts
 from billing.contracts import signatures
+from billing.demo import contracts as demo_contracts
 from inventory import services
 from inventory.models import (
     Fabric,
