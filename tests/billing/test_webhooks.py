@@ -677,7 +677,7 @@ def test_content_the_database_refuses_is_400_and_nothing_is_stored(
         real(event=event)  # stored, then the database refuses: all of it rolls back
         raise DataError("unsupported Unicode escape sequence")
 
-    monkeypatch.setattr(payments, "stripe_event_record", refused)
+    monkeypatch.setattr(webhooks, "stripe_event_record", refused)
     body = json.dumps(event("customer.created", {"id": "cus_1"})).encode()
     assert signed_post(client, body).status_code == 400
     assert StripeEvent.objects.count() == 0
