@@ -1,23 +1,10 @@
-"""Card, Alipay and WeChat Pay payments through Stripe PaymentIntents, and the Stripe
-webhook events that move them.
+"""Card, Alipay and WeChat Pay payments through Stripe PaymentIntents: starting and
+resuming a card payment, the order's payment state, refunds (of a payment, of a flagged
+duplicate), and the pieces the webhook handlers share with them (``Outcome``, the one
+lock order, the refunded total).
 
-One PaymentIntent per invoice (reused while it can still be paid). The webhook view only
-verifies and records an event (once, by its Stripe id); ``stripe_event_process`` then
-dispatches it by type in a Celery task after commit. Every handler is idempotent and
-safe under replay and reordering:
-
-- ``payment_intent.succeeded`` → the payment succeeds (amount and currency must match the
-  invoice) → ``order_mark_paid``: the hold becomes a firm reservation and provisioning is
-  enqueued after commit. When several PaymentIntents succeed for one invoice, the first to
-  succeed by Stripe's own clock pays it and every other one is flagged a duplicate to
-  refund, whatever order their events arrive in (``_payer_settle``);
-- ``payment_intent.payment_failed`` → the payment failed with Stripe's message, unless it
-  already succeeded (a late failure never un-pays an order: the event is "ignored");
-- ``charge.refunded`` and refund events → the refunded total only ever grows; a full
-  refund marks the payment refunded. Provisioning is not reversed: staff get a note.
-
-An event that matches no payment or invoice, or whose amount does not match, is stored
-as "flagged" with the reason, for staff; nothing raises.
+One PaymentIntent per invoice (reused while it can still be paid). The Stripe webhook
+events that move payments are in ``billing.payments.webhooks``.
 
 Locks are taken in one order everywhere: the order row, then its payments.
 """

@@ -1,7 +1,19 @@
-"""Stripe webhook events: recorded once, processed by their handler, retried by beat.
+"""Stripe webhook events: recorded once (by their Stripe id), processed by type in a
+Celery task after commit, retried by beat. Every handler is idempotent and safe under
+replay and reordering:
 
-An event is processed once; a failure is retried; an event that cannot be matched is
-flagged for staff.
+- ``payment_intent.succeeded`` → the payment succeeds (amount and currency must match the
+  invoice) → ``order_mark_paid``: the hold becomes a firm reservation and provisioning is
+  enqueued after commit. When several PaymentIntents succeed for one invoice, the first to
+  succeed by Stripe's own clock pays it and every other one is flagged a duplicate to
+  refund, whatever order their events arrive in (``_payer_settle``);
+- ``payment_intent.payment_failed`` → the payment failed with Stripe's message, unless it
+  already succeeded (a late failure never un-pays an order: the event is "ignored");
+- ``charge.refunded`` and refund events → the refunded total only ever grows; a full
+  refund marks the payment refunded. Provisioning is not reversed: staff get a note.
+
+An event that matches no payment or invoice, or whose amount does not match, is stored
+as "flagged" with the reason, for staff; nothing raises.
 """
 
 from __future__ import annotations
