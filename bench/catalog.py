@@ -10,7 +10,7 @@ project's cache (Redis at ``REDIS_URL``; only this database's keys are touched):
 - ``cold_ms``: the cache emptied before each GET (after a flush or a restart): the page
   computes the prices, shows the calendar as being computed and asks for a refresh;
 - ``expired_ms``: the minute's prices expired, the calendar stored (every minute);
-- ``refresh_ms``: the beat job itself (``billing.catalog.calendar_refresh``), which a
+- ``refresh_ms``: the beat job itself (``billing.pricing.catalog.calendar_refresh``), which a
   cold visitor used to wait for.
 
 Cold, expired and warm GETs alternate, so drift on the machine hits them alike.
@@ -55,7 +55,7 @@ def _clear_this_database_keys() -> None:
     shared with a development server)."""
     from django.core.cache import cache
 
-    from billing import catalog
+    from billing.pricing import catalog
 
     prefix = catalog._cache_prefix()
     client = getattr(cache, "_cache", None)
@@ -75,7 +75,7 @@ def measure(*, runs: int, warmup: int) -> dict[str, Any]:
     from django.urls import reverse
     from django.utils import translation
 
-    from billing import catalog
+    from billing.pricing import catalog
 
     client = Client()
     with translation.override("en"):

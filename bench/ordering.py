@@ -185,7 +185,7 @@ def build_fleet(*, total_nodes: int, seed: int) -> Fleet:
     from django.db.models import Max
 
     from accounts.models import Organisation
-    from billing.periods import site_today
+    from billing.pricing.periods import site_today
     from inventory.models import Node, NodeType, Rack, Reservation, Site, Switch
 
     call_command("seed_demo", stdout=io.StringIO())
@@ -386,7 +386,7 @@ def _attempt(i: int, plan: RacePlan, env: dict[str, Any]) -> dict[str, Any]:
     from django.db import IntegrityError, connection
     from django.utils import timezone
 
-    from billing.services.selfservice import CapacityTaken, order_self_service
+    from billing.shop.selfservice import CapacityTaken, order_self_service
     from core.errors import DomainError, DoubleBooking, NotEnoughCapacity
     from inventory.models import Node
     from inventory.selectors import availability_search
@@ -649,7 +649,7 @@ def _bench_urlconf() -> str:
 
 
 def _page_params(site_code: str, **changes: str) -> dict[str, str]:
-    from billing.periods import site_today
+    from billing.pricing.periods import site_today
     from inventory.models import Site
 
     start = site_today(Site.objects.get(code=site_code)) + PAGE_START_IN

@@ -1,4 +1,4 @@
-"""Benchmark of ``billing.pricing.price_quote``: how many ten-line quotes it prices a second.
+"""Benchmark of ``billing.pricing.engine.price_quote``: how many ten-line quotes it prices a second.
 
 A realistic Hong Kong price book (GPU nodes priced per node and per GPU, a bare-metal
 server with card options, term discounts, an active buy-one-get-one promotion, add-ons
@@ -36,7 +36,7 @@ from pathlib import Path
 if __package__ in {None, ""}:  # run as a script: make ``billing`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from billing.pricing import (
+from billing.pricing.engine import (
     AddonPrice,
     AddonRequest,
     AddonUnit,

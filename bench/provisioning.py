@@ -72,6 +72,7 @@ from bench._common import (
 
 if TYPE_CHECKING:
     from billing.models import Order
+    from billing.orders import acceptance
     from provisioning.models import ProvisioningRun
 
 GOAL_RATIO = 2.0
@@ -216,7 +217,7 @@ def paid_order(nodes: int) -> Order:
     provisioning_start is published after commit). Returns the order."""
     from django.utils import timezone
 
-    from billing.services import quotes as qs
+    from billing.quotes import services as qs
     from tests import factories
 
     demo = factories.demo_objects()
@@ -233,14 +234,16 @@ def paid_order(nodes: int) -> Order:
         extra_discount=Decimal("0"),
     )
     quote = qs.quote_send(quote=quote, actor=demo["sales"])
-    order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+    order = acceptance.quote_accept(
+        quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9"
+    )
     factories.contract_signed_shortcut(order)
     return order
 
 
 def provision(nodes: int, *, timeout: float) -> tuple[float, ProvisioningRun]:
     """Seconds from marking an order of ``nodes`` paid to its run delivered."""
-    from billing.services.orders import order_mark_paid
+    from billing.orders.services import order_mark_paid
     from inventory.models import Site
     from provisioning.models import ProvisioningRun, RunStatus
 

@@ -84,8 +84,8 @@ def make_quote() -> Any:
 
     from accounts.models import Organisation
     from billing.models import Quote
-    from billing.periods import site_today
-    from billing.services.quotes import ItemSpec, quote_create, quote_send
+    from billing.pricing.periods import site_today
+    from billing.quotes.services import ItemSpec, quote_create, quote_send
     from inventory.models import GPUModel, NodeType, Site
 
     site = Site.objects.get(code="SZ")
@@ -158,7 +158,7 @@ def main() -> int:
     try:
         t0 = time.perf_counter()
         setup(tmp)
-        from billing import quote_pdf
+        from billing.quotes import documents as quote_pdf
         from core import pdf
 
         quote = make_quote()

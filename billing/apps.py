@@ -7,7 +7,7 @@ class BillingConfig(AppConfig):
     verbose_name = _("Billing")
 
     def ready(self) -> None:
-        from billing import shop_data
+        from billing.pricing import shop_data
 
         # The shop's memo of sites, node types and price books reloads when they change.
         shop_data.connect_signals()

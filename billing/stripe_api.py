@@ -57,7 +57,7 @@ def publishable_key() -> str:
 
 def payment_methods() -> list[str]:
     """The payment method types offered (``STRIPE_PAYMENT_METHODS``)."""
-    return list(getattr(settings, "STRIPE_PAYMENT_METHODS", None) or DEFAULT_METHODS)
+    return list(settings.STRIPE_PAYMENT_METHODS or DEFAULT_METHODS)
 
 
 def client() -> stripe.StripeClient:

@@ -2,7 +2,7 @@
 that whatever is derived from that data and kept (in a process's memory or in the cache)
 puts the token in its key or beside its copy and is computed again once it differs.
 
-Used by ``billing.shop_data`` (sites, node types, price books) and
+Used by ``billing.pricing.shop_data`` (sites, node types, price books) and
 ``inventory.availability_generation`` (bookings, nodes, maintenance). A cache that cannot
 be reached never fails a write: the change is logged and readers get ``None`` (keep
 nothing, compute afresh).

@@ -1,7 +1,7 @@
 """Money in the database: one setting for digits and places of every stored amount.
 
 Amounts are ``Decimal``, never float, with a currency column beside them; the pricing
-engine (``billing.pricing``) rounds half-up to the cent once per line (its ``ROUNDING``),
+engine (``billing.pricing.engine``) rounds half-up to the cent once per line (its ``ROUNDING``),
 and amounts become minor units only at the Stripe boundary (``billing.stripe_api``).
 """
 

@@ -10,8 +10,8 @@
   ``fonts-noto-cjk``), which covers Chinese and Latin; WeasyPrint embeds the subset used.
 - ``store_document`` keeps the bytes once per (owner, language) with their SHA-256.
 
-Quotes (``billing.quote_pdf``), invoices (``billing.invoices``), contracts and acceptance
-reports build their context and call these.
+Quotes (``billing.quotes.documents``), invoices (``billing.invoicing.documents``),
+contracts and acceptance reports build their context and call these.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 import portal.converters  # noqa: F401  (registers the "signed" path converter)
+from billing.payments import urls as payment_urls
 from portal import health, i18n
 from portal.shop import views as shop_views
 from portal.shop import wizard
@@ -13,19 +14,20 @@ from portal.shop import wizard
 urlpatterns = [
     path("i18n/setlang/", i18n.set_language, name="set_language"),
     path("healthz", health.healthz, name="healthz"),
-    path("stripe/", include("billing.urls_webhooks")),
-    path("api/", include("billing.urls_api")),
+    path("stripe/", include(payment_urls.webhook_urlpatterns)),
+    path("api/", include("billing.invoicing.urls")),
 ]
 urlpatterns += i18n_patterns(
     path("", shop_views.catalog, name="catalog"),
     path("wizard/", wizard.wizard, name="wizard"),
     path("admin/", admin.site.urls),
-    path("", include("billing.urls")),
-    path("sales/", include("billing.urls_sales")),
+    path("", include("billing.orders.urls")),
+    path("", include("billing.contracts.urls")),
+    path("sales/", include("billing.quotes.urls")),
     path("staff/provisioning/", include("provisioning.urls")),
     path("accounts/", include("accounts.urls")),
     path("account/", include("portal.dashboard.urls")),
-    path("pay/", include("billing.urls_payments")),
+    path("pay/", include("billing.payments.urls")),
     path("", include("portal.shop.urls")),
     prefix_default_language=True,
 )

@@ -24,9 +24,9 @@ from typing import Any
 
 from django.utils import timezone
 
+from billing.credits.sla import sla_credits_record
 from billing.models import Order, OrderStatus
-from billing.services.sla import sla_credits_record
-from billing.sla import NodeFacts, Outage, PlannedWindow, is_degraded
+from billing.pricing.sla import NodeFacts, Outage, PlannedWindow, is_degraded
 from inventory.models import MaintenanceWindow, Node, NodeEvent, NodeStatus
 from provisioning.models import (
     NodeSwap,

@@ -1,6 +1,6 @@
 """Powering a suspended order's nodes off, and on again when it resumes.
 
-Billing suspends an order whose invoice is unpaid (``billing.services.dunning``) and
+Billing suspends an order whose invoice is unpaid (``billing.dunning.services``) and
 enqueues ``provisioning.tasks.order_power_sync`` by name. This service reads the order's
 state then, not the message: an order with an open suspension has its nodes powered off,
 a resumed order (still delivered) has them powered on. So the task is safe to run twice
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from django.utils.translation import gettext as _
 
 from billing.models import Order, OrderStatus, Suspension, SuspensionStatus
-from billing.selectors import order_nodes
+from billing.orders.selectors import order_nodes
 from core import lifecycle
 from inventory.models import Node
 from provisioning.drivers.base import DriverError, HardwareDriver, TransientDriverError

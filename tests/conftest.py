@@ -208,8 +208,8 @@ def h100(db):
 @pytest.fixture(autouse=True)
 def _shop_data_from_the_database():
     """Each test reads the shop's sites and price books from its own data: the memo of
-    ``billing.shop_data`` outlives the rolled-back transaction of the test before."""
-    from billing import shop_data
+    ``billing.pricing.shop_data`` outlives the rolled-back transaction of the test before."""
+    from billing.pricing import shop_data
     from inventory import availability_generation
 
     shop_data.forget()

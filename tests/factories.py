@@ -99,7 +99,7 @@ def node(s: Site, nt: NodeType, *, leaf_name: str = "leaf-1", rack_name: str = "
 
 def demo_start(sz: Site) -> date:
     """The demo's start date: a week after today in Shenzhen."""
-    from billing.periods import site_today
+    from billing.pricing.periods import site_today
 
     return site_today(sz) + timedelta(days=7)
 
@@ -109,7 +109,7 @@ def demo_objects() -> dict:
     from django.contrib.auth import get_user_model
 
     from accounts.models import Organisation
-    from billing import selectors
+    from billing.pricing import selectors
 
     users = get_user_model().objects
     sz = Site.objects.get(code="SZ")

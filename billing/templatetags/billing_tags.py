@@ -10,7 +10,8 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from billing import pricing, quote_pdf
+from billing.documents import common as document_common
+from billing.pricing import engine as pricing
 from inventory.models import Fabric
 
 register = template.Library()
@@ -53,7 +54,7 @@ COUNTED_UNITS = ("node", "GPU", "card", "tb_month", "tb", "ip_month")
 def line_quantity(line: Any) -> str:
     """ "1 node", "16 nodes", "2 IP addresses" (ngettext, as the PDFs say it)."""
     if line.unit in COUNTED_UNITS:
-        return quote_pdf.quantity_text(Decimal(line.quantity), line.unit)
+        return document_common.quantity_text(Decimal(line.quantity), line.unit)
     shown = f"{Decimal(line.quantity).normalize():f}"
     return shown if line.unit == "month" else f"{shown} {unit_label(line.unit)}"
 
@@ -61,7 +62,7 @@ def line_quantity(line: Any) -> str:
 @register.filter
 def line_periods(line: Any) -> str:
     """ "1 month", "12 months", "30 days"; "—" for one-off lines."""
-    return quote_pdf.periods_text(Decimal(line.periods), line.period_unit)
+    return document_common.periods_text(Decimal(line.periods), line.period_unit)
 
 
 @register.filter
@@ -152,7 +153,7 @@ def adjustment_reason(adj: dict[str, Any]) -> str:
 @register.filter
 def line_note(line: Any) -> str:
     """A priced line's note in the active language (the engine writes English notes)."""
-    return quote_pdf.line_note(line, {}, translation.get_language() or "en")
+    return document_common.line_note(line, {}, translation.get_language() or "en")
 
 
 @register.filter

@@ -20,6 +20,8 @@ from django.utils.translation import gettext as _
 
 from accounts.models import Membership, Organisation, SshPublicKey
 from accounts.selectors import display_name
+from billing.dunning import services as dunning
+from billing.invoicing import services as invoicing
 from billing.models import (
     QUOTE_CUSTOMER_VISIBLE,
     Contract,
@@ -37,7 +39,6 @@ from billing.models import (
     SuspensionEvent,
     UsageRecord,
 )
-from billing.services import dunning, invoicing
 from inventory.models import Reservation
 from provisioning.models import ValidationRun, ValidationRunStatus
 from provisioning.validation import selectors as validation_selectors

@@ -11,11 +11,11 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from billing.models import PaymentMethod, Term
-from billing.periods import earliest_start_date
-from billing.pricing import TERM_DURATION
-from billing.pricing import Term as PricingTerm
-from billing.services.orders import payment_methods_offered
-from billing.services.selfservice import (
+from billing.pricing.engine import TERM_DURATION
+from billing.pricing.engine import Term as PricingTerm
+from billing.pricing.periods import earliest_start_date
+from billing.pricing.terms import payment_methods_offered
+from billing.shop.selfservice import (
     Configuration,
     ConfigurationInvalid,
     configuration_check,

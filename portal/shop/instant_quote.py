@@ -9,7 +9,7 @@ placement; ``_configure_quote.html`` and ``_configure_end.html``) are rendered o
 kept under a key made of all of these:
 
 - the request's language and its configuration (every query parameter, sorted);
-- ``billing.shop_data``'s generation and the price book in force at each site;
+- ``billing.pricing.shop_data``'s generation and the price book in force at each site;
 - ``inventory.availability_generation``: any write to the inventory sets a new one;
 - the hour (the earliest start a site can deliver moves with time);
 
@@ -33,7 +33,7 @@ from django.http import QueryDict
 from django.utils import timezone
 from django.utils.translation import get_language
 
-from billing.shop_data import shop_data_with_generation
+from billing.pricing.shop_data import shop_data_with_generation
 from inventory.availability_generation import availability_generation
 
 logger = logging.getLogger(__name__)

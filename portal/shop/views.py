@@ -30,19 +30,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts import selectors as accounts_selectors
 from accounts.throttle import client_ip
-from billing import catalog as shop
 from billing.models import Estimate, PaymentMethod
-from billing.periods import rental_period
-from billing.pricing import LineKind, gpu_equivalent
-from billing.services import estimates
-from billing.services.orders import CARD_HOLD, hold_terms, payment_methods_offered, transfer_refusal
-from billing.services.quotes import priced_lines_as_rows
-from billing.services.selfservice import (
-    CapacityTaken,
-    configuration_price,
-    order_self_service,
-)
-from billing.shop_data import shop_data
+from billing.pricing import catalog as shop
+from billing.pricing.engine import LineKind, gpu_equivalent
+from billing.pricing.periods import rental_period
+from billing.pricing.shop_data import shop_data
+from billing.pricing.terms import CARD_HOLD, hold_terms, payment_methods_offered, transfer_refusal
+from billing.quotes.services import priced_lines_as_rows
+from billing.shop import estimates
+from billing.shop.selfservice import CapacityTaken, configuration_price, order_self_service
 from core.errors import DomainError, NotEnoughCapacity
 from inventory import selectors
 from inventory.placement import leaf_summary, unit_summary

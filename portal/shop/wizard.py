@@ -10,11 +10,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from billing import selectors as billing_selectors
 from billing.models import CardOptionPrice
 from billing.models import Term as BillingTerm
-from billing.periods import rental_period
-from billing.services.quotes import ItemSpec, priced_lines_as_rows, quote_price_preview
+from billing.pricing import selectors as billing_selectors
+from billing.pricing.periods import rental_period
+from billing.quotes.services import ItemSpec, priced_lines_as_rows, quote_price_preview
 from core.errors import DomainError
 from inventory import selectors, sizing
 from inventory.models import NodeType

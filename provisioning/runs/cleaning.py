@@ -10,8 +10,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing.models import Order, OrderStatus
-from billing.selectors import order_nodes
-from billing.services.orders import order_transition
+from billing.orders.selectors import order_nodes
+from billing.orders.services import order_transition
 from core import lifecycle
 from core.types import Actor
 from inventory import services as inventory_services

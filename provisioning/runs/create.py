@@ -12,8 +12,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing.models import Order, OrderStatus, ProvisioningRelease
-from billing.selectors import order_nodes
-from billing.services.orders import order_transition
+from billing.orders.selectors import order_nodes
+from billing.orders.services import order_transition
 from core import lifecycle
 from core.errors import DomainError
 from core.types import Actor

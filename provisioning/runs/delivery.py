@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing.models import Order, OrderStatus
-from billing.services.orders import order_transition
+from billing.orders.services import order_transition
 from core import jobs, lifecycle
 from inventory.models import HardwareDriverKind, Node, NodeStatus
 from provisioning.models import (

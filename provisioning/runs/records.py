@@ -9,7 +9,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from billing.models import Order, OrderStatus
-from billing.services.orders import order_transition
+from billing.orders.services import order_transition
 from core import jobs, lifecycle
 from core.types import Actor
 from inventory.models import Node

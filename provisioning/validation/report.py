@@ -20,7 +20,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
-from billing.quote_pdf import provider
+from billing.documents.common import provider
 from core import jobs
 from core.pdf import css_content, normalise_language, render_pdf, store_document
 from provisioning.models import (

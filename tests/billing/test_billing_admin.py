@@ -328,7 +328,7 @@ def test_a_frozen_book_is_shown_read_only_and_a_forged_post_changes_nothing(
 
 
 def test_a_refusal_from_the_service_is_a_message_not_a_server_error(admin_client, monkeypatch):
-    from billing.services import pricebooks
+    from billing.pricing import services as pricebooks
     from core.errors import DomainError
 
     book = make_book()

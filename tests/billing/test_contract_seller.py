@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from billing import contract_pdf
+from billing.contracts import documents as contract_pdf
 from billing.models import Contract, SellerEntity
-from billing.services import quotes as qs
+from billing.orders import acceptance
+from billing.quotes import services as qs
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +34,9 @@ def _contract(demo, site_key: str) -> Contract:
         extra_discount=Decimal("0"),
     )
     quote = qs.quote_send(quote=quote, actor=demo["sales"])
-    order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+    order = acceptance.quote_accept(
+        quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9"
+    )
     return Contract.objects.get(order=order)
 
 

@@ -14,7 +14,9 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from billing import contract_pdf, signatures
+from billing.contracts import documents as contract_pdf
+from billing.contracts import gate, signatures
+from billing.contracts import services as cs
 from billing.models import (
     Contract,
     ContractStatus,
@@ -22,9 +24,9 @@ from billing.models import (
     ProvisioningRelease,
     SigningCode,
 )
-from billing.services import contracts as cs
-from billing.services import gate, orders
-from billing.services import quotes as qs
+from billing.orders import acceptance
+from billing.orders import services as orders
+from billing.quotes import services as qs
 from core.errors import DomainError
 from core.models import OutboxMessage
 
@@ -54,7 +56,9 @@ def make_order(demo, *, term="month", duration=3, actor=None, start=None):
         extra_discount=Decimal("0"),
     )
     quote = qs.quote_send(quote=quote, actor=actor)
-    return qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+    return acceptance.quote_accept(
+        quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9"
+    )
 
 
 def provisioning_enqueued(order) -> int:

@@ -18,6 +18,8 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils import timezone
 
+from billing.documents.numbers import next_number
+from billing.dunning import services as dunning
 from billing.models import (
     ContractStatus,
     DunningNotice,
@@ -31,11 +33,10 @@ from billing.models import (
     Suspension,
     SuspensionStatus,
 )
-from billing.selectors import order_nodes
-from billing.services import dunning
-from billing.services import quotes as qs
-from billing.services.numbers import next_number
-from billing.services.orders import order_mark_paid
+from billing.orders import acceptance
+from billing.orders.selectors import order_nodes
+from billing.orders.services import order_mark_paid
+from billing.quotes import services as qs
 from core import lifecycle
 from inventory.models import NodeStatus, ReservationStatus
 from provisioning import runs as provisioning_runs
@@ -100,7 +101,9 @@ def make_order(demo, *, nodes: int = 1, duration: int = 3) -> Order:
         language="en",
     )
     quote = qs.quote_send(quote=quote, actor=demo["sales"])
-    order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+    order = acceptance.quote_accept(
+        quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9"
+    )
     factories.contract_signed_shortcut(order)
     order, _ = order_mark_paid(order=order)
     return order

@@ -30,7 +30,8 @@ from billing.models import (
     StripeEvent,
     StripeEventStatus,
 )
-from billing.services import payments
+from billing.payments import services as payments
+from billing.payments import webhooks
 from core.errors import DomainError
 from tests.billing.test_payments import make_order
 from tests.billing.test_webhooks import SECRET, event, post
@@ -174,7 +175,7 @@ def test_every_arrival_order_names_the_same_payer_and_duplicates(
     # Stripe redelivers each event (same id), in the reverse order: nothing changes.
     for pi in reversed(arrival):
         deliver(client, bodies[pi], django_capture_on_commit_callbacks)
-        assert payments.stripe_event_process(event_id=bodies[pi]["id"]) in (
+        assert webhooks.stripe_event_process(event_id=bodies[pi]["id"]) in (
             StripeEventStatus.PROCESSED,
             StripeEventStatus.FLAGGED,
         )
@@ -257,7 +258,7 @@ def test_a_late_earlier_payment_takes_over_as_payer_and_the_order_stays_paid_onc
 def test_a_card_payment_after_a_bank_transfer_is_the_duplicate(
     client, demo, eager_celery, django_capture_on_commit_callbacks
 ):
-    from billing.services.orders import invoice_mark_paid_by_transfer
+    from billing.orders.services import invoice_mark_paid_by_transfer
 
     order = make_order(demo)
     invoice = order.invoices.get()
@@ -275,19 +276,19 @@ def test_a_failed_processing_retried_later_still_names_the_first_to_succeed(
 ):
     order = make_order(demo)
     by_id = card_payments(order, ["pi_1", "pi_2"])
-    real = payments.HANDLERS["payment_intent.succeeded"]
+    real = webhooks.HANDLERS["payment_intent.succeeded"]
 
     def broken(payload):
         raise RuntimeError("bug")
 
-    monkeypatch.setitem(payments.HANDLERS, "payment_intent.succeeded", broken)
+    monkeypatch.setitem(webhooks.HANDLERS, "payment_intent.succeeded", broken)
     deliver(client, succeeded(by_id["pi_1"], T0), django_capture_on_commit_callbacks)
-    monkeypatch.setitem(payments.HANDLERS, "payment_intent.succeeded", real)
+    monkeypatch.setitem(webhooks.HANDLERS, "payment_intent.succeeded", real)
     assert StripeEvent.objects.get().status == StripeEventStatus.FAILED
     deliver(client, succeeded(by_id["pi_2"], T0 + 5), django_capture_on_commit_callbacks)
     assert Payment.objects.get(stripe_payment_intent="pi_2").duplicate_of is None
     StripeEvent.objects.update(received_at=datetime.now(tz=UTC) - timedelta(minutes=10))
-    assert payments.stripe_events_retry() == 1
+    assert webhooks.stripe_events_retry() == 1
     first, second = (Payment.objects.get(stripe_payment_intent=pi) for pi in ("pi_1", "pi_2"))
     assert (first.duplicate_of, second.duplicate_of) == (None, first)
 

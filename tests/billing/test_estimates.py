@@ -14,8 +14,8 @@ from django.urls import reverse
 from django.utils.translation import override
 
 from billing.models import Estimate, NumberSequence, Quote
-from billing.periods import site_today
-from billing.services import estimates
+from billing.pricing.periods import site_today
+from billing.shop import estimates
 from core.models import OutboxMessage
 from inventory.models import Reservation, Site
 

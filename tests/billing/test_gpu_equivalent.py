@@ -10,10 +10,10 @@ import pytest
 from django.urls import reverse
 from django.utils.translation import override
 
-from billing import quote_pdf
-from billing.periods import site_today
-from billing.pricing import HOURS_PER_MONTH, gpu_equivalent
-from billing.services import quotes as qs
+from billing.pricing.engine import HOURS_PER_MONTH, gpu_equivalent
+from billing.pricing.periods import site_today
+from billing.quotes import documents as quote_pdf
+from billing.quotes import services as qs
 
 
 def test_the_equivalent_divides_by_gpus_months_and_hours():

@@ -15,9 +15,9 @@ from django.utils import timezone
 from django.utils.translation import override
 
 from billing.models import Order, PaymentMethod
-from billing.periods import earliest_start_date, latest_start_date, site_today
-from billing.services import orders
-from billing.services.selfservice import ConfigurationInvalid, configuration_check
+from billing.pricing import terms as payment_terms
+from billing.pricing.periods import earliest_start_date, latest_start_date, site_today
+from billing.shop.selfservice import ConfigurationInvalid, configuration_check
 from portal.management.commands.run_embedded import portal_base_url
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
@@ -51,32 +51,32 @@ def site(demo):
 
 def test_card_holds_for_30_minutes(site):
     now = timezone.now()
-    terms = orders.hold_terms(
+    terms = payment_terms.hold_terms(
         site=site, start_date=site_today(site) + timedelta(days=7), method="card", now=now
     )
-    assert terms.pay_by == now + orders.CARD_HOLD
-    assert terms.held_until == terms.pay_by + orders.PAYMENT_GRACE
+    assert terms.pay_by == now + payment_terms.CARD_HOLD
+    assert terms.held_until == terms.pay_by + payment_terms.PAYMENT_GRACE
     assert terms.possible
 
 
 def test_bank_transfer_holds_two_days_for_self_service_and_ends_before_the_lead_time(site):
     now = timezone.now()
-    far = orders.hold_terms(
+    far = payment_terms.hold_terms(
         site=site,
         start_date=site_today(site) + timedelta(days=10),
         method=PaymentMethod.BANK_TRANSFER,
         now=now,
     )
-    assert far.pay_by == now + orders.SELF_SERVICE_TRANSFER_HOLD
+    assert far.pay_by == now + payment_terms.SELF_SERVICE_TRANSFER_HOLD
     # A start three days ahead: the money must arrive a lead time before the start.
     start = site_today(site) + timedelta(days=3)
-    near = orders.hold_terms(
+    near = payment_terms.hold_terms(
         site=site, start_date=start, method=PaymentMethod.BANK_TRANSFER, now=now
     )
     start_at = datetime.combine(start, datetime.min.time(), tzinfo=site.tzinfo)
     assert near.pay_by <= start_at - timedelta(hours=site.lead_time_hours)
     # Tomorrow: a transfer cannot arrive in time; the start moves.
-    soon = orders.hold_terms(
+    soon = payment_terms.hold_terms(
         site=site,
         start_date=site_today(site) + timedelta(days=1),
         method=PaymentMethod.BANK_TRANSFER,
@@ -84,13 +84,13 @@ def test_bank_transfer_holds_two_days_for_self_service_and_ends_before_the_lead_
     )
     assert not soon.possible
     assert soon.transfer_start > site_today(site) + timedelta(days=1)
-    assert soon.transfer_start.isoformat() in orders.transfer_refusal(soon)
+    assert soon.transfer_start.isoformat() in payment_terms.transfer_refusal(soon)
 
 
 def test_a_sales_quote_holds_a_transfer_until_its_real_expiry(site):
     now = timezone.now()
     expiry = now + timedelta(days=5)
-    terms = orders.hold_terms(
+    terms = payment_terms.hold_terms(
         site=site,
         start_date=site_today(site) + timedelta(days=20),
         method=PaymentMethod.BANK_TRANSFER,
@@ -107,13 +107,13 @@ def test_a_sales_quote_holds_a_transfer_until_its_real_expiry(site):
 def test_only_configured_payment_methods_are_offered(settings):
     settings.STRIPE_SECRET_KEY = ""
     settings.STRIPE_PUBLISHABLE_KEY = ""
-    assert orders.payment_methods_offered() == ["bank_transfer"]
+    assert payment_terms.payment_methods_offered() == ["bank_transfer"]
     settings.STRIPE_SECRET_KEY = "sk_test_x"
     settings.STRIPE_PUBLISHABLE_KEY = "pk_test_x"
     settings.STRIPE_PAYMENT_METHODS = ["card", "alipay"]
-    assert orders.payment_methods_offered() == ["card", "alipay", "bank_transfer"]
+    assert payment_terms.payment_methods_offered() == ["card", "alipay", "bank_transfer"]
     with override("en"):
-        assert orders.payment_methods_text(["card", "alipay", "bank_transfer"]) == (
+        assert payment_terms.payment_methods_text(["card", "alipay", "bank_transfer"]) == (
             "card, Alipay or bank transfer"
         )
 
@@ -164,7 +164,7 @@ def test_an_order_by_a_method_not_configured_is_refused(client, site, settings):
 
 
 def test_the_page_the_pdf_and_the_order_state_the_same_deadline(client, site, online_payments):
-    from billing.quote_pdf import quote_context
+    from billing.quotes.documents import quote_context
 
     client.force_login(get_user_model().objects.get(username="customer"))
     page = _configure(client, site)

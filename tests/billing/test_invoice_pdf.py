@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from billing import invoices
+from billing.documents.numerals import rmb_upper
+from billing.invoicing import documents as invoices
 from billing.models import Invoice, InvoiceDocument, InvoiceStatus, SellerEntity
-from billing.numerals import rmb_upper
-from billing.services import orders
-from billing.services import quotes as qs
+from billing.orders import acceptance
+from billing.orders import services as orders
+from billing.quotes import services as qs
 from core.pdf import sha256_of
 
 pytestmark = pytest.mark.django_db
@@ -62,7 +63,9 @@ def invoice(demo) -> Invoice:
         extra_discount=Decimal("0"),
     )
     quote = qs.quote_send(quote=quote, actor=demo["sales"])
-    order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+    order = acceptance.quote_accept(
+        quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9"
+    )
     return order.invoices.get()
 
 

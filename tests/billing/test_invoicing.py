@@ -9,8 +9,9 @@ import pytest
 from django.urls import reverse
 from django.utils import translation
 
+from billing.invoicing import services as invoicing
 from billing.models import Invoice, InvoiceLineKind, InvoiceStatus, OrderStatus
-from billing.services import invoicing, orders
+from billing.orders import services as orders
 from tests.billing.test_contracts import make_order
 
 pytestmark = pytest.mark.django_db
@@ -109,7 +110,7 @@ def test_staff_export_the_fapiao_requests_as_csv_for_the_tax_software(client, de
     import csv
     import io
 
-    from billing.exports import COLUMNS
+    from billing.invoicing.exports import COLUMNS
 
     org = demo["org"]
     org.fapiao_title = "=HYPERLINK(1)"  # a formula must arrive as text

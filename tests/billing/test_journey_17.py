@@ -19,10 +19,11 @@ from django.core import mail
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from billing import quote_pdf, tasks
 from billing.models import FreeService, QuoteDocument
-from billing.services import quotes as qs
-from billing.services.quotes.emails import quote_email_send
+from billing.quotes import documents as quote_pdf
+from billing.quotes import services as qs
+from billing.quotes.services.emails import quote_email_send
+from billing.tasks import documents as tasks
 from core.models import OutboxMessage
 
 pytestmark = pytest.mark.django_db

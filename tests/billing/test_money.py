@@ -12,9 +12,14 @@ from django.urls import reverse
 from django.utils import translation
 
 from accounts.models import Membership, Organisation
-from billing import credit_note_pdf, stripe_api
+from billing import stripe_api
+from billing.credits import documents as credit_note_pdf
+from billing.credits import services as credits
+from billing.invoicing import services as invoicing
 from billing.models import CreditNote, InvoiceStatus, OrderStatus, PaymentStatus, Refund
-from billing.services import credits, invoicing, orders, payments
+from billing.orders import services as orders
+from billing.payments import services as payments
+from billing.payments import webhooks
 from core.errors import DomainError
 from core.models import OutboxMessage
 from tests import factories
@@ -43,8 +48,8 @@ def succeed(payment) -> str:
             }
         },
     }
-    payments.stripe_event_record(event=event)
-    return payments.stripe_event_process(event_id=event["id"])
+    webhooks.stripe_event_record(event=event)
+    return webhooks.stripe_event_process(event_id=event["id"])
 
 
 def test_a_partial_transfer_leaves_the_invoice_open_and_the_card_pays_the_rest(demo, fake_stripe):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from billing.numerals import MAX_AMOUNT, rmb_upper
+from billing.documents.numerals import MAX_AMOUNT, rmb_upper
 
 D = Decimal
 

@@ -23,8 +23,10 @@ from billing.models import (
     PaymentStatus,
     SellerEntity,
 )
-from billing.services import payments
-from billing.services import quotes as qs
+from billing.orders import acceptance
+from billing.payments import services as payments
+from billing.payments import webhooks
+from billing.quotes import services as qs
 from core.errors import DomainError
 from inventory.models import Reservation, ReservationStatus, Site
 from tests import factories
@@ -47,7 +49,9 @@ def make_order(demo, *, nodes=2) -> Order:
         extra_discount=Decimal("0"),
     )
     quote = qs.quote_send(quote=quote, actor=demo["sales"])
-    order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+    order = acceptance.quote_accept(
+        quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9"
+    )
     # A sales quote needs a signed contract before provisioning (tests/billing/
     # test_contracts.py signs for real); payments are tested here.
     return factories.contract_signed_shortcut(order)
@@ -349,7 +353,7 @@ def test_payment_changelists_do_not_grow_with_rows(
             amount=invoice.gross_total,
             stripe_payment_intent=f"pi_list_{i}",
         )
-        payments.stripe_event_record(event={"id": f"evt_list_{i}", "type": "x.y", "data": {}})
+        webhooks.stripe_event_record(event={"id": f"evt_list_{i}", "type": "x.y", "data": {}})
     client.force_login(demo["admin"])
     for model in ("invoice", "payment", "stripeevent"):
         with django_assert_max_num_queries(CHANGELIST_QUERY_BOUND):

@@ -8,7 +8,6 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from billing import selectors
 from billing.models import (
     AddonPrice,
     CardOptionPrice,
@@ -21,8 +20,9 @@ from billing.models import (
     Quote,
     QuoteStatus,
 )
-from billing.services import pricebooks
-from billing.services import quotes as qs
+from billing.pricing import selectors
+from billing.pricing import services as pricebooks
+from billing.quotes import services as qs
 from core.errors import DomainError
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""Example-based tests of the pure pricing engine (``billing.pricing``), no database.
+"""Example-based tests of the pure pricing engine (``billing.pricing.engine``), no database.
 
 The price books follow the seeds (DESIGN.md, "Prices, terms and rules from the seeds"):
 Shenzhen in CNY with 6% VAT, the H100, A100 and bare-metal E5 node types with their list
@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import pytest
 
-from billing.pricing import (
+from billing.pricing.engine import (
     AddonPrice,
     AddonRequest,
     AddonUnit,

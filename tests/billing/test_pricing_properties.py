@@ -1,4 +1,4 @@
-"""Property tests of the pricing engine (``billing.pricing``) with Hypothesis, no database.
+"""Property tests of the pricing engine (``billing.pricing.engine``) with Hypothesis, no database.
 
 The strategies draw valid price books (``validate_book(book) == []``: daily × 30 at least
 the monthly rate, multipliers in (0, 1], no negative price) with random term discounts of
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from billing.pricing import (
+from billing.pricing.engine import (
     TERM_DURATION,
     AddonPrice,
     AddonRequest,

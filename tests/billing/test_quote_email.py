@@ -13,10 +13,12 @@ from django.core import mail
 from django.urls import reverse
 from django.utils import translation
 
-from billing import quote_pdf, tasks
 from billing.models import Quote, QuoteDocument
-from billing.periods import site_today
-from billing.services.quotes import ItemSpec, quote_create, quote_send
+from billing.pricing.periods import site_today
+from billing.quotes import documents as quote_pdf
+from billing.quotes.services import ItemSpec, quote_create, quote_send
+from billing.tasks import documents as document_tasks
+from billing.tasks import quotes as quote_tasks
 from core import pdf
 from inventory.models import NodeType
 from portal.celery import app
@@ -96,8 +98,8 @@ def test_sending_emails_the_stored_pdf_and_the_link(
 def test_a_second_email_run_sends_nothing(draft, eager_celery, django_capture_on_commit_callbacks):
     quote = send(draft, django_capture_on_commit_callbacks)
     assert len(mail.outbox) == 1
-    assert tasks.quote_email.delay(quote.pk).get() == "skipped"
-    assert tasks.quote_email(quote.pk) == "skipped"
+    assert quote_tasks.quote_email.delay(quote.pk).get() == "skipped"
+    assert quote_tasks.quote_email(quote.pk) == "skipped"
     assert len(mail.outbox) == 1
 
 
@@ -107,19 +109,19 @@ def test_render_task_is_idempotent_and_email_uses_an_existing_document(
 ):
     # Sent without running the after-commit chain: render first, as the worker would.
     quote = quote_send(quote=draft, actor=get_user_model().objects.get(username="sales"))
-    sha = tasks.document_render_quote(quote.pk, "zh-hans")
+    sha = document_tasks.document_render_quote(quote.pk, "zh-hans")
     assert sha == QuoteDocument.objects.get(quote=quote, language="zh-hans").sha256
 
     def must_not_render(**kwargs):
         raise AssertionError("rendered again")
 
     monkeypatch.setattr(quote_pdf, "render_quote_pdf", must_not_render)
-    assert tasks.document_render_quote.delay(quote.pk, "zh-hans").get() == sha
-    assert tasks.quote_email(quote.pk) == "sent"
+    assert document_tasks.document_render_quote.delay(quote.pk, "zh-hans").get() == sha
+    assert quote_tasks.quote_email(quote.pk) == "sent"
     assert pdf.sha256_of(mail.outbox[0].attachments[0][1]) == sha
 
 
 def test_render_task_goes_to_the_documents_queue():
-    route = app.amqp.router.route({}, tasks.document_render_quote.name)
+    route = app.amqp.router.route({}, document_tasks.document_render_quote.name)
     assert route["queue"].name == "documents"
-    assert app.amqp.router.route({}, tasks.quote_email.name)["queue"].name == "billing"
+    assert app.amqp.router.route({}, quote_tasks.quote_email.name)["queue"].name == "billing"

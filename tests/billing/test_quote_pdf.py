@@ -20,11 +20,11 @@ from django.db import connection
 from weasyprint import HTML
 from weasyprint.urls import FatalURLFetchingError
 
-from billing import quote_pdf
+from billing.documents.numerals import rmb_upper
 from billing.models import AddonPrice, FreeService, NodePrice, Quote, QuoteDocument
-from billing.numerals import rmb_upper
-from billing.periods import site_today
-from billing.services.quotes import ItemSpec, quote_create, quote_send
+from billing.pricing.periods import site_today
+from billing.quotes import documents as quote_pdf
+from billing.quotes.services import ItemSpec, quote_create, quote_send
 from core import pdf
 from inventory.models import Site
 

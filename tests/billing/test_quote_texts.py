@@ -9,9 +9,9 @@ from decimal import Decimal
 
 import pytest
 
-from billing import quote_pdf
-from billing.models import Organisation
-from billing.services import quotes as qs
+from accounts.models import Organisation
+from billing.quotes import documents as quote_pdf
+from billing.quotes import services as qs
 
 pytestmark = pytest.mark.django_db
 

@@ -11,10 +11,12 @@ from django.utils.translation import override
 
 from accounts.models import Membership, Organisation
 from billing.models import Order, OrderStatus, Quote, QuoteStatus
-from billing.periods import end_of_day, site_today
-from billing.services import orders
-from billing.services import quotes as qs
-from billing.services.quotes import lifecycle as quote_lifecycle
+from billing.orders import acceptance
+from billing.orders import services as orders
+from billing.pricing import terms as payment_terms
+from billing.pricing.periods import end_of_day, site_today
+from billing.quotes import services as qs
+from billing.quotes.services import lifecycle as quote_lifecycle
 from core.errors import DomainError, NotEnoughCapacity
 from inventory import services as inventory_services
 from inventory.models import Reservation, ReservationStatus
@@ -159,7 +161,9 @@ def test_within_the_limit_approval_is_not_needed(demo):
 
 def test_accept_creates_the_order_and_payment_makes_the_booking_firm(demo):
     quote = qs.quote_send(quote=make_quote(demo, nodes=2), actor=demo["sales"])
-    order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+    order = acceptance.quote_accept(
+        quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9"
+    )
     quote.refresh_from_db()
     assert quote.status == QuoteStatus.ACCEPTED
     assert (quote.decided_by, quote.decided_by_name, quote.decided_ip) == (
@@ -172,7 +176,7 @@ def test_accept_creates_the_order_and_payment_makes_the_booking_firm(demo):
     assert {h.status for h in holds} == {ReservationStatus.HOLD}
     assert {h.owner_ref for h in holds} == {f"order:{order.number}"}
     # Holds outlive the deadline by a grace period for payments confirmed at the last moment.
-    assert {h.expires_at for h in holds} == {order.payment_due_at + orders.PAYMENT_GRACE}
+    assert {h.expires_at for h in holds} == {order.payment_due_at + payment_terms.PAYMENT_GRACE}
     assert order.status == OrderStatus.AWAITING_PAYMENT
     assert order.gross_total == quote.gross_total
     assert order.organisation == demo["org"]
@@ -186,12 +190,14 @@ def test_accept_creates_the_order_and_payment_makes_the_booking_firm(demo):
     assert order.status == OrderStatus.PAID
     assert {h.status for h in holds_of(quote)} == {ReservationStatus.FIRM}
     with pytest.raises(DomainError, match="Only a sent quote"):
-        qs.quote_reject(quote=quote, user=demo["customer"], name="x", ip=None)
+        acceptance.quote_reject(quote=quote, user=demo["customer"], name="x", ip=None)
 
 
 def test_reject_releases_the_holds(demo):
     quote = qs.quote_send(quote=make_quote(demo), actor=demo["sales"])
-    qs.quote_reject(quote=quote, user=None, name="Li Wei", ip="198.51.100.1", reason="too dear")
+    acceptance.quote_reject(
+        quote=quote, user=None, name="Li Wei", ip="198.51.100.1", reason="too dear"
+    )
     quote.refresh_from_db()
     assert quote.status == QuoteStatus.REJECTED
     assert {h.status for h in holds_of(quote)} == {ReservationStatus.RELEASED}
@@ -206,7 +212,7 @@ def test_expiry_releases_holds_and_blocks_acceptance(demo):
     assert quote.status == QuoteStatus.EXPIRED
     assert {h.status for h in holds_of(quote)} == {ReservationStatus.RELEASED}
     with pytest.raises(DomainError, match="no longer be accepted"):
-        qs.quote_accept(quote=quote, user=None, name="x", ip=None)
+        acceptance.quote_accept(quote=quote, user=None, name="x", ip=None)
 
 
 def test_accepting_after_the_nodes_were_taken_fails_cleanly_and_a_fresh_quote_follows(demo):
@@ -222,11 +228,11 @@ def test_accepting_after_the_nodes_were_taken_fails_cleanly_and_a_fresh_quote_fo
         firm=True,
     )
     with pytest.raises(qs.NodesGone):
-        qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip=None)
+        acceptance.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip=None)
     quote.refresh_from_db()
     assert quote.status == QuoteStatus.SENT
     assert not Order.objects.exists()
-    fresh = qs.quote_refresh(quote=quote)
+    fresh = acceptance.quote_refresh(quote=quote)
     assert (fresh.version, fresh.status) == (2, QuoteStatus.SENT)
     fresh_nodes = set(holds_of(fresh).values_list("node_id", flat=True))
     assert held[0].node_id not in fresh_nodes and len(fresh_nodes) == 2
@@ -309,7 +315,9 @@ def test_invoice_pdf_is_rendered_in_a_task_when_issued_and_again_when_paid(
     app.conf.task_always_eager = True
     try:
         with django_capture_on_commit_callbacks(execute=True):
-            order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip=None)
+            order = acceptance.quote_accept(
+                quote=quote, user=demo["customer"], name="Li Wei", ip=None
+            )
         invoice = order.invoices.get()
         issued = InvoiceDocument.objects.get(invoice=invoice, language=quote.language)
         assert "issued" in issued.file.name
@@ -345,14 +353,14 @@ def test_an_unpaid_order_expires_and_frees_its_nodes(demo, online_payments):
     from inventory.selectors import availability_search
 
     quote = qs.quote_send(quote=make_quote(demo, nodes=2), actor=demo["sales"])
-    order = qs.quote_accept(
+    order = acceptance.quote_accept(
         quote=quote, user=demo["customer"], name="Li Wei", ip=None, payment_method="card"
     )
     # Card payment: the nodes are held for 30 minutes.
     assert timedelta(minutes=29) < order.payment_due_at - timezone.now() <= timedelta(minutes=30)
     held = list(holds_of(quote).values_list("node_id", flat=True))
     first = holds_of(quote).first()
-    last_moment = order.payment_due_at + orders.PAYMENT_GRACE
+    last_moment = order.payment_due_at + payment_terms.PAYMENT_GRACE
     assert orders.order_expire_unpaid(now=last_moment - timedelta(seconds=1)) == 0
     assert orders.order_expire_unpaid(now=last_moment) == 1
     assert orders.order_expire_unpaid(now=last_moment) == 0  # safe to run twice
@@ -381,13 +389,13 @@ def test_only_one_version_of_a_quote_is_ever_open(demo):
     assert (v1.status, v2.status, v3.status) == ("superseded", "superseded", "sent")
     assert {h.status for h in holds_of(v1)} == {ReservationStatus.RELEASED}
     with pytest.raises(DomainError, match="no longer be accepted"):
-        qs.quote_accept(quote=v1, user=None, name="Li Wei", ip=None)
+        acceptance.quote_accept(quote=v1, user=None, name="Li Wei", ip=None)
 
 
 def test_accepting_one_version_stops_the_others(demo):
     v1 = qs.quote_send(quote=make_quote(demo), actor=demo["sales"])
     v2 = qs.quote_revise(quote=v1, actor=demo["sales"])
-    qs.quote_accept(quote=v1, user=demo["customer"], name="Li Wei", ip=None)
+    acceptance.quote_accept(quote=v1, user=demo["customer"], name="Li Wei", ip=None)
     v2.refresh_from_db()
     assert v2.status == QuoteStatus.SUPERSEDED
     assert v2.events.last().to_status == QuoteStatus.SUPERSEDED
@@ -403,12 +411,12 @@ def test_a_quote_cannot_be_accepted_once_its_rental_has_started(demo):
     assert quote.expires_at <= first_day_end
     Quote.objects.filter(pk=quote.pk).update(start_date=timezone.now().date() - timedelta(days=2))
     with pytest.raises(DomainError, match="ask for a fresh quote"):
-        qs.quote_accept(quote=quote, user=None, name="Li Wei", ip=None)
+        acceptance.quote_accept(quote=quote, user=None, name="Li Wei", ip=None)
 
 
 def test_money_after_the_nodes_were_taken_never_marks_the_order_paid(demo, online_payments):
     quote = qs.quote_send(quote=make_quote(demo, nodes=2), actor=demo["sales"])
-    order = qs.quote_accept(
+    order = acceptance.quote_accept(
         quote=quote, user=demo["customer"], name="Li Wei", ip=None, payment_method="card"
     )
     held = list(holds_of(quote).select_related("node"))
@@ -428,10 +436,10 @@ def test_money_after_the_nodes_were_taken_never_marks_the_order_paid(demo, onlin
 
 def test_an_accepted_quote_whose_order_lapsed_can_be_revised_and_sent_again(demo, online_payments):
     quote = qs.quote_send(quote=make_quote(demo), actor=demo["sales"])
-    order = qs.quote_accept(
+    order = acceptance.quote_accept(
         quote=quote, user=demo["customer"], name="Li Wei", ip=None, payment_method="card"
     )
-    orders.order_expire_unpaid(now=order.payment_due_at + orders.PAYMENT_GRACE)
+    orders.order_expire_unpaid(now=order.payment_due_at + payment_terms.PAYMENT_GRACE)
     v2 = qs.quote_send(quote=qs.quote_revise(quote=quote, actor=demo["sales"]), actor=demo["sales"])
     assert (v2.version, v2.status) == (2, QuoteStatus.SENT)
 
@@ -448,7 +456,7 @@ def test_accepting_and_paying_take_the_same_queries_whatever_the_node_count(
     # entry, PDF job: 12 queries, also fixed). The first billing period's document reads
     # the quote's lines once and writes its own lines in one insert (2).
     with django_assert_max_num_queries(50):
-        order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip=None)
+        order = acceptance.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip=None)
     invoice = order.invoices.get()
     # ...and paying writes the paid invoice's PDF to the outbox and asks the gate to
     # provisioning (which waits here for the contract's signatures). Partial payments add

@@ -17,8 +17,8 @@ from django.urls import reverse
 from accounts.forms import OrganisationForm
 from accounts.models import MemberRole, Membership, Organisation
 from billing.models import Contract, Order, Quote, QuoteStatus, Renewal
-from billing.selectors import order_nodes
-from billing.services import renewals
+from billing.orders.selectors import order_nodes
+from billing.shop import renewals
 from inventory import services as inventory_services
 from inventory.models import Node, Reservation, ReservationStatus
 from inventory.selectors import availability_search, free_nodes

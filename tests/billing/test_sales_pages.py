@@ -12,8 +12,8 @@ from django.urls import reverse
 from django.utils.translation import override
 
 from billing.models import Quote, QuoteItem, QuoteLine, QuoteStatus
-from billing.periods import site_today
-from billing.services import quotes as quote_services
+from billing.pricing.periods import site_today
+from billing.quotes import services as quote_services
 from billing.templatetags.billing_tags import money
 from inventory.models import Reservation, ReservationStatus
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from billing import contract_pdf
+from billing.contracts import documents as contract_pdf
 from billing.models import Contract
-from billing.schedule import ChargeLine, invoice_schedule, split_cents
+from billing.pricing.schedule import ChargeLine, invoice_schedule, split_cents
 
 TZ = ZoneInfo("Asia/Shanghai")
 DURATIONS = {"day": (1, 89), "month": (1, 36), "quarter": (1, 12), "year": (1, 5)}

@@ -14,8 +14,8 @@ from django.db import connection, transaction
 
 from accounts.models import Organisation
 from billing.models import NumberSequence
-from billing.periods import rental_period, site_today
-from billing.services.selfservice import CapacityTaken, order_self_service
+from billing.pricing.periods import rental_period, site_today
+from billing.shop.selfservice import CapacityTaken, order_self_service
 from inventory.models import Node, NodeType, Reservation, Site
 from inventory.services import reservation_hold
 from tests.polling import wait_until

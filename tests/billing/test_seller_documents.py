@@ -14,9 +14,11 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from billing import invoices, quote_pdf
+from billing.invoicing import documents as invoices
 from billing.models import Invoice, SellerEntity
-from billing.services import quotes as qs
+from billing.orders import acceptance
+from billing.quotes import documents as quote_pdf
+from billing.quotes import services as qs
 
 pytestmark = pytest.mark.django_db
 
@@ -57,7 +59,9 @@ def _invoice(demo, site_key: str, node_type_key: str = "h100", count: int = 1) -
         extra_discount=Decimal("0"),
     )
     quote = qs.quote_send(quote=quote, actor=demo["sales"])
-    order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+    order = acceptance.quote_accept(
+        quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9"
+    )
     return order.invoices.get()
 
 

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
-from billing.sla import (
+from billing.pricing.sla import (
     SLA_CREDIT_TABLE,
     NodeFacts,
     Outage,

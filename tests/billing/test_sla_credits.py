@@ -8,10 +8,11 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
+from billing.credits.sla import sla_credits_record
+from billing.invoicing import services as invoicing
 from billing.models import InvoiceLineKind, SlaCredit
-from billing.services import invoicing, orders
-from billing.services.sla import sla_credits_record
-from billing.sla import NodeFacts, Outage
+from billing.orders import services as orders
+from billing.pricing.sla import NodeFacts, Outage
 from tests.billing.test_contracts import make_order
 
 pytestmark = pytest.mark.django_db

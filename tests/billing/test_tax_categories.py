@@ -8,10 +8,12 @@ from decimal import Decimal
 
 import pytest
 
-from billing import invoices, quote_pdf
+from billing.invoicing import documents as invoices
 from billing.models import AddonPrice, NodePrice, PriceBook, PriceChange
-from billing.services import pricebooks
-from billing.services import quotes as qs
+from billing.orders import acceptance
+from billing.pricing import services as pricebooks
+from billing.quotes import documents as quote_pdf
+from billing.quotes import services as qs
 from core.errors import DomainError
 
 pytestmark = pytest.mark.django_db
@@ -73,7 +75,7 @@ def test_documents_show_category_rate_and_reason(demo, tmp_path):
     assert "basic telecom (基础电信服务) · VAT 9%" in text
     assert "VAT by what is sold" in text and "VAT (rates per line)" in text
     assert "the provider operates the servers" in text
-    order = qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip=None)
+    order = acceptance.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip=None)
     invoice = order.invoices.get()
     text = text_of(invoices.render_invoice_pdf(invoice=invoice, language="en"), tmp_path)
     assert "9%" in text and "6%" in text and "Basic telecom: bandwidth and traffic" in text

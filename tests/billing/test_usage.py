@@ -11,9 +11,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from billing.invoicing import services as invoicing
+from billing.invoicing.usage import UsageImportError, usage_import_csv
 from billing.models import AddonPrice, InvoiceLineKind, TaxCategory, UsageRecord
-from billing.services import invoicing, orders
-from billing.services.usage import UsageImportError, usage_import_csv
+from billing.orders import services as orders
 from tests.billing.test_contracts import make_order
 
 pytestmark = pytest.mark.django_db

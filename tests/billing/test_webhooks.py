@@ -23,8 +23,9 @@ from billing.models import (
     StripeEvent,
     StripeEventStatus,
 )
-from billing.services import payments
-from billing.services.orders import order_expire_unpaid
+from billing.orders.services import order_expire_unpaid
+from billing.payments import services as payments
+from billing.payments import webhooks
 from inventory.models import ReservationStatus
 from tests.billing.test_payments import make_order, reservations
 
@@ -172,7 +173,7 @@ def test_nothing_is_enqueued_before_commit(client, card_order, provisioning_call
     order, payment = card_order
     with pytest.MonkeyPatch.context() as mp:
         enqueued = []
-        from billing import tasks
+        from billing.tasks import payments as tasks
 
         mp.setattr(
             tasks.stripe_event_process_task, "apply_async", lambda *a, **kw: enqueued.append(a)
@@ -210,14 +211,14 @@ def test_a_replayed_event_records_one_payment(
 
 def test_processing_an_event_twice_changes_nothing(card_order, provisioning_calls):
     _order, payment = card_order
-    stored, created = payments.stripe_event_record(
+    stored, created = webhooks.stripe_event_record(
         event=event("payment_intent.succeeded", intent(payment))
     )
-    again, created_again = payments.stripe_event_record(event=stored.payload)
+    again, created_again = webhooks.stripe_event_record(event=stored.payload)
     assert (created, created_again, again.pk) == (True, False, stored.pk)
-    assert payments.stripe_event_process(event_id=stored.stripe_id) == "processed"
-    assert payments.stripe_event_process(event_id=stored.stripe_id) == "processed"
-    assert payments.stripe_event_process(event_id="evt_never_stored") == "missing"
+    assert webhooks.stripe_event_process(event_id=stored.stripe_id) == "processed"
+    assert webhooks.stripe_event_process(event_id=stored.stripe_id) == "processed"
+    assert webhooks.stripe_event_process(event_id="evt_never_stored") == "missing"
     paid_moves = OrderEvent.objects.filter(
         from_status=OrderStatus.AWAITING_PAYMENT, to_status=OrderStatus.PAID
     )
@@ -323,7 +324,7 @@ def test_a_handler_error_marks_the_event_failed_and_a_redelivery_retries(
     def broken(payload):
         raise RuntimeError("bug")
 
-    monkeypatch.setitem(payments.HANDLERS, "payment_intent.succeeded", broken)
+    monkeypatch.setitem(webhooks.HANDLERS, "payment_intent.succeeded", broken)
     with django_capture_on_commit_callbacks(execute=True):
         assert post(client, succeeded).status_code == 200
     stored = StripeEvent.objects.get()
@@ -487,20 +488,19 @@ def test_an_event_whose_processing_failed_is_retried_by_beat(
 ):
     from django.utils import timezone
 
-    from billing import tasks
-    from billing.services import payments as payment_services
+    from billing.tasks import payments as tasks
 
     order, payment = card_order
-    real = payment_services.HANDLERS["payment_intent.succeeded"]
+    real = webhooks.HANDLERS["payment_intent.succeeded"]
 
     def broken(payload):
         raise RuntimeError("database hiccup")
 
-    monkeypatch.setitem(payment_services.HANDLERS, "payment_intent.succeeded", broken)
+    monkeypatch.setitem(webhooks.HANDLERS, "payment_intent.succeeded", broken)
     with django_capture_on_commit_callbacks(execute=True):
         assert post(client, event("payment_intent.succeeded", intent(payment))).status_code == 200
     assert StripeEvent.objects.get().status == StripeEventStatus.FAILED
-    monkeypatch.setitem(payment_services.HANDLERS, "payment_intent.succeeded", real)
+    monkeypatch.setitem(webhooks.HANDLERS, "payment_intent.succeeded", real)
     StripeEvent.objects.update(received_at=timezone.now() - timedelta(minutes=10))
     assert tasks.stripe_events_retry_task() == 1
     assert StripeEvent.objects.get().status == StripeEventStatus.PROCESSED
@@ -649,13 +649,13 @@ def test_content_the_database_refuses_is_400_and_nothing_is_stored(
 ):
     from django.db import DataError
 
-    real = payments.stripe_event_record
+    real = webhooks.stripe_event_record
 
     def refused(*, event):
         real(event=event)  # stored, then the database refuses: all of it rolls back
         raise DataError("unsupported Unicode escape sequence")
 
-    monkeypatch.setattr(payments, "stripe_event_record", refused)
+    monkeypatch.setattr(webhooks, "stripe_event_record", refused)
     body = json.dumps(event("customer.created", {"id": "cus_1"})).encode()
     assert signed_post(client, body).status_code == 400
     assert StripeEvent.objects.count() == 0

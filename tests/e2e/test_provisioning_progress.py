@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import translation
 
-from billing.services.orders import order_mark_paid
+from billing.orders.services import order_mark_paid
 from provisioning import runs
 from provisioning.models import RunNode, StepName
 from provisioning.validation import interface

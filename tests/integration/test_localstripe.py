@@ -26,7 +26,7 @@ from billing.models import (
     StripeEvent,
     StripeEventStatus,
 )
-from billing.services import payments
+from billing.payments import services as payments
 from inventory.models import Reservation, ReservationStatus
 from tests.billing.test_payments import make_order
 from tests.polling import wait_until

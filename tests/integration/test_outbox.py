@@ -14,9 +14,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import override
 
+from billing.invoicing import sweeps
 from billing.models import InvoiceDocument, Order, Quote, QuoteDocument
-from billing.services import quotes as qs
-from billing.services import sweeps
+from billing.quotes import services as qs
 from core import outbox
 from core.models import OutboxMessage, OutboxStatus
 from tests.integration.workers import Worker, scratch_broker_url

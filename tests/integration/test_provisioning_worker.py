@@ -23,8 +23,8 @@ import pytest
 from django.utils import timezone
 
 from billing.models import Order, OrderStatus
-from billing.selectors import order_nodes
-from billing.services.orders import order_mark_paid
+from billing.orders.selectors import order_nodes
+from billing.orders.services import order_mark_paid
 from inventory.models import ImageProfile, Node, NodeStatus, Site
 from provisioning import runs
 from provisioning.models import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.db.models import Sum
 
-from billing.quote_pdf import placement_texts
+from billing.quotes.documents import placement_texts
 from core.errors import DomainError
 from inventory import services
 from inventory.models import Node, NodeStatus, Switch, SwitchRole

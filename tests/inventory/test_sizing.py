@@ -22,7 +22,7 @@ from django.utils.translation import override
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from billing import selectors as billing_selectors
+from billing.pricing import selectors as billing_selectors
 from core import i18n_hook
 from core.i18n_hook import get_translator, set_translator
 from inventory import gpus, sizing

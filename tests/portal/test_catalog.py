@@ -13,10 +13,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import override
 
-from billing import catalog
 from billing.models import DiscountRule, NodePrice, PriceBook
-from billing.services.quotes import ItemSpec, quote_price_preview
-from billing.tasks import catalog_calendar_refresh_task
+from billing.pricing import catalog
+from billing.quotes.services import ItemSpec, quote_price_preview
+from billing.tasks.pricing import catalog_calendar_refresh_task
 from billing.templatetags.billing_tags import money
 from core.models import OutboxMessage
 from inventory import services

@@ -27,11 +27,11 @@ from billing.models import (
     Quote,
     QuoteStatus,
 )
-from billing.periods import rental_period, site_today
-from billing.selectors import price_book_in_force
-from billing.services.orders import PAYMENT_GRACE
-from billing.services.quotes import quote_price_preview
-from billing.services.selfservice import Configuration, configuration_items
+from billing.pricing.periods import rental_period, site_today
+from billing.pricing.selectors import price_book_in_force
+from billing.pricing.terms import PAYMENT_GRACE
+from billing.quotes.services import quote_price_preview
+from billing.shop.selfservice import Configuration, configuration_items
 from billing.templatetags.billing_tags import money
 from inventory import availability_generation, selectors, services
 from inventory.models import (
@@ -50,7 +50,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("online_payments")]
 
 # Session, user, the availability search and one more (a multi-NIC placement's scalable
 # units, or the capacity of every site and type when the count cannot be placed); sites,
-# node types and price books are kept in the process (``billing.shop_data``).
+# node types and price books are kept in the process (``billing.pricing.shop_data``).
 MAX_QUERIES = 5
 
 

@@ -12,8 +12,9 @@ from django.utils import timezone, translation
 
 from accounts.models import CustomerProfile, MemberRole, Membership, Organisation
 from billing.models import InvoiceStatus, Order, OrderStatus
-from billing.services import orders as order_services
-from billing.services import quotes as qs
+from billing.orders import acceptance
+from billing.orders import services as order_services
+from billing.quotes import services as qs
 from core.models import OutboxMessage
 from inventory.models import Reservation
 from tests.factories import run_document_renders
@@ -52,7 +53,7 @@ def sent_quote(demo, *, nodes=1, org=None):
 
 def accepted_order(demo, *, nodes=1, user=None) -> Order:
     quote = sent_quote(demo, nodes=nodes)
-    return qs.quote_accept(
+    return acceptance.quote_accept(
         quote=quote, user=user or demo["customer"], name="Li Wei", ip="203.0.113.9"
     )
 

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.translation import override
 
 from billing.models import Order, Quote
-from billing.periods import site_today
+from billing.pricing.periods import site_today
 from inventory.models import Reservation, ReservationStatus, Site
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("online_payments")]

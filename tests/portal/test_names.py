@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from accounts import services as account_services
 from accounts.forms import OrganisationForm, SignupForm
 from accounts.models import Organisation
-from billing.services import quotes as qs
+from billing.quotes import services as qs
 from core.errors import DomainError
 from core.validators import has_emoji
 

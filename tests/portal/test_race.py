@@ -14,8 +14,8 @@ from django.utils import translation
 
 from accounts.models import Membership, Organisation
 from billing.models import Order, OrderStatus, Quote, QuoteStatus
-from billing.periods import site_today
-from billing.services.selfservice import CapacityTaken, order_self_service
+from billing.pricing.periods import site_today
+from billing.shop.selfservice import CapacityTaken, order_self_service
 from core import jobs
 from core.errors import NotEnoughCapacity
 from inventory import selectors as inventory_selectors

@@ -1,5 +1,5 @@
 """The configure page keeps sites, node types and price books in the process
-(``billing.shop_data``): a warm page runs few queries, and a change shows at once."""
+(``billing.pricing.shop_data``): a warm page runs few queries, and a change shows at once."""
 
 import uuid
 from datetime import timedelta
@@ -14,10 +14,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import override
 
-from billing import shop_data
 from billing.models import NodePrice
-from billing.periods import site_today
-from billing.services.pricebooks import price_book_create, price_entry_save
+from billing.pricing import shop_data
+from billing.pricing.periods import site_today
+from billing.pricing.services import price_book_create, price_entry_save
 from inventory import availability_generation
 from inventory.models import NodeType
 

@@ -16,8 +16,9 @@ from django.utils import timezone, translation
 from accounts import services as account_services
 from accounts.models import MemberRole, Membership, Organisation, SshPublicKey
 from billing.models import OrderStatus
-from billing.services import quotes as qs
-from billing.services.orders import order_transition
+from billing.orders import acceptance
+from billing.orders.services import order_transition
+from billing.quotes import services as qs
 
 pytestmark = pytest.mark.django_db
 
@@ -56,7 +57,9 @@ def accepted_order(demo):
         extra_discount=Decimal("0"),
     )
     quote = qs.quote_send(quote=quote, actor=demo["sales"])
-    return qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+    return acceptance.quote_accept(
+        quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9"
+    )
 
 
 def member_of(org, username: str, role: str):

@@ -33,9 +33,10 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone, translation
 
 from accounts.models import Invitation, MemberRole, Membership, Organisation
+from billing.credits import services as credit_services
 from billing.models import CreditNote, Invoice, Order, Quote
-from billing.services import credits as credit_services
-from billing.services import quotes as qs
+from billing.orders import acceptance
+from billing.quotes import services as qs
 from inventory.models import NodeType, Site
 from provisioning.models import ValidationRun, ValidationRunStatus
 
@@ -103,12 +104,12 @@ STAFF_ONLY = frozenset({403, 404})
 
 # Route → (which object fills it, what a member of another organisation gets).
 ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
-    # The quote's token pages (billing/urls.py).
+    # The quote's token pages (billing/orders/urls.py).
     "quote_public": ("quote_token", NOT_FOUND),
     "quote_public_pdf": ("quote_token", NOT_FOUND),
     "quote_public_accept": ("quote_token", NOT_FOUND),
     "quote_public_reject": ("quote_token", NOT_FOUND),
-    # Paying an order (billing/urls_payments.py).
+    # Paying an order (billing/payments/urls.py).
     "order_pay": ("order", NOT_FOUND),
     "order_pay_card": ("order", NOT_FOUND),
     "order_pay_return": ("order", NOT_FOUND),
@@ -223,7 +224,9 @@ def world(demo) -> World:
         )
         return qs.quote_send(quote=quote, actor=sales)
 
-    order = qs.quote_accept(quote=sent_quote(), user=owner_a, name="Li Wei", ip="203.0.113.9")
+    order = acceptance.quote_accept(
+        quote=sent_quote(), user=owner_a, name="Li Wei", ip="203.0.113.9"
+    )
     quote_open = sent_quote()
     invitation = Invitation.objects.create(
         organisation=org_a,

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from billing.models import OrderStatus
-from billing.services.orders import order_mark_paid
+from billing.orders.services import order_mark_paid
 from core import lifecycle
 from core.errors import IllegalTransition
 from inventory.models import Node, NodeStatus, Reservation, ReservationStatus

@@ -10,8 +10,8 @@ from django.urls import reverse
 from django.utils import timezone, translation
 
 from billing.models import Order, OrderStatus, ProvisioningRelease
-from billing.selectors import order_nodes
-from billing.services.orders import order_mark_paid, order_transition
+from billing.orders.selectors import order_nodes
+from billing.orders.services import order_mark_paid, order_transition
 from core.timezones import tz_label
 from inventory.models import Node, NodeStatus, Site
 from provisioning import runs, tasks

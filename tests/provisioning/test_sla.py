@@ -8,8 +8,9 @@ from decimal import Decimal
 
 import pytest
 
+from billing.invoicing import services as invoicing
 from billing.models import Order, OrderStatus, SlaCredit
-from billing.services import invoicing, orders
+from billing.orders import services as orders
 from inventory.models import NodeEvent
 from provisioning import runs, sla
 from provisioning.models import (

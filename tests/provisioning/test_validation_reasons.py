@@ -13,7 +13,7 @@ import pytest
 from django.urls import reverse
 from django.utils import translation
 
-from billing.services.orders import order_mark_paid
+from billing.orders.services import order_mark_paid
 from provisioning import runs
 from provisioning.models import (
     NodeSwap,

@@ -14,7 +14,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from billing.services import quotes as qs
+from billing.orders import acceptance
+from billing.quotes import services as qs
 from core.errors import DomainError
 from core.models import OutboxMessage
 from inventory import services as inventory_services
@@ -326,7 +327,9 @@ def make_order(demo):
         extra_discount=Decimal("0"),
     )
     quote = qs.quote_send(quote=quote, actor=demo["sales"])
-    return qs.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9")
+    return acceptance.quote_accept(
+        quote=quote, user=demo["customer"], name="Li Wei", ip="203.0.113.9"
+    )
 
 
 def pdf_text(data: bytes, tmp_path) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from billing.services.usage import UsageImportError, usage_import_csv
+from billing.invoicing.usage import UsageImportError, usage_import_csv
 
 
 class Command(BaseCommand):

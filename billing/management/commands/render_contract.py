@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from billing import contract_pdf
+from billing.contracts import documents as contract_pdf
 from billing.models import Contract, ContractDocument, ContractDocumentKind
 
 

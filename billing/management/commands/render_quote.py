@@ -13,8 +13,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from billing import quote_pdf
 from billing.models import Quote
+from billing.quotes import documents as quote_pdf
 
 
 class Command(BaseCommand):

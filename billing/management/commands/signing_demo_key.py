@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from billing import signatures
+from billing.contracts import signatures
 
 
 class Command(BaseCommand):

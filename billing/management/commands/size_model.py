@@ -16,7 +16,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from billing import selectors as billing_selectors
+from billing.pricing import selectors as billing_selectors
 from core.errors import DomainError
 from inventory import sizing
 from inventory.models import NodeType, Site

@@ -13,10 +13,10 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts.decorators import customer_required
 from accounts.models import MemberRole
 from accounts.throttle import client_ip
-from billing import contract_pdf
+from billing.contracts import documents as contract_pdf
+from billing.contracts import gate
+from billing.contracts import services as contract_services
 from billing.models import Contract, ContractDocumentKind, ContractStatus, Order
-from billing.services import contracts as contract_services
-from billing.services import gate
 from core.document_views import stored_or_preparing
 from core.errors import DomainError
 from portal.dashboard import selectors

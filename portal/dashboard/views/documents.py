@@ -13,8 +13,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from accounts.decorators import customer_required
-from billing import credit_note_pdf, invoices
-from billing.views import documents as quote_documents
+from billing.credits import documents as credit_note_pdf
+from billing.invoicing import documents as invoices
+from billing.quotes.views import documents as quote_documents
 from core.csv import escape_formula
 from core.document_views import stored_or_preparing
 from portal.dashboard import selectors

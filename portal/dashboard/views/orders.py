@@ -15,9 +15,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.decorators import customer_required
 from accounts.models import MemberRole
+from billing.contracts import gate
 from billing.models import Order
-from billing.services import gate
-from billing.services import orders as order_services
+from billing.orders import services as order_services
 from core.errors import DomainError
 from portal.dashboard import selectors
 from portal.dashboard.views.common import order_or_404

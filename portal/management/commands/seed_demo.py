@@ -18,7 +18,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from billing import demo as billing_demo
-from billing import demo_contracts, signatures
+from billing.contracts import signatures
+from billing.demo import contracts as demo_contracts
 from inventory import services
 from inventory.gpus import BY_KEY, GpuFacts
 from inventory.models import (

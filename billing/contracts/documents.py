@@ -1,0 +1,269 @@
+"""Contract PDFs: ``templates/pdf/contract.html`` through ``core.pdf``.
+
+Two documents per contract and language (``ContractDocument.kind``):
+
+- ``draft``: what the customer reads and signs; rendered once, kept, its SHA-256 is what
+  the signature binds to (the sign form carries the hash of the file shown, and the
+  service refuses a signature over any other).
+- ``sealed``: after the countersignature, the same contract text with the audit page
+  (both signatures, times, hashes, the chain of events) and the provider's PAdES seal
+  (``billing.contracts.signatures``). Rendered once; never replaced.
+
+The contract's text reads only the contract's own snapshot (``Contract.parties``), the
+accepted quote (immutable) and its order, so re-rendering gives the same clauses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
+
+from billing.contracts import signatures
+from billing.documents.common import bank_details, duration_label, provider
+from billing.models import (
+    Contract,
+    ContractAuditEntry,
+    ContractDocument,
+    ContractDocumentKind,
+    ItemKind,
+)
+from billing.pricing import schedule as schedule_engine
+from billing.pricing.sla import SLA_CREDIT_TABLE, SLA_TARGET
+from core import jobs
+from core.pdf import css_content, normalise_language, render_pdf, store_document
+
+TEMPLATE = "pdf/contract.html"
+
+# GPUs under export controls (US EAR 3A090/4A090 and their China variants): the contract
+# carries the end-use attestation when any of these is rented.
+RESTRICTED_GPU_MARKERS = ("H100", "H200", "H800", "H20", "A100", "A800", "B200", "GB200")
+
+# The SLA's credit table (``billing.pricing.sla``, which also computes the credits): below each
+# monthly availability, that share of the node's charge for the period is credited.
+FAULT_RESPONSE_MINUTES = 30
+REPLACEMENT_HOURS = 4
+LATE_FEE_PER_DAY = Decimal("0.05")  # percent of the overdue amount per day
+# The acceptance check: measured against the GPU model's reference figures.
+ACCEPTANCE_SHARE = Decimal("90")  # percent of the reference figure, at least
+
+
+def is_restricted(gpu_name: str) -> bool:
+    return any(marker in gpu_name.upper() for marker in RESTRICTED_GPU_MARKERS)
+
+
+def contract_lines(contract: Contract) -> list[schedule_engine.ChargeLine]:
+    quote = contract.quote
+    return [
+        schedule_engine.ChargeLine(
+            code=line.code,
+            description=line.localized_description(),
+            net=line.net,
+            vat=line.vat,
+            tax_rate=quote.vat_rate,
+            period_unit=line.period_unit,
+        )
+        for line in quote.lines.all()
+        if line.kind != "free"
+    ]
+
+
+def contract_schedule(contract: Contract) -> list[schedule_engine.Period]:
+    quote = contract.quote
+    return schedule_engine.invoice_schedule(
+        term=quote.term,
+        duration=quote.duration,
+        start_date=quote.start_date,
+        tz=contract.site.tzinfo,
+        lines=contract_lines(contract),
+    )
+
+
+def _equipment(contract: Contract) -> list[dict[str, Any]]:
+    quote = contract.quote
+    groups = {g.get("node_type"): g for g in (quote.placement or {}).get("groups", [])}
+    rows: dict[int, dict[str, Any]] = {}
+    for item in quote.items.select_related("node_type__gpu_model", "card_gpu_model"):
+        if item.kind != ItemKind.NODE or item.node_type is None:
+            continue
+        nt = item.node_type
+        row = rows.setdefault(
+            nt.pk,
+            {
+                "node_type": nt,
+                "gpu": nt.gpu_model,
+                "count": 0,
+                "cards": [],
+                "placement": groups.get(nt.code, {}),
+            },
+        )
+        row["count"] += int(item.quantity)
+        if item.card_gpu_model is not None and item.cards_per_node:
+            row["cards"].append((item.cards_per_node, item.card_gpu_model))
+    return list(rows.values())
+
+
+def _gpus(equipment: list[dict[str, Any]]) -> list[Any]:
+    seen: dict[int, Any] = {}
+    for row in equipment:
+        for gpu in [row["gpu"], *(g for _n, g in row["cards"])]:
+            if gpu is not None:
+                seen[gpu.pk] = gpu
+    return list(seen.values())
+
+
+def _governing(contract: Contract) -> dict[str, str]:
+    if contract.site.code == "HK":
+        return {"law": _("the laws of the Hong Kong SAR"), "forum": _("HKIAC in Hong Kong")}
+    return {
+        "law": _("the laws of the People's Republic of China"),
+        "forum": _("the Shenzhen Court of International Arbitration (SCIA)"),
+    }
+
+
+def audit_rows(contract: Contract) -> list[ContractAuditEntry]:
+    return list(contract.audit.order_by("seq"))
+
+
+def contract_context(contract: Contract, *, language: str, sealed: bool = False) -> dict[str, Any]:
+    contract = Contract.objects.select_related(
+        "quote", "order", "site", "organisation", "amends", "signer", "countersigner"
+    ).get(pk=contract.pk)
+    quote = contract.quote
+    order = contract.order
+    tz = contract.site.tzinfo
+    with translation.override(language):
+        # The provider party is the site's seller entity (as on quotes and payment
+        # documents): legal name, registration number, address and bank account.
+        the_provider = provider(language, contract.site)
+        equipment = _equipment(contract)
+        gpus = _gpus(equipment)
+        periods = contract_schedule(contract)
+        customer = contract.parties.get("customer", {})
+        return {
+            "contract": contract,
+            "quote": quote,
+            "order": order,
+            "site": contract.site,
+            "provider": the_provider,
+            "bank": bank_details(contract.site, language),
+            "customer": customer,
+            "issued": timezone.localtime(contract.created_at, tz),
+            "start": timezone.localtime(order.start_at, tz),
+            "end": timezone.localtime(order.end_at, tz),
+            "last_day": (timezone.localtime(order.end_at, tz) - timedelta(microseconds=1)).date(),
+            "term_label": quote.get_term_display(),
+            "duration_label": duration_label(quote.term, quote.duration),
+            "equipment": equipment,
+            "gpus": gpus,
+            "restricted": [g for g in gpus if is_restricted(g.name)],
+            "acceptance_share": ACCEPTANCE_SHARE,
+            "periods": periods,
+            "schedule_total": sum((p.gross for p in periods), Decimal("0")),
+            "addon_lines": [
+                line for line in quote.lines.all() if line.kind not in ("node", "card")
+            ],
+            "currency": quote.currency,
+            "vat_rate": quote.vat_rate,
+            "sla_target": SLA_TARGET,
+            "sla_table": SLA_CREDIT_TABLE,
+            "fault_response_minutes": FAULT_RESPONSE_MINUTES,
+            "replacement_hours": REPLACEMENT_HOURS,
+            "late_fee": LATE_FEE_PER_DAY,
+            "renewal_days": settings.PORTAL_RENEWAL_DAYS,
+            "governing": _governing(contract),
+            "sealed": sealed,
+            "audit": audit_rows(contract) if sealed else [],
+            "signed_at": timezone.localtime(contract.signed_at, tz) if contract.signed_at else None,
+            "countersigned_at": (
+                timezone.localtime(contract.countersigned_at, tz)
+                if contract.countersigned_at
+                else None
+            ),
+            "site_timezone": contract.site.timezone,
+            "running_left_css": css_content(f"{the_provider.brand} · {_('Contract')}"),
+            "running_right_css": css_content(
+                f"{contract.number} · {customer.get('legal_name', '')}"
+            ),
+            "footer_left_css": css_content(f"{the_provider.name} · {the_provider.website}"),
+        }
+
+
+def render_contract_pdf(*, contract: Contract, language: str, sealed: bool = False) -> bytes:
+    language = normalise_language(language)
+    return render_pdf(
+        TEMPLATE, contract_context(contract, language=language, sealed=sealed), language=language
+    )
+
+
+RENDER_TASK = "billing.tasks.document_render_contract"
+
+
+def stored_draft_document(*, contract: Contract) -> ContractDocument | None:
+    """The PDF for signature in the contract's language if rendered, else None; never
+    renders."""
+    return ContractDocument.objects.filter(
+        contract=contract,
+        kind=ContractDocumentKind.DRAFT,
+        language=normalise_language(contract.language),
+    ).first()
+
+
+def draft_document_ask(*, contract: Contract) -> None:
+    """Ask the documents queue for the PDF for signature (web requests never render)."""
+    jobs.enqueue(RENDER_TASK, contract.pk, normalise_language(contract.language))
+
+
+def draft_document(*, contract: Contract, language: str | None = None) -> ContractDocument:
+    """The PDF the customer signs: rendered once and kept."""
+    language = normalise_language(language or contract.language)
+    stored = ContractDocument.objects.filter(
+        contract=contract, kind=ContractDocumentKind.DRAFT, language=language
+    ).first()
+    if stored is not None:
+        return stored
+    data = render_contract_pdf(contract=contract, language=language)
+    return store_document(
+        model=ContractDocument,
+        owner={"contract": contract, "kind": ContractDocumentKind.DRAFT},
+        language=language,
+        data=data,
+        name=f"{contract.number}-{language}-draft.pdf",
+        keep=lambda document: True,
+    )
+
+
+@dataclass(frozen=True)
+class Sealed:
+    document: ContractDocument
+    created: bool
+
+
+def sealed_document(*, contract: Contract, language: str | None = None) -> Sealed:
+    """The countersigned contract with its audit page and the provider's PAdES seal."""
+    language = normalise_language(language or contract.language)
+    stored = ContractDocument.objects.filter(
+        contract=contract, kind=ContractDocumentKind.SEALED, language=language
+    ).first()
+    if stored is not None:
+        return Sealed(stored, False)
+    data = render_contract_pdf(contract=contract, language=language, sealed=True)
+    sealed = signatures.seal_pdf(
+        data,
+        reason=f"{contract.number} countersigned by {provider('en', contract.site).name}",
+        location=contract.site.code,
+    )
+    document = store_document(
+        model=ContractDocument,
+        owner={"contract": contract, "kind": ContractDocumentKind.SEALED},
+        language=language,
+        data=sealed,
+        name=f"{contract.number}-{language}-signed.pdf",
+        keep=lambda document: True,
+    )
+    return Sealed(document, True)

@@ -1,0 +1,465 @@
+"""Invoices over the term: one document per billing period of ``billing.pricing.schedule``.
+
+- The first period's document is issued when the quote is accepted
+  (``invoice_issue_first``, called by ``order_create_from_quote``); it is due at the
+  order's payment deadline.
+- Later periods are issued by a beat job (``invoices_issue_due``) ``PORTAL_INVOICE_ISSUE_DAYS``
+  days before each period starts, due when the period starts. The unique (order, period)
+  constraint makes the job idempotent: run twice, it issues nothing twice.
+- Each document has its lines (the period's share of every quote line, with the line's
+  tax category and rate), metered usage of closed months billed in arrears, and the SLA
+  credits not yet applied (negative lines with their explanation and evidence).
+- Every document snapshots the customer's fapiao request for finance.
+
+Only orders that were paid (their first period) get later periods; an order that lapsed
+or was cancelled gets nothing more. The documents of the schedule add up to the accepted
+quote's totals to the cent (``billing.pricing.schedule`` splits every line in whole cents).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date, datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import override
+
+from accounts.models import Organisation
+from billing.documents.numbers import next_number
+from billing.models import (
+    AddonPrice,
+    Invoice,
+    InvoiceLine,
+    InvoiceLineKind,
+    Order,
+    OrderStatus,
+    PriceBook,
+    QuoteLine,
+    SlaCredit,
+    TaxCategory,
+    UsageMetric,
+    UsageRecord,
+)
+from billing.pricing import schedule as schedule_engine
+from core import jobs, lifecycle
+from core.types import Actor
+
+logger = logging.getLogger(__name__)
+
+CENT = Decimal("0.01")
+EGRESS_CODE = "egress"
+# Orders whose later periods are issued: the first period was paid and the rental runs.
+ISSUING_STATUSES = (
+    OrderStatus.PAID,
+    OrderStatus.PROVISIONING,
+    OrderStatus.VALIDATING,
+    OrderStatus.READY,
+)
+# A period issued late (after it started) still gives the customer this long to pay.
+LATE_ISSUE_PAY_DAYS = 3
+
+
+def issue_days() -> int:
+    return int(settings.PORTAL_INVOICE_ISSUE_DAYS)
+
+
+def cents(value: Decimal) -> Decimal:
+    return value.quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def tax_rate_for(*, price_book: PriceBook, category: str) -> Decimal:
+    """The VAT rate of a tax category in a price book (the site's rate when not listed)."""
+    raw = (price_book.tax_rates or {}).get(category)
+    return Decimal(str(raw)) if raw is not None else price_book.site.vat_rate
+
+
+def fapiao_snapshot(organisation: Organisation) -> dict[str, str]:
+    """The customer's fapiao request as it is now (kept on each issued document)."""
+    return {
+        "type": organisation.fapiao_type,
+        "type_label_zh": _fapiao_label(organisation, "zh-hans"),
+        "title": organisation.fapiao_buyer,
+        "tax_id": organisation.tax_id,
+        "address_phone": organisation.fapiao_address_phone,
+        "bank_account": organisation.fapiao_bank_account,
+    }
+
+
+def _fapiao_label(organisation: Organisation, language: str) -> str:
+    with override(language):
+        return str(organisation.get_fapiao_type_display())
+
+
+# --- The schedule of an order -------------------------------------------------------------
+
+
+def _quote_lines(order: Order) -> list[QuoteLine]:
+    return [line for line in order.quote.lines.all() if line.kind != "free"]
+
+
+def order_schedule(
+    order: Order, quote_lines: list[QuoteLine] | None = None
+) -> list[schedule_engine.Period]:
+    """The order's billing periods with their lines (``billing.pricing.schedule``). Each period
+    line's ``code`` is the quote line's position (see ``_charge_rows``)."""
+    quote = order.quote
+    if quote_lines is None:
+        quote_lines = _quote_lines(order)
+    lines = [
+        schedule_engine.ChargeLine(
+            code=str(line.position),
+            description=line.description,
+            net=line.net,
+            vat=line.vat,
+            tax_rate=line.vat_rate or quote.vat_rate,
+            period_unit=line.period_unit,
+        )
+        for line in quote_lines
+    ]
+    return schedule_engine.invoice_schedule(
+        term=quote.term,
+        duration=quote.duration,
+        start_date=quote.start_date,
+        tz=order.site.tzinfo,
+        lines=lines,
+    )
+
+
+def _charge_rows(
+    order: Order, period: schedule_engine.Period, quote_lines: list[QuoteLine]
+) -> list[dict[str, Any]]:
+    by_position = {str(line.position): line for line in quote_lines}
+    tz = order.site.tzinfo
+    first = period.start.astimezone(tz).date()
+    last = (period.end.astimezone(tz) - timedelta(microseconds=1)).date()
+    span = f"{first:%Y-%m-%d} – {last:%Y-%m-%d}"
+    rows = []
+    for pl in period.lines:
+        quote_line = by_position[pl.code]
+        one_off = quote_line.period_unit in schedule_engine.ONE_OFF_UNITS
+        rows.append(
+            {
+                "kind": InvoiceLineKind.CHARGE,
+                "code": quote_line.code,
+                "description": quote_line.description + ("" if one_off else f" ({span})"),
+                "description_zh": (quote_line.description_zh or quote_line.description)
+                + ("" if one_off else f"（{span}）"),
+                "quantity": quote_line.quantity,
+                "unit": quote_line.unit,
+                "unit_price": quote_line.unit_price,
+                "net": pl.net,
+                "vat": pl.vat,
+                "vat_rate": quote_line.vat_rate or order.quote.vat_rate,
+                "tax_category": quote_line.tax_category,
+                "detail": {
+                    "quote_line": quote_line.position,
+                    "period": period.seq,
+                    "period_unit": quote_line.period_unit,
+                },
+            }
+        )
+    return rows
+
+
+# --- Metered usage, billed monthly in arrears -----------------------------------------
+
+
+def _month_start(day: date) -> date:
+    return day.replace(day=1)
+
+
+def egress_allowance(order: Order) -> Decimal:
+    """Egress TB the accepted quote already charged (a prepaid estimate)."""
+    return sum(
+        (line.quantity for line in _quote_lines(order) if line.code == EGRESS_CODE),
+        Decimal("0"),
+    )
+
+
+def _usage_rows(order: Order, *, before: date) -> tuple[list[dict[str, Any]], list[int]]:
+    """Lines for the order's unbilled egress usage of months ended before ``before``
+    (site dates), and the usage record ids they bill. Usage up to the quote's prepaid
+    allowance is not billed again."""
+    records = list(
+        UsageRecord.objects.filter(
+            order=order,
+            metric=UsageMetric.EGRESS_TB,
+            invoice__isnull=True,
+            day__lt=_month_start(before),
+        ).order_by("day", "pk")
+    )
+    if not records:
+        return [], []
+    price = (
+        AddonPrice.objects.filter(price_book_id=order.quote.price_book_id, code=EGRESS_CODE)
+        .values_list("price", flat=True)
+        .first()
+    )
+    if price is None:
+        logger.warning("Order %s has egress usage but no egress price: not billed", order.number)
+        return [], []
+    book = PriceBook.objects.select_related("site").get(pk=order.quote.price_book_id)
+    rate = tax_rate_for(price_book=book, category=TaxCategory.TELECOM)
+    already = sum(
+        (
+            r.quantity
+            for r in UsageRecord.objects.filter(
+                order=order, metric=UsageMetric.EGRESS_TB, invoice__isnull=False
+            )
+        ),
+        Decimal("0"),
+    )
+    allowance_left = max(egress_allowance(order) - already, Decimal("0"))
+    months: dict[date, list[UsageRecord]] = {}
+    for record in records:
+        months.setdefault(_month_start(record.day), []).append(record)
+    rows = []
+    for month, items in sorted(months.items()):
+        used = sum((r.quantity for r in items), Decimal("0"))
+        covered = min(used, allowance_left)
+        allowance_left -= covered
+        billable = used - covered
+        net = cents(billable * price)
+        rows.append(
+            {
+                "kind": InvoiceLineKind.USAGE,
+                "code": EGRESS_CODE,
+                "description": f"Internet egress traffic {month:%Y-%m} (billed in arrears)",
+                "description_zh": f"公网出口流量 {month:%Y-%m}（按实际用量后付）",
+                "quantity": billable,
+                "unit": "tb",
+                "unit_price": price,
+                "net": net,
+                "vat": cents(net * rate),
+                "vat_rate": rate,
+                "tax_category": TaxCategory.TELECOM,
+                "detail": {
+                    "month": f"{month:%Y-%m}",
+                    "used_tb": str(used),
+                    "prepaid_tb": str(covered),
+                    "records": len(items),
+                },
+            }
+        )
+    return rows, [r.pk for r in records]
+
+
+# --- SLA credits not yet applied ----------------------------------------------------------
+
+
+def _credit_rows(order: Order) -> tuple[list[dict[str, Any]], list[SlaCredit]]:
+    credits = list(
+        SlaCredit.objects.select_for_update()
+        .filter(order=order, invoice_line__isnull=True, credit_note__isnull=True)
+        .exclude(amount=0)
+        .order_by("period_seq", "node_ref")
+    )
+    rows = []
+    for credit in credits:
+        rate = Decimal(str(credit.evidence.get("vat_rate", "0")))
+        rows.append(
+            {
+                "kind": InvoiceLineKind.CREDIT,
+                "code": "sla-credit",
+                "description": credit.evidence.get("explanation_en", credit.explanation),
+                "description_zh": credit.evidence.get("explanation_zh", credit.explanation),
+                "quantity": Decimal("1"),
+                "unit": "",
+                "unit_price": None,
+                "net": -credit.amount,
+                "vat": -cents(credit.amount * rate),
+                "vat_rate": rate,
+                "tax_category": credit.evidence.get("tax_category", TaxCategory.IT_SERVICE),
+                "detail": {"sla_credit": credit.pk, **credit.evidence},
+            }
+        )
+    return rows, credits
+
+
+# --- Issuing ----------------------------------------------------------------------------
+
+
+def _invoice_create(
+    *,
+    order: Order,
+    rows: list[dict[str, Any]],
+    due_at: datetime,
+    actor: Actor,
+    period: schedule_engine.Period | None,
+    now: datetime,
+) -> Invoice:
+    net = sum((r["net"] for r in rows), Decimal("0"))
+    vat = sum((r["vat"] for r in rows), Decimal("0"))
+    year = now.astimezone(order.site.tzinfo).year
+    number = next_number(kind="I", site=order.site, year=year)
+    invoice = Invoice.objects.create(
+        number=number,
+        order=order,
+        organisation=order.organisation,
+        currency=order.currency,
+        net_total=net,
+        vat_total=vat,
+        gross_total=net + vat,
+        issued_at=now,
+        due_at=due_at,
+        bank_reference=number.replace("-", ""),
+        period_seq=period.seq if period else None,
+        period_start=period.start if period else None,
+        period_end=period.end if period else None,
+        fapiao=fapiao_snapshot(order.organisation),
+    )
+    InvoiceLine.objects.bulk_create(
+        [InvoiceLine(invoice=invoice, position=i + 1, **row) for i, row in enumerate(rows)]
+    )
+    lifecycle.record_creation(
+        [invoice],
+        actor=actor,
+        reason=(
+            _("Issued for billing period %(seq)s.") % {"seq": period.seq}
+            if period
+            else _("Issued for metered usage.")
+        ),
+    )
+    jobs.enqueue("billing.tasks.document_render_invoice", invoice.pk, order.quote.language)
+    return invoice
+
+
+def invoice_issue_first(*, order: Order, due_at: datetime, actor: Actor) -> Invoice:
+    """The first period's document, issued with the order (inside its transaction)."""
+    quote_lines = _quote_lines(order)
+    period = order_schedule(order, quote_lines)[0]
+    return _invoice_create(
+        order=order,
+        rows=_charge_rows(order, period, quote_lines),
+        due_at=due_at,
+        actor=actor,
+        period=period,
+        now=timezone.now(),
+    )
+
+
+def is_legacy(order: Order) -> bool:
+    """An order from before the schedule: its one invoice (no lines, no period) billed the
+    whole term, so no period is issued for it."""
+    return Invoice.objects.filter(order=order, period_seq__isnull=True, lines__isnull=True).exists()
+
+
+def invoice_issue_period(
+    *, order: Order, seq: int, now: datetime | None = None, actor: Actor = None
+) -> Invoice | None:
+    """Issue period ``seq`` of a paid order with its usage and credit lines. Returns the
+    new invoice, or ``None`` when it exists already (idempotent) or the order does not
+    bill any more."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        order = (
+            Order.objects.select_for_update()
+            .select_related("site", "quote", "organisation")
+            .get(pk=order.pk)
+        )
+        if order.status not in ISSUING_STATUSES:
+            return None
+        if Invoice.objects.filter(order=order, period_seq=seq).exists() or is_legacy(order):
+            return None
+        quote_lines = _quote_lines(order)
+        periods = order_schedule(order, quote_lines)
+        if not 1 <= seq <= len(periods):
+            return None
+        period = periods[seq - 1]
+        rows = _charge_rows(order, period, quote_lines)
+        today = now.astimezone(order.site.tzinfo).date()
+        usage_rows, usage_ids = _usage_rows(order, before=today)
+        credit_rows, credits = _credit_rows(order)
+        gross = sum((r["net"] + r["vat"] for r in rows + usage_rows + credit_rows), Decimal("0"))
+        if gross < 0:  # credits larger than the invoice: they go on a credit note instead
+            credit_rows, credits = [], []
+        due_at = max(period.start, now + timedelta(days=LATE_ISSUE_PAY_DAYS))
+        if period.start - now >= timedelta(days=LATE_ISSUE_PAY_DAYS):
+            due_at = period.start
+        try:
+            with transaction.atomic():
+                invoice = _invoice_create(
+                    order=order,
+                    rows=rows + usage_rows + credit_rows,
+                    due_at=due_at,
+                    actor=actor,
+                    period=period,
+                    now=now,
+                )
+        except IntegrityError:
+            return None
+        _link(invoice, usage_ids, credits)
+        return invoice
+
+
+def _link(invoice: Invoice, usage_ids: list[int], credits: list[SlaCredit]) -> None:
+    if usage_ids:
+        UsageRecord.objects.filter(pk__in=usage_ids).update(invoice=invoice)
+    if credits:
+        lines = {
+            line.detail.get("sla_credit"): line
+            for line in invoice.lines.filter(kind=InvoiceLineKind.CREDIT)
+        }
+        for credit in credits:
+            credit.invoice_line = lines[credit.pk]
+            credit.save(update_fields=["invoice_line"])
+
+
+def invoice_issue_usage(*, order: Order, now: datetime | None = None) -> Invoice | None:
+    """After the last period: the order's closed months of usage on a document of their
+    own (outside the schedule). ``None`` when there is nothing to bill."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        order = Order.objects.select_for_update().select_related("site", "quote").get(pk=order.pk)
+        today = now.astimezone(order.site.tzinfo).date()
+        rows, usage_ids = _usage_rows(order, before=today)
+        if not rows:
+            return None
+        invoice = _invoice_create(
+            order=order,
+            rows=rows,
+            due_at=now + timedelta(days=max(LATE_ISSUE_PAY_DAYS, 14)),
+            actor=None,
+            period=None,
+            now=now,
+        )
+        _link(invoice, usage_ids, [])
+        return invoice
+
+
+def invoices_issue_due(*, now: datetime | None = None) -> int:
+    """Beat: issue every later period whose issue day has come, and bill closed months of
+    usage of orders past their last period. Idempotent: run twice, it issues nothing twice.
+    Returns how many documents were issued."""
+    now = now or timezone.now()
+    ahead = timedelta(days=issue_days())
+    issued = 0
+    candidates = Order.objects.filter(status__in=ISSUING_STATUSES).select_related("site", "quote")
+    for order in candidates:
+        existing = set(
+            Invoice.objects.filter(order=order, period_seq__isnull=False).values_list(
+                "period_seq", flat=True
+            )
+        )
+        periods = order_schedule(order)
+        for period in periods[1:]:
+            if period.seq in existing or period.start - ahead > now:
+                continue
+            if invoice_issue_period(order=order, seq=period.seq, now=now) is not None:
+                issued += 1
+    # Once every period is issued there is no next invoice: closed months of usage go on
+    # a document of their own, month by month.
+    for order in Order.objects.filter(
+        status__in=(*ISSUING_STATUSES, OrderStatus.ENDED), usage_records__invoice__isnull=True
+    ).distinct():
+        last = order_schedule(order)[-1].seq
+        if Invoice.objects.filter(order=order, period_seq=last).exists() and (
+            invoice_issue_usage(order=order, now=now) is not None
+        ):
+            issued += 1
+    return issued

@@ -1,0 +1,59 @@
+"""Reads of an order: its nodes, its first and open invoices, the statuses of a paid order."""
+
+from __future__ import annotations
+
+from billing.models import (
+    Invoice,
+    InvoiceStatus,
+    Order,
+    OrderStatus,
+)
+from inventory.models import ACTIVE_RESERVATION_STATUSES, Node
+
+PAID_STATUSES = (
+    OrderStatus.PAID,
+    OrderStatus.PROVISIONING,
+    OrderStatus.VALIDATING,
+    OrderStatus.READY,
+    OrderStatus.ENDED,
+)
+
+
+def order_first_invoice(order: Order) -> Invoice | None:
+    return Invoice.objects.filter(order=order).order_by("issued_at", "pk").first()
+
+
+def order_open_invoice(order: Order) -> Invoice | None:
+    """The invoice the order's pay page collects: the oldest still open, else the first."""
+    return (
+        Invoice.objects.filter(order=order, status=InvoiceStatus.ISSUED)
+        .order_by("issued_at", "pk")
+        .first()
+    ) or order_first_invoice(order)
+
+
+def order_later_open_invoice(order: Order) -> Invoice | None:
+    """An open invoice of a later period (or of usage) of a paid order: the first period
+    is paid with the order, the later ones are paid on their own."""
+    if order.status not in PAID_STATUSES:
+        return None
+    return (
+        Invoice.objects.filter(order=order, status=InvoiceStatus.ISSUED)
+        .exclude(period_seq=1)
+        .order_by("issued_at", "pk")
+        .first()
+    )
+
+
+def order_nodes(order: Order) -> list[Node]:
+    """The nodes booked (held or firm) for this order, and only those, by hostname."""
+    if not order.reservation_group:
+        return []
+    return list(
+        Node.objects.filter(
+            reservations__group=order.reservation_group,
+            reservations__status__in=ACTIVE_RESERVATION_STATUSES,
+        )
+        .distinct()
+        .order_by("hostname")
+    )

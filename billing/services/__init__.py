@@ -1,1 +1,0 @@
-"""Every write in billing. Import the functions from their modules."""

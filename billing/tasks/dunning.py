@@ -1,0 +1,34 @@
+"""Dunning: the daily run and its emails (the ``billing`` queue)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from billing.dunning import emails as dunning_emails
+from billing.dunning import services as dunning
+from billing.tasks.options import MAIL_TASK_OPTIONS, SWEEP_LIMITS
+from core.queues import CeleryQueue
+
+
+@shared_task(name="billing.tasks.dunning_run_task", queue=CeleryQueue.BILLING, **SWEEP_LIMITS)
+def dunning_run_task() -> dict[str, int]:
+    """Reminders, suspensions and resumptions of unpaid invoices (beat). Idempotent."""
+    result = dunning.dunning_run()
+    return {
+        "reminders": result.reminders,
+        "skipped": result.skipped,
+        "suspended": result.suspended,
+        "resumed": result.resumed,
+    }
+
+
+@shared_task(name="billing.tasks.dunning_notice_email", **MAIL_TASK_OPTIONS)
+def dunning_notice_email(notice_id: int) -> str:
+    """Email one dunning reminder; sends once (see the service)."""
+    return dunning_emails.dunning_notice_email_send(notice_id=notice_id)
+
+
+@shared_task(name="billing.tasks.suspension_email", **MAIL_TASK_OPTIONS)
+def suspension_email(suspension_id: int, kind: str) -> str:
+    """Tell the customer their order was suspended or resumed; sends once each."""
+    return dunning_emails.suspension_email_send(suspension_id=suspension_id, kind=kind)

@@ -1,1 +1,0 @@
-"""Billing pages: ``public`` (the customer's quote link), ``sales`` (staff)."""
