@@ -643,15 +643,15 @@ def test_the_node_options_figure_wins_and_the_table_fills_in_what_it_lacks():
 
 
 @pytest.mark.django_db
-def test_an_edited_gpu_model_figure_reaches_the_wizard(client, demo):
+def test_an_edited_gpu_model_figure_reaches_the_wizard(client, demo_sz):
     gpu = GPUModel.objects.get(name="H100 80G SXM")
     gpu.reference_tflops = D("395")  # staff measured half the table's 790
     gpu.save()
-    options = {o.code: o for o in billing_selectors.sizing_options(site=demo)}
+    options = {o.code: o for o in billing_selectors.sizing_options(site=demo_sz)}
     assert options["h100-8x-nvlink"].bf16_tflops == D("395")
 
     response = _wizard(
-        client, demo, arch="llama3-70b", target_tokens_billion="100", target_days="30"
+        client, demo_sz, arch="llama3-70b", target_tokens_billion="100", target_days="30"
     )
     result = response.context["result"]
     plan = next(p for p in result.plans if p.option.code == "h100-8x-nvlink")
