@@ -210,3 +210,8 @@ def leaf_units(*, site: Site, leaves: Sequence[str]) -> dict[str, tuple[str, int
     for _name, unit in rows:
         size[unit] = size.get(unit, 0) + 1
     return {name: (unit, size[unit]) for name, unit in rows if name in set(leaves)}
+
+
+def node_type_by_code(code: str) -> NodeType:
+    """The node type with this code (``NodeType.DoesNotExist`` when there is none)."""
+    return NodeType.objects.get(code=code)

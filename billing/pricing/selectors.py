@@ -230,3 +230,16 @@ def sizing_options(*, site: Site) -> list[Any]:
                 )
             )
     return options
+
+
+def card_option_max_per_node(*, node_type_id: int, gpu_model_id: int, site: Site) -> int:
+    """How many extra cards of ``gpu_model_id`` a node of the type takes at the site's price
+    books (0 when the option is not offered)."""
+    return (
+        CardOptionPrice.objects.filter(
+            node_type_id=node_type_id, gpu_model_id=gpu_model_id, price_book__site=site
+        )
+        .values_list("max_per_node", flat=True)
+        .first()
+        or 0
+    )

@@ -30,7 +30,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts import selectors as accounts_selectors
 from accounts.throttle import client_ip
-from billing.models import Estimate, PaymentMethod
+from billing.models import PaymentMethod
 from billing.pricing import catalog as shop
 from billing.pricing.engine import LineKind, gpu_equivalent
 from billing.pricing.periods import rental_period
@@ -38,6 +38,7 @@ from billing.pricing.shop_data import shop_data
 from billing.pricing.terms import CARD_HOLD, hold_terms, payment_methods_offered, transfer_refusal
 from billing.quotes.services import priced_lines_as_rows
 from billing.shop import estimates
+from billing.shop import selectors as shop_selectors
 from billing.shop.selfservice import CapacityTaken, configuration_price, order_self_service
 from core.errors import DomainError, NotEnoughCapacity
 from inventory import selectors
@@ -517,11 +518,7 @@ def configure_estimate(request: HttpRequest) -> HttpResponse:
 def estimate_status(request: HttpRequest, key: str) -> HttpResponse:
     """ "Being prepared" until the documents queue has stored the PDF (htmx polls this
     page), then the link to download it. One query."""
-    estimate = (
-        Estimate.objects.filter(key=key)
-        .only("key", "file", "rendered_at", "reopen_path", "language", "created_at")
-        .first()
-    )
+    estimate = shop_selectors.estimate_by_key(key)
     if estimate is None:
         raise Http404
     context = {"estimate": estimate, "back_url": estimate.reopen_path}
@@ -535,7 +532,7 @@ def estimate_status(request: HttpRequest, key: str) -> HttpResponse:
 @require_GET
 def estimate_pdf(request: HttpRequest, key: str) -> HttpResponse:
     """The stored estimate PDF (never rendered here: 404 until the queue has made it)."""
-    estimate = Estimate.objects.filter(key=key).first()
+    estimate = shop_selectors.estimate_by_key(key)
     if estimate is None or not estimate.is_ready:
         raise Http404
     day = estimate.created_at.date().isoformat()

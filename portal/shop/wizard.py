@@ -10,14 +10,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from billing.models import CardOptionPrice
 from billing.models import Term as BillingTerm
 from billing.pricing import selectors as billing_selectors
 from billing.pricing.periods import rental_period
 from billing.quotes.services import ItemSpec, priced_lines_as_rows, quote_price_preview
 from core.errors import DomainError
 from inventory import selectors, sizing
-from inventory.models import NodeType
 from portal.shop.forms import WizardForm
 from portal.shop.views import configure_url
 
@@ -83,17 +81,12 @@ def _offers(
     """A priced draft and the current availability for each term; when the nodes are not
     all free, what the plan needs against what is free (``shortfall``)."""
     type_code, _plus, card = option_code.partition("+")
-    node_type = NodeType.objects.get(code=type_code)
+    node_type = selectors.node_type_by_code(type_code)
     card_model_id = int(card.removeprefix("gpu")) if card else None
     cards = 0
     if card_model_id:
-        cards = (
-            CardOptionPrice.objects.filter(
-                node_type=node_type, gpu_model_id=card_model_id, price_book__site=site
-            )
-            .values_list("max_per_node", flat=True)
-            .first()
-            or 0
+        cards = billing_selectors.card_option_max_per_node(
+            node_type_id=node_type.pk, gpu_model_id=card_model_id, site=site
         )
     items = [
         ItemSpec(
