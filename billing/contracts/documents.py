@@ -35,8 +35,8 @@ from billing.models import (
 )
 from billing.pricing import schedule as schedule_engine
 from billing.pricing.sla import SLA_CREDIT_TABLE, SLA_TARGET
-from core import jobs
-from core.pdf import css_content, normalise_language, render_pdf, store_document
+from core.documents import DocumentKind, register
+from core.pdf import css_content, normalise_language
 
 TEMPLATE = "pdf/contract.html"
 
@@ -195,47 +195,65 @@ def contract_context(contract: Contract, *, language: str, sealed: bool = False)
 
 
 def render_contract_pdf(*, contract: Contract, language: str, sealed: bool = False) -> bytes:
-    language = normalise_language(language)
-    return render_pdf(
-        TEMPLATE, contract_context(contract, language=language, sealed=sealed), language=language
-    )
+    kind = SEALED if sealed else DRAFT
+    return kind.render(contract, language=normalise_language(language))
 
 
 RENDER_TASK = "billing.tasks.document_render_contract"
+SEAL_TASK = "billing.tasks.document_seal_contract"
 
 
-def stored_draft_document(*, contract: Contract) -> ContractDocument | None:
-    """The PDF for signature in the contract's language if rendered, else None; never
-    renders."""
-    return ContractDocument.objects.filter(
-        contract=contract,
-        kind=ContractDocumentKind.DRAFT,
-        language=normalise_language(contract.language),
-    ).first()
+class ContractDraftKind(DocumentKind[Contract, ContractDocument]):
+    """The PDF the customer signs, in the contract's language unless told: rendered once
+    and kept (its SHA-256 is what the signature binds to)."""
+
+    name = "contract_draft"
+    template = TEMPLATE
+    render_task = RENDER_TASK
+    model = ContractDocument
+    owner_field = "contract"
+    document_kind: ContractDocumentKind = ContractDocumentKind.DRAFT
+    file_suffix = "draft"
+
+    def context(self, owner: Contract, *, language: str) -> dict[str, Any]:
+        return contract_context(
+            owner, language=language, sealed=self.document_kind == ContractDocumentKind.SEALED
+        )
+
+    def filename(self, owner: Contract, *, language: str) -> str:
+        return f"{owner.number}-{language}-{self.file_suffix}.pdf"
+
+    def owner_lookup(self, owner: Contract) -> dict[str, Any]:
+        return {"contract": owner, "kind": self.document_kind}
+
+    def language(self, owner: Contract, language: str | None) -> str:
+        return normalise_language(language or owner.language)
 
 
-def draft_document_ask(*, contract: Contract) -> None:
-    """Ask the documents queue for the PDF for signature (web requests never render)."""
-    jobs.enqueue(RENDER_TASK, contract.pk, normalise_language(contract.language))
+class ContractSealedKind(ContractDraftKind):
+    """After the countersignature: the contract with its audit page and the provider's
+    PAdES seal (``billing.contracts.signatures``). Rendered once; never replaced."""
+
+    name = "contract_sealed"
+    render_task = SEAL_TASK
+    document_kind = ContractDocumentKind.SEALED
+    file_suffix = "signed"
+
+    def render(self, owner: Contract, *, language: str) -> bytes:
+        return signatures.seal_pdf(
+            super().render(owner, language=language),
+            reason=f"{owner.number} countersigned by {provider('en', owner.site).name}",
+            location=owner.site.code,
+        )
+
+
+DRAFT = register(ContractDraftKind())
+SEALED = register(ContractSealedKind())
 
 
 def draft_document(*, contract: Contract, language: str | None = None) -> ContractDocument:
     """The PDF the customer signs: rendered once and kept."""
-    language = normalise_language(language or contract.language)
-    stored = ContractDocument.objects.filter(
-        contract=contract, kind=ContractDocumentKind.DRAFT, language=language
-    ).first()
-    if stored is not None:
-        return stored
-    data = render_contract_pdf(contract=contract, language=language)
-    return store_document(
-        model=ContractDocument,
-        owner={"contract": contract, "kind": ContractDocumentKind.DRAFT},
-        language=language,
-        data=data,
-        name=f"{contract.number}-{language}-draft.pdf",
-        keep=lambda document: True,
-    )
+    return DRAFT.document(contract, language=language)
 
 
 @dataclass(frozen=True)
@@ -246,24 +264,7 @@ class Sealed:
 
 def sealed_document(*, contract: Contract, language: str | None = None) -> Sealed:
     """The countersigned contract with its audit page and the provider's PAdES seal."""
-    language = normalise_language(language or contract.language)
-    stored = ContractDocument.objects.filter(
-        contract=contract, kind=ContractDocumentKind.SEALED, language=language
-    ).first()
+    stored = SEALED.stored(contract, language=language)
     if stored is not None:
         return Sealed(stored, False)
-    data = render_contract_pdf(contract=contract, language=language, sealed=True)
-    sealed = signatures.seal_pdf(
-        data,
-        reason=f"{contract.number} countersigned by {provider('en', contract.site).name}",
-        location=contract.site.code,
-    )
-    document = store_document(
-        model=ContractDocument,
-        owner={"contract": contract, "kind": ContractDocumentKind.SEALED},
-        language=language,
-        data=sealed,
-        name=f"{contract.number}-{language}-signed.pdf",
-        keep=lambda document: True,
-    )
-    return Sealed(document, True)
+    return Sealed(SEALED.document(contract, language=language), True)

@@ -14,8 +14,8 @@ from django.utils.translation import gettext as _
 
 from billing.documents.common import provider
 from billing.models import CreditNote, CreditNoteDocument
-from core import jobs
-from core.pdf import css_content, normalise_language, render_pdf, store_document
+from core.documents import DocumentKind, register
+from core.pdf import css_content
 
 TEMPLATE = "pdf/credit_note.html"
 
@@ -59,28 +59,25 @@ def credit_note_context(note: CreditNote, *, language: str) -> dict[str, Any]:
 RENDER_TASK = "billing.tasks.document_render_credit_note"
 
 
-def stored_credit_note_document(*, note: CreditNote, language: str) -> CreditNoteDocument | None:
-    """The stored PDF, or None; never renders."""
-    language = normalise_language(language)
-    return CreditNoteDocument.objects.filter(credit_note=note, language=language).first()
+class CreditNoteKind(DocumentKind[CreditNote, CreditNoteDocument]):
+    """Rendered once per language and kept (a credit note never changes once issued)."""
+
+    name = "credit_note"
+    template = TEMPLATE
+    render_task = RENDER_TASK
+    model = CreditNoteDocument
+    owner_field = "credit_note"
+
+    def context(self, owner: CreditNote, *, language: str) -> dict[str, Any]:
+        return credit_note_context(owner, language=language)
+
+    def filename(self, owner: CreditNote, *, language: str) -> str:
+        return f"{owner.number}-{language}.pdf"
 
 
-def credit_note_document_ask(*, note: CreditNote, language: str) -> None:
-    """Ask the documents queue for the credit note's PDF (web requests never render)."""
-    jobs.enqueue(RENDER_TASK, note.pk, normalise_language(language))
+CREDIT_NOTE = register(CreditNoteKind())
 
 
 def credit_note_document(*, note: CreditNote, language: str) -> CreditNoteDocument:
-    language = normalise_language(language)
-    stored = CreditNoteDocument.objects.filter(credit_note=note, language=language).first()
-    if stored is not None:
-        return stored
-    data = render_pdf(TEMPLATE, credit_note_context(note, language=language), language=language)
-    return store_document(
-        model=CreditNoteDocument,
-        owner={"credit_note": note},
-        language=language,
-        data=data,
-        name=f"{note.number}-{language}.pdf",
-        keep=lambda document: True,
-    )
+    """The credit note's PDF in ``language``, rendered once and kept."""
+    return CREDIT_NOTE.document(note, language=language)

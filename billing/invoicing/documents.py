@@ -20,7 +20,7 @@ unique (invoice, language) row decides which rendering is kept.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -48,8 +48,8 @@ from billing.models import (
     QuoteLine,
 )
 from billing.quotes.documents import single_rate, tax_notes
-from core import jobs
-from core.pdf import css_content, normalise_language, render_pdf, store_document
+from core.documents import DocumentKind, register
+from core.pdf import css_content, normalise_language
 
 logger = logging.getLogger(__name__)
 
@@ -235,62 +235,54 @@ def _fapiao(invoice: Invoice) -> dict[str, str]:
     }
 
 
-def render_invoice_pdf(*, invoice: Invoice, language: str) -> bytes:
-    """A fresh rendering of the invoice (not stored)."""
-    language = normalise_language(language)
-    return render_pdf(TEMPLATE, invoice_context(invoice, language=language), language=language)
-
-
 # --- Stored documents -------------------------------------------------------------------
+
+RENDER_TASK = "billing.tasks.document_render_invoice"
+
+
+class InvoiceKind(DocumentKind[Invoice, InvoiceDocument]):
+    """Kept per (invoice, language) and status: the status is part of the file name."""
+
+    name = "invoice"
+    template = TEMPLATE
+    render_task = RENDER_TASK
+    model = InvoiceDocument
+    owner_field = "invoice"
+
+    def context(self, owner: Invoice, *, language: str) -> dict[str, Any]:
+        return invoice_context(owner, language=language)
+
+    def filename(self, owner: Invoice, *, language: str) -> str:
+        return f"{_file_stem(owner, language)}.pdf"
+
+    def is_current(
+        self, document: InvoiceDocument, owner: Invoice, *, since: datetime | None = None
+    ) -> bool:
+        """Whether a stored document was rendered in the invoice's present status.
+
+        The storage may add a suffix (``_AbC1234``) to a name that is taken; the stem
+        before it is ours.
+        """
+        stem = Path(document.file.name or "").stem
+        expected = _file_stem(owner, document.language)
+        return stem == expected or stem.startswith(expected + "_")
+
+    def refreshed(self, owner: Invoice) -> Invoice:
+        return Invoice.objects.get(pk=owner.pk)
 
 
 def _file_stem(invoice: Invoice, language: str) -> str:
     return f"{invoice.number}-{language}-{invoice.status}"
 
 
-def is_current(document: InvoiceDocument, invoice: Invoice) -> bool:
-    """Whether a stored document was rendered in the invoice's present status.
-
-    The storage may add a suffix (``_AbC1234``) to a name that is taken; the stem before
-    it is ours.
-    """
-    stem = Path(document.file.name or "").stem
-    expected = _file_stem(invoice, document.language)
-    return stem == expected or stem.startswith(expected + "_")
+INVOICE = register(InvoiceKind())
 
 
-RENDER_TASK = "billing.tasks.document_render_invoice"
-
-
-def stored_invoice_document(*, invoice: Invoice, language: str) -> InvoiceDocument | None:
-    """The stored PDF for the invoice's present status, or None; never renders."""
-    language = normalise_language(language)
-    stored = InvoiceDocument.objects.filter(invoice=invoice, language=language).first()
-    return stored if stored is not None and is_current(stored, invoice) else None
-
-
-def invoice_document_ask(*, invoice: Invoice, language: str) -> None:
-    """Ask the documents queue for the invoice's PDF (web requests never render)."""
-    jobs.enqueue(RENDER_TASK, invoice.pk, normalise_language(language))
+def render_invoice_pdf(*, invoice: Invoice, language: str) -> bytes:
+    """A fresh rendering of the invoice (not stored)."""
+    return INVOICE.render(invoice, language=normalise_language(language))
 
 
 def invoice_document(*, invoice: Invoice, language: str) -> InvoiceDocument:
     """The invoice's PDF in ``language``, stored with its SHA-256 (see the module docstring)."""
-    language = normalise_language(language)
-    invoice = Invoice.objects.get(pk=invoice.pk)
-    stored = InvoiceDocument.objects.filter(invoice=invoice, language=language).first()
-    if stored is not None and is_current(stored, invoice):
-        return stored
-    data = render_invoice_pdf(invoice=invoice, language=language)
-    return _store(invoice=invoice, language=language, data=data)
-
-
-def _store(*, invoice: Invoice, language: str, data: bytes) -> InvoiceDocument:
-    return store_document(
-        model=InvoiceDocument,
-        owner={"invoice": invoice},
-        language=language,
-        data=data,
-        name=f"{_file_stem(invoice, language)}.pdf",
-        keep=lambda document: is_current(document, invoice),
-    )
+    return INVOICE.document(invoice, language=language)

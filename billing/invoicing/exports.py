@@ -4,13 +4,11 @@ Finance issues the 发票 in the tax system from these rows: each payment docume
 each credit note, 红字, with negative amounts and the number of the document it corrects)
 gives one row per tax category and rate, with the buyer's details as they were recorded
 when the document was issued. Cells a spreadsheet would run as formulas are escaped
-(``inventory.resources.escape_formula``).
+(``core.csv.write_csv``).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
@@ -20,7 +18,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 
 from billing.models import CreditNote, Invoice, InvoiceStatus
-from core.csv import escape_formula
+from core.csv import csv_download, write_csv
 
 COLUMNS = (
     "document_number",
@@ -132,13 +130,11 @@ def fapiao_rows(
 
 def fapiao_csv(*, invoices: Iterable[Invoice], credit_notes: Iterable[CreditNote] = ()) -> str:
     """The export as CSV text (UTF-8 with a BOM so spreadsheets read the Chinese)."""
-    out = io.StringIO()
-    out.write("\ufeff")
-    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\r\n")
-    writer.writeheader()
-    for row in fapiao_rows(invoices=invoices, credit_notes=credit_notes):
-        writer.writerow({k: (v if k in NUMERIC else escape_formula(v)) for k, v in row.items()})
-    return out.getvalue()
+    return write_csv(
+        fapiao_rows(invoices=invoices, credit_notes=credit_notes),
+        columns=COLUMNS,
+        verbatim=NUMERIC,
+    )
 
 
 def fapiao_csv_response(
@@ -155,10 +151,8 @@ def fapiao_csv_response(
         if hasattr(credit_notes, "select_related")
         else credit_notes
     )
-    response = HttpResponse(
-        fapiao_csv(invoices=invoices, credit_notes=credit_notes),
-        content_type="text/csv; charset=utf-8",
-    )
     stamp = timezone.now().strftime("%Y%m%d-%H%M")
-    response["Content-Disposition"] = f'attachment; filename="fapiao-requests-{stamp}.csv"'
-    return response
+    return csv_download(
+        fapiao_csv(invoices=invoices, credit_notes=credit_notes),
+        filename=f"fapiao-requests-{stamp}.csv",
+    )

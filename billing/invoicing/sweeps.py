@@ -83,7 +83,7 @@ def documents_sweep(
     for invoice in candidates:
         language = invoice.order.quote.language
         documents = [d for d in invoice.documents.all() if d.language == language]
-        if not any(invoices.is_current(d, invoice) for d in documents):
+        if not any(invoices.INVOICE.is_current(d, invoice) for d in documents):
             invoice_documents += _enqueue_once(
                 [("billing.tasks.document_render_invoice", (invoice.pk, language))]
             )

@@ -6,14 +6,13 @@ whose external id was recorded before with the same values is left as it is
 (idempotent re-sends); the same external id with other values is refused. Records are
 billed monthly in arrears by ``billing.invoicing.services``.
 
-CSV columns (header required): ``external_id, order, day, quantity`` and optionally
+CSV files are read by ``core.csv`` (the header names the columns, in any order): the
+columns are ``external_id, order, day, quantity`` and optionally
 ``metric`` (``egress_tb``, the default) and ``node``.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
@@ -25,7 +24,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from billing.models import Order, OrderStatus, UsageMetric, UsageRecord
-from core.csv import unescape_formula
+from core.csv import CSVFileError, read_csv_dicts
 from core.errors import DomainError
 from core.types import Actor
 
@@ -81,50 +80,18 @@ class ImportResult:
     unchanged: int
 
 
-def rows_from_csv(text: str) -> list[dict[str, str]]:
-    """The CSV's rows as dicts (cells stripped, a spreadsheet's formula escape undone)."""
-    text = text.lstrip("\ufeff")
-    reader = csv.reader(io.StringIO(text))
+def rows_from_csv(text: str | bytes) -> list[dict[str, str]]:
+    """The CSV's rows as dicts, read by ``core.csv`` (cells stripped, a spreadsheet's
+    formula escape undone); a file that cannot be read is one error on row 0."""
     try:
-        header = [h.strip().lower() for h in next(reader)]
-    except StopIteration:
-        raise UsageImportError([RowError(0, "file", _("The file is empty."))]) from None
-    except csv.Error as exc:
-        raise UsageImportError([RowError(0, "file", str(exc))]) from None
-    missing = [c for c in REQUIRED if c not in header]
-    unknown = [c for c in header if c not in REQUIRED + OPTIONAL]
-    if missing or unknown:
-        problems = []
-        if missing:
-            problems.append(
-                RowError(
-                    0,
-                    "header",
-                    ngettext("Missing column: %(c)s.", "Missing columns: %(c)s.", len(missing))
-                    % {"c": ", ".join(missing)},
-                )
-            )
-        if unknown:
-            problems.append(
-                RowError(
-                    0,
-                    "header",
-                    ngettext("Unknown column: %(c)s.", "Unknown columns: %(c)s.", len(unknown))
-                    % {"c": ", ".join(unknown)},
-                )
-            )
-        raise UsageImportError(problems)
-    rows = []
-    try:
-        for cells in reader:
-            if not any(c.strip() for c in cells):
-                continue
-            rows.append(
-                {h: unescape_formula(c.strip()) for h, c in zip(header, cells, strict=False)}
-            )
-    except csv.Error as exc:
-        raise UsageImportError([RowError(len(rows) + 1, "file", str(exc))]) from None
-    return rows
+        return read_csv_dicts(
+            text,
+            required=REQUIRED,
+            known=REQUIRED + OPTIONAL,
+            what=str(UsageRecord._meta.verbose_name),
+        )
+    except CSVFileError as exc:
+        raise UsageImportError([RowError(0, "file", exc.message)]) from None
 
 
 def _check(
@@ -289,5 +256,5 @@ def usage_import(*, rows: list[dict[str, Any]], source: str, actor: Actor) -> Im
     return ImportResult(created=len(new), unchanged=unchanged)
 
 
-def usage_import_csv(*, text: str, source: str, actor: Actor) -> ImportResult:
+def usage_import_csv(*, text: str | bytes, source: str, actor: Actor) -> ImportResult:
     return usage_import(rows=rows_from_csv(text), source=source, actor=actor)

@@ -51,8 +51,8 @@ from billing.pricing import selectors
 from billing.pricing.engine import GpuEquivalent, gpu_equivalent
 from billing.pricing.periods import rental_period
 from billing.pricing.terms import hold_rows, payment_methods_offered, payment_methods_text
-from core import jobs
-from core.pdf import css_content, normalise_language, render_pdf, store_document
+from core.documents import DocumentKind, register
+from core.pdf import css_content
 from inventory.models import Fabric
 
 logger = logging.getLogger(__name__)
@@ -348,69 +348,63 @@ def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
         }
 
 
-def render_quote_pdf(*, quote: Quote, language: str) -> bytes:
-    """A fresh rendering of the quote (not stored)."""
-    return render_pdf("pdf/quote.html", quote_context(quote, language=language), language=language)
-
-
 # --- Stored documents -------------------------------------------------------------------
-
-
-def _is_current(document: QuoteDocument, quote: Quote) -> bool:
-    """Whether a stored document is the final one of a frozen quote (not a draft render)."""
-    return quote.sent_at is None or document.created_at >= quote.sent_at
-
-
-def quote_document(*, quote: Quote, language: str) -> QuoteDocument:
-    """The quote's PDF in ``language``, stored with its SHA-256 (see the module docstring).
-
-    Safe to call from several workers at once: the unique (quote, language) row decides
-    which rendering is kept; the losers delete their file and return the stored row.
-    """
-    language = normalise_language(language)
-    quote = Quote.objects.get(pk=quote.pk)
-    frozen = quote.status in FROZEN_STATUSES
-    if frozen:
-        stored = QuoteDocument.objects.filter(quote=quote, language=language).first()
-        if stored is not None and _is_current(stored, quote):
-            return stored
-    data = render_quote_pdf(quote=quote, language=language)
-    if not frozen and Quote.objects.filter(pk=quote.pk, status__in=FROZEN_STATUSES).exists():
-        # Sent while this draft was rendering: render (and store) the final document.
-        return quote_document(quote=quote, language=language)
-    return _store(quote=quote, language=language, data=data, frozen=frozen)
-
 
 RENDER_TASK = "billing.tasks.document_render_quote"
 
 
-def stored_quote_document(
-    *, quote: Quote, language: str, since: datetime | None = None
-) -> QuoteDocument | None:
-    """The stored PDF of ``quote`` in ``language`` when it is current, else None; never
-    renders. A sent (frozen) quote's document is current once rendered after sending; a
-    draft's only when it was rendered at or after ``since`` (when it was asked for)."""
-    language = normalise_language(language)
-    stored = QuoteDocument.objects.filter(quote=quote, language=language).first()
-    if stored is None:
-        return None
-    if quote.status in FROZEN_STATUSES:
-        return stored if _is_current(stored, quote) else None
-    return stored if since is not None and stored.created_at >= since else None
+class QuoteKind(DocumentKind[Quote, QuoteDocument]):
+    """A frozen (sent) quote's PDF is rendered once after sending and kept; a draft's is
+    re-rendered on every ``document`` call, and served only when rendered at or after
+    ``since`` (when it was asked for)."""
+
+    name = "quote"
+    template = "pdf/quote.html"
+    render_task = RENDER_TASK
+    model = QuoteDocument
+    owner_field = "quote"
+
+    def context(self, owner: Quote, *, language: str) -> dict[str, Any]:
+        return quote_context(owner, language=language)
+
+    def filename(self, owner: Quote, *, language: str) -> str:
+        return f"{owner.number}-v{owner.version}-{language}.pdf"
+
+    def is_current(
+        self, document: QuoteDocument, owner: Quote, *, since: datetime | None = None
+    ) -> bool:
+        if owner.status in FROZEN_STATUSES:
+            # The final document, not a draft rendered before sending.
+            return owner.sent_at is None or document.created_at >= owner.sent_at
+        return since is not None and document.created_at >= since
+
+    def refreshed(self, owner: Quote) -> Quote:
+        return Quote.objects.get(pk=owner.pk)
+
+    def document(self, owner: Quote, *, language: str | None = None) -> QuoteDocument:
+        """The quote's PDF, stored with its SHA-256 (see the module docstring)."""
+        quote = self.refreshed(owner)
+        language = self.language(quote, language)
+        frozen = quote.status in FROZEN_STATUSES
+        if frozen:
+            found = self.stored(quote, language=language)
+            if found is not None:
+                return found
+        data = self.render(quote, language=language)
+        if not frozen and Quote.objects.filter(pk=quote.pk, status__in=FROZEN_STATUSES).exists():
+            # Sent while this draft was rendering: render (and store) the final document.
+            return self.document(quote, language=language)
+        return self.store(quote, language=language, data=data)
 
 
-def quote_document_ask(*, quote: Quote, language: str) -> None:
-    """Ask the documents queue for the quote's PDF (after the commit, through the outbox):
-    web requests never render a PDF themselves."""
-    jobs.enqueue(RENDER_TASK, quote.pk, normalise_language(language))
+QUOTE = register(QuoteKind())
 
 
-def _store(*, quote: Quote, language: str, data: bytes, frozen: bool) -> QuoteDocument:
-    return store_document(
-        model=QuoteDocument,
-        owner={"quote": quote},
-        language=language,
-        data=data,
-        name=f"{quote.number}-v{quote.version}-{language}.pdf",
-        keep=lambda document: frozen and _is_current(document, quote),
-    )
+def render_quote_pdf(*, quote: Quote, language: str) -> bytes:
+    """A fresh rendering of the quote (not stored)."""
+    return QUOTE.render(quote, language=language)
+
+
+def quote_document(*, quote: Quote, language: str) -> QuoteDocument:
+    """The quote's PDF in ``language``, stored with its SHA-256 (``QuoteKind.document``)."""
+    return QUOTE.document(quote, language=language)

@@ -18,7 +18,6 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 from django.utils import timezone, translation
@@ -43,9 +42,10 @@ from billing.pricing.terms import hold_rows, payment_methods_offered, payment_me
 from billing.quotes.documents import placement_texts
 from billing.quotes.services import priced_lines_as_rows
 from billing.shop.selfservice import Configuration, configuration_price
-from core import jobs
+from core import ratelimit
+from core.documents import DocumentKind, register
 from core.errors import DomainError
-from core.pdf import css_content, normalise_language, render_pdf, sha256_of
+from core.pdf import css_content, normalise_language, sha256_of
 from inventory.models import NodeType, Site
 from inventory.placement import leaf_summary, unit_summary
 from inventory.selectors import availability_search, leaf_units
@@ -107,13 +107,7 @@ def _rate_check(client: str) -> None:
     """At most ``ESTIMATE_RENDERS_PER_HOUR`` new renders per client and hour."""
     limit = settings.ESTIMATE_RENDERS_PER_HOUR
     key = f"estimate-renders:{hashlib.sha256(client.encode()).hexdigest()[:32]}"
-    cache.add(key, 0, RATE_WINDOW_S)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.set(key, 1, RATE_WINDOW_S)
-        count = 1
-    if count > limit:
+    if ratelimit.over_limit(key, limit=limit, window=RATE_WINDOW_S):
         raise EstimateRateLimited(
             ngettext(
                 "You have asked for %(n)s new quote PDF in the last hour, the most we "
@@ -148,36 +142,66 @@ def estimate_request(
                 reopen_path=reopen_path,
                 price_book=book,
             )
-            jobs.enqueue(RENDER_TASK, estimate.pk)
+            ESTIMATE.ask(estimate)
     except IntegrityError:  # the same configuration asked for at the same moment
         return EstimateTicket(estimate=Estimate.objects.get(key=key), created=False)
     return EstimateTicket(estimate=estimate, created=True)
 
 
+class EstimateKind(DocumentKind[Estimate, Estimate]):
+    """The estimate row is its own document: file, SHA-256 and ``rendered_at`` on it,
+    rendered once in the estimate's language and never replaced."""
+
+    name = "estimate"
+    template = "pdf/estimate.html"
+    render_task = RENDER_TASK
+    model = Estimate
+
+    def context(self, owner: Estimate, *, language: str) -> dict[str, Any]:
+        return estimate_context(
+            config=configuration_from_data(owner.configuration),
+            book=owner.price_book,
+            language=language,
+            reopen_url=settings.PORTAL_BASE_URL + owner.reopen_path,
+            issued=owner.created_at,
+        )
+
+    def filename(self, owner: Estimate, *, language: str) -> str:
+        return f"estimate-{owner.key[:16]}.pdf"
+
+    def language(self, owner: Estimate, language: str | None) -> str:
+        return owner.language
+
+    def stored(
+        self, owner: Estimate, *, language: str | None = None, since: datetime | None = None
+    ) -> Estimate | None:
+        return owner if owner.is_ready else None
+
+    def store(self, owner: Estimate, *, language: str, data: bytes) -> Estimate:
+        with transaction.atomic():
+            estimate = Estimate.objects.select_for_update().get(pk=owner.pk)
+            if estimate.is_ready:
+                return estimate
+            estimate.file.save(
+                self.filename(estimate, language=language), ContentFile(data), save=False
+            )
+            estimate.sha256 = sha256_of(data)
+            estimate.size = len(data)
+            estimate.rendered_at = timezone.now()
+            estimate.save(update_fields=["file", "sha256", "size", "rendered_at"])
+        return estimate
+
+    def task_args(self, owner: Estimate, *, language: str) -> tuple[Any, ...]:
+        return (owner.pk,)
+
+
+ESTIMATE = register(EstimateKind())
+
+
 def estimate_render(*, estimate_id: int) -> str:
     """Render and store an estimate's PDF; return its SHA-256. Idempotent."""
     estimate = Estimate.objects.select_related("price_book").get(pk=estimate_id)
-    if estimate.is_ready:
-        return estimate.sha256
-    config = configuration_from_data(estimate.configuration)
-    data = render_estimate_pdf(
-        config=config,
-        book=estimate.price_book,
-        language=estimate.language,
-        reopen_url=settings.PORTAL_BASE_URL + estimate.reopen_path,
-        issued=estimate.created_at,
-    )
-    digest = sha256_of(data)
-    with transaction.atomic():
-        estimate = Estimate.objects.select_for_update().get(pk=estimate_id)
-        if estimate.is_ready:
-            return estimate.sha256
-        estimate.file.save(f"estimate-{estimate.key[:16]}.pdf", ContentFile(data), save=False)
-        estimate.sha256 = digest
-        estimate.size = len(data)
-        estimate.rendered_at = timezone.now()
-        estimate.save(update_fields=["file", "sha256", "size", "rendered_at"])
-    return digest
+    return ESTIMATE.document(estimate).sha256
 
 
 def estimate_refused_message() -> str:
@@ -287,17 +311,3 @@ def estimate_context(
                 months=priced.months,
             ),
         }
-
-
-def render_estimate_pdf(
-    *,
-    config: Configuration,
-    book: PriceBook,
-    language: str,
-    reopen_url: str,
-    issued: datetime,
-) -> bytes:
-    context = estimate_context(
-        config=config, book=book, language=language, reopen_url=reopen_url, issued=issued
-    )
-    return render_pdf("pdf/estimate.html", context, language=language)

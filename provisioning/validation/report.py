@@ -21,8 +21,8 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
 from billing.documents.common import provider
-from core import jobs
-from core.pdf import css_content, normalise_language, render_pdf, store_document
+from core.documents import DocumentKind, register
+from core.pdf import css_content, normalise_language, render_pdf
 from provisioning.models import (
     ValidationArtifact,
     ValidationNodeResult,
@@ -458,45 +458,43 @@ def acceptance_report_context(
     }
 
 
+RENDER_TASK = "provisioning.validation.tasks.document_render_acceptance_report"
+
+
+class AcceptanceReportKind(DocumentKind[ValidationRun, ValidationReport]):
+    """A finished run's report: rendered and stored once per language, never replaced."""
+
+    name = "acceptance_report"
+    template = TEMPLATE
+    render_task = RENDER_TASK
+    model = ValidationReport
+    owner_field = "run"
+
+    def context(self, owner: ValidationRun, *, language: str) -> dict[str, Any]:
+        with translation.override(language):
+            return acceptance_report_context(owner, language=language)
+
+    def filename(self, owner: ValidationRun, *, language: str) -> str:
+        return (
+            f"acceptance-{owner.order.number if owner.order else 'run'}-{owner.pk}-{language}.pdf"
+        )
+
+
+ACCEPTANCE_REPORT = register(AcceptanceReportKind())
+
+
 def render_acceptance_report(
     *, run: ValidationRun, language: str, swaps: Sequence[dict[str, Any]] | None = None
 ) -> bytes:
-    """A fresh rendering of the run's report (not stored)."""
+    """A fresh rendering of the run's report (not stored); ``swaps`` as in the context."""
     language = normalise_language(language)
+    if swaps is None:
+        return ACCEPTANCE_REPORT.render(run, language=language)
     with translation.override(language):
         context = acceptance_report_context(run, language=language, swaps=swaps)
     return render_pdf(TEMPLATE, context, language=language)
 
 
-RENDER_TASK = "provisioning.validation.tasks.document_render_acceptance_report"
-
-
-def stored_acceptance_report(*, run: ValidationRun, language: str) -> ValidationReport | None:
-    """The run's stored report in ``language``, or None; never renders."""
-    return ValidationReport.objects.filter(run=run, language=normalise_language(language)).first()
-
-
-def acceptance_report_ask(*, run: ValidationRun, language: str) -> None:
-    """Ask the documents queue for the run's report (web requests never render)."""
-    jobs.enqueue(RENDER_TASK, run.pk, normalise_language(language))
-
-
-def acceptance_report_document(
-    *, run: ValidationRun, language: str, swaps: Sequence[dict[str, Any]] | None = None
-) -> ValidationReport:
-    """The run's stored report in ``language`` (rendered and stored once, with SHA-256).
-    A finished run's stored report is never replaced."""
-    language = normalise_language(language)
-    stored = ValidationReport.objects.filter(run=run, language=language).first()
-    if stored is not None:
-        return stored
-    data = render_acceptance_report(run=run, language=language, swaps=swaps)
-    name = f"acceptance-{run.order.number if run.order else 'run'}-{run.pk}-{language}.pdf"
-    return store_document(
-        model=ValidationReport,
-        owner={"run": run},
-        language=language,
-        data=data,
-        name=name,
-        keep=lambda document: True,
-    )
+def acceptance_report_document(*, run: ValidationRun, language: str) -> ValidationReport:
+    """The run's stored report in ``language`` (rendered and stored once, with SHA-256)."""
+    return ACCEPTANCE_REPORT.document(run, language=language)

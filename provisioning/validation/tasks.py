@@ -1,12 +1,12 @@
 """Thin Celery tasks of the validation suite: take ids, re-fetch, return early if done,
 call a service. The runs go to the validation queue, the report's render to the
-documents queue (each task declares its own)."""
+documents queue with every document's options (each task declares its queue)."""
 
 from __future__ import annotations
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
 
+from core.documents import DOCUMENT_TASK_OPTIONS
 from core.queues import CeleryQueue
 from provisioning.models import ValidationRun
 from provisioning.validation import report, services
@@ -15,7 +15,6 @@ from provisioning.validation import report, services
 # one after the other) is long; the quick profile takes a minute or two.
 RUN_LIMITS = {"soft_time_limit": 3600, "time_limit": 3660}
 SWEEP_LIMITS = {"soft_time_limit": 120, "time_limit": 150}
-PDF_LIMITS = {"soft_time_limit": 120, "time_limit": 150}
 
 
 @shared_task(
@@ -42,16 +41,7 @@ def validation_idle_sweep_task() -> int:
     return len(services.validation_idle_sweep())
 
 
-@shared_task(
-    name="provisioning.validation.tasks.document_render_acceptance_report",
-    queue=CeleryQueue.DOCUMENTS,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=True,
-    max_retries=3,
-    **PDF_LIMITS,
-)
+@shared_task(name=report.ACCEPTANCE_REPORT.render_task, **DOCUMENT_TASK_OPTIONS)
 def document_render_acceptance_report(run_id: int, language: str) -> str:
     """Render and store a finished run's acceptance report; returns its SHA-256.
     Idempotent: a stored report is returned as it is."""

@@ -269,10 +269,10 @@ def test_sent_quote_document_is_stored_once_with_its_sha256(demo, monkeypatch):
     AddonPrice.objects.filter(price_book=book).update(name_zh="改过的名字", price=Decimal("1"))
     FreeService.objects.filter(price_book=book).update(name_zh="改过的服务")
 
-    def must_not_render(**kwargs):
+    def must_not_render(*args, **kwargs):
         raise AssertionError("a sent quote's stored document was rendered again")
 
-    monkeypatch.setattr(quote_pdf, "render_quote_pdf", must_not_render)
+    monkeypatch.setattr(quote_pdf.QUOTE, "render", must_not_render)
     again = quote_pdf.quote_document(quote=quote, language="zh-hans")
     assert again.pk == document.pk
     assert again.sha256 == document.sha256
@@ -342,7 +342,7 @@ def test_two_workers_rendering_at_once_keep_one_document(demo, monkeypatch, capl
     inserting = threading.Barrier(2, timeout=30)
     real_content_file = pdf.ContentFile
 
-    def fake_render(*, quote, language):
+    def fake_render(quote, *, language):
         name = threading.current_thread().name
         rendered.wait()  # both have rendered before either stores
         return f"%PDF-1.7 rendered by {name}".encode()
@@ -351,7 +351,7 @@ def test_two_workers_rendering_at_once_keep_one_document(demo, monkeypatch, capl
         inserting.wait()  # both found no stored row before either inserts
         return real_content_file(data, *args, **kwargs)
 
-    monkeypatch.setattr(quote_pdf, "render_quote_pdf", fake_render)
+    monkeypatch.setattr(quote_pdf.QUOTE, "render", fake_render)
     monkeypatch.setattr(pdf, "ContentFile", content_file)
     results, errors = {}, []
 

@@ -399,7 +399,7 @@ def test_the_order_page_lists_the_report_for_download(demo, nodes, client):
     # Never rendered in the request: "being prepared", the documents queue, a reload.
     response = client.get(url)
     assert response.status_code == 200 and "being prepared" in response.content.decode()
-    assert not report.stored_acceptance_report(run=run, language="en")
+    assert not report.ACCEPTANCE_REPORT.stored(run, language="en")
     assert run_document_renders() >= 1
     response = client.get(url)
     assert response.status_code == 200 and response["Content-Type"] == "application/pdf"

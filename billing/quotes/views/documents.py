@@ -19,10 +19,8 @@ def quote_pdf_response(
 ) -> HttpResponse:
     return stored_or_preparing(
         request,
-        find=lambda since: quote_pdf.stored_quote_document(
-            quote=quote, language=language, since=since
-        ),
-        ask=lambda: quote_pdf.quote_document_ask(quote=quote, language=language),
+        find=lambda since: quote_pdf.QUOTE.stored(quote, language=language, since=since),
+        ask=lambda: quote_pdf.QUOTE.ask(quote, language=language),
         filename=filename,
         title=_("Quote %(number)s: PDF being prepared") % {"number": quote.number},
         heading=_("Quote %(number)s v%(version)s")

@@ -61,8 +61,8 @@ def contract_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
     sealed = selectors.contract_sealed(contract)
     return stored_or_preparing(
         request,
-        find=lambda since: sealed or contract_pdf.stored_draft_document(contract=contract),
-        ask=lambda: contract_pdf.draft_document_ask(contract=contract),
+        find=lambda since: sealed or contract_pdf.DRAFT.stored(contract),
+        ask=lambda: contract_pdf.DRAFT.ask(contract),
         filename=f"{contract.number}-{(sealed.kind if sealed else ContractDocumentKind.DRAFT)}.pdf",
         title=_("%(number)s: PDF being prepared") % {"number": contract.number},
         heading=contract.number,

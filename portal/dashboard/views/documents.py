@@ -4,9 +4,6 @@ the metered usage as CSV."""
 
 from __future__ import annotations
 
-import csv
-import io
-
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -16,11 +13,13 @@ from accounts.decorators import customer_required
 from billing.credits import documents as credit_note_pdf
 from billing.invoicing import documents as invoices
 from billing.quotes.views import documents as quote_documents
-from core.csv import escape_formula
+from core.csv import csv_download, write_csv
 from core.document_views import stored_or_preparing
 from portal.dashboard import selectors
 from portal.dashboard.views.common import order_or_404, page_language
 from provisioning.validation import report as acceptance_report
+
+USAGE_COLUMNS = ("external_id", "day", "metric", "quantity", "node", "invoice")
 
 
 @customer_required
@@ -49,8 +48,8 @@ def invoice_pdf(request: HttpRequest, number: str) -> HttpResponse:
     language = page_language(request)
     return stored_or_preparing(
         request,
-        find=lambda since: invoices.stored_invoice_document(invoice=invoice, language=language),
-        ask=lambda: invoices.invoice_document_ask(invoice=invoice, language=language),
+        find=lambda since: invoices.INVOICE.stored(invoice, language=language),
+        ask=lambda: invoices.INVOICE.ask(invoice, language=language),
         filename=f"{invoice.number}.pdf",
         title=_("%(number)s: PDF being prepared") % {"number": invoice.number},
         heading=invoice.number,
@@ -69,8 +68,8 @@ def acceptance_report_pdf(request: HttpRequest, number: str, run_id: int) -> Htt
     language = page_language(request)
     return stored_or_preparing(
         request,
-        find=lambda since: acceptance_report.stored_acceptance_report(run=run, language=language),
-        ask=lambda: acceptance_report.acceptance_report_ask(run=run, language=language),
+        find=lambda since: acceptance_report.ACCEPTANCE_REPORT.stored(run, language=language),
+        ask=lambda: acceptance_report.ACCEPTANCE_REPORT.ask(run, language=language),
         filename=f"acceptance-{number}-{run.pk}.pdf",
         title=_("Acceptance report: PDF being prepared"),
         heading=_("Acceptance report of order %(number)s") % {"number": number},
@@ -87,10 +86,8 @@ def credit_note_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
     language = page_language(request)
     return stored_or_preparing(
         request,
-        find=lambda since: credit_note_pdf.stored_credit_note_document(
-            note=note, language=language
-        ),
-        ask=lambda: credit_note_pdf.credit_note_document_ask(note=note, language=language),
+        find=lambda since: credit_note_pdf.CREDIT_NOTE.stored(note, language=language),
+        ask=lambda: credit_note_pdf.CREDIT_NOTE.ask(note, language=language),
         filename=f"{note.number}.pdf",
         title=_("%(number)s: PDF being prepared") % {"number": note.number},
         heading=note.number,
@@ -103,21 +100,21 @@ def credit_note_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
 def order_usage_csv(request: HttpRequest, number: str) -> HttpResponse:
     """The order's usage records as they were received, and the invoice that billed each."""
     order = order_or_404(request, number)
-    out = io.StringIO()
-    out.write("\ufeff")
-    writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(["external_id", "day", "metric", "quantity", "node", "invoice"])
-    for record in selectors.order_usage_records(order):
-        writer.writerow(
-            [
-                escape_formula(record.external_id),
-                record.day.isoformat(),
-                record.metric,
-                str(record.quantity),
-                escape_formula(record.node_hostname),
-                record.invoice.number if record.invoice else "",
-            ]
-        )
-    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{order.number}-usage.csv"'
-    return response
+    return csv_download(
+        write_csv(
+            (
+                [
+                    record.external_id,
+                    record.day.isoformat(),
+                    record.metric,
+                    str(record.quantity),
+                    record.node_hostname,
+                    record.invoice.number if record.invoice else "",
+                ]
+                for record in selectors.order_usage_records(order)
+            ),
+            columns=USAGE_COLUMNS,
+            verbatim=("day", "metric", "quantity", "invoice"),
+        ),
+        filename=f"{order.number}-usage.csv",
+    )
