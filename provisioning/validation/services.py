@@ -51,13 +51,14 @@ from provisioning.validation.interface import (
     local_runner,
     validate_nodes,
 )
+from provisioning.validation.report import ACCEPTANCE_REPORT
 from provisioning.validation.rules import Measurement, Rule, normalize_gpu_model
 from provisioning.validation.seeding import seed_rules
 from provisioning.validation.ssh import SshSettings
 
 logger = logging.getLogger(__name__)
 
-RENDER_REPORT_TASK = "provisioning.validation.tasks.document_render_acceptance_report"
+RENDER_REPORT_TASK = ACCEPTANCE_REPORT.render_task
 EXECUTE_TASK = "provisioning.validation.tasks.validation_run_execute_task"
 
 
@@ -401,7 +402,7 @@ def _finish(
     )
     if run.order_id is not None:
         for language, _name in settings.LANGUAGES:
-            jobs.enqueue(RENDER_REPORT_TASK, run.pk, language)
+            ACCEPTANCE_REPORT.ask(run, language=language)
     return run
 
 
