@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from functools import partial
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -395,4 +396,4 @@ CHECKS: dict[str, Callable[[Settings], CheckResult]] = {
 
 def run_checks(s: Settings, only: list[str] | None = None) -> list[CheckResult]:
     names = [n for n in CHECKS if not only or n in only]
-    return [guarded(name, s.device, lambda fn=CHECKS[name]: fn(s)) for name in names]
+    return [guarded(name, s.device, partial(CHECKS[name], s)) for name in names]
