@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import re
 import time
-from functools import partial
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from . import gpu, ring
