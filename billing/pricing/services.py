@@ -203,7 +203,7 @@ def _log(
 def _user(actor: Actor) -> User | None:
     if actor is None or not getattr(actor, "is_authenticated", False):
         return None
-    return actor  # type: ignore[return-value]
+    return actor
 
 
 # --- Validation -------------------------------------------------------------------------
