@@ -21,6 +21,7 @@ TEST_WORKERS ?= auto
 test: setup services ## Lint and the whole test suite against PostgreSQL and Redis
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --maxprocesses=7 --dist=load --create-db
 
 setup: system-deps $(STAMP)
@@ -40,6 +41,7 @@ services:
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 format:
 	$(VENV)/bin/ruff check --fix .

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Lower
 from django.utils import timezone
+from django.utils.functional import Promise
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -136,7 +137,7 @@ class Membership(models.Model):
 
 # ISO 3166-1 alpha-2 codes offered on the organisation settings page: where our customers
 # are. The field itself stores any two-letter code.
-COUNTRY_CHOICES: list[tuple[str, str]] = [
+COUNTRY_CHOICES: list[tuple[str, str | Promise]] = [
     ("CN", _("China (mainland)")),
     ("HK", _("Hong Kong")),
     ("MO", _("Macao")),

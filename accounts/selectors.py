@@ -7,7 +7,7 @@ Other apps' pages scope their queries with ``current_organisation(request)`` (or
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AbstractUser, AnonymousUser
+from django.contrib.auth.models import AbstractUser, AnonymousUser, User
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.shortcuts import resolve_url
@@ -19,13 +19,13 @@ SESSION_KEY = "active_organisation_id"
 _CACHE_ATTR = "_accounts_current_membership"
 
 
-def user_email(user: AbstractBaseUser | AnonymousUser) -> str:
+def user_email(user: User | AnonymousUser) -> str:
     """The address a user is known by: the email (lower-cased), else the username."""
     email = (getattr(user, "email", "") or "").strip().lower()
     return email or user.get_username().strip().lower()
 
 
-def email_verified(user: AbstractBaseUser | AnonymousUser) -> bool:
+def email_verified(user: User | AnonymousUser) -> bool:
     """Whether the user has proved the email address.
 
     Users without a ``CustomerProfile`` were created by staff (admin, seed data), not by
@@ -34,13 +34,13 @@ def email_verified(user: AbstractBaseUser | AnonymousUser) -> bool:
     if not user.is_authenticated:
         return False
     try:
-        profile = user.customer_profile  # type: ignore[union-attr]
+        profile = user.customer_profile
     except CustomerProfile.DoesNotExist:
         return True
     return profile.email_verified
 
 
-def memberships_for_user(user: AbstractBaseUser) -> QuerySet[Membership]:
+def memberships_for_user(user: User) -> QuerySet[Membership]:
     return (
         Membership.objects.filter(user=user)
         .select_related("organisation")
@@ -113,18 +113,18 @@ def invitation_by_token(token: str) -> Invitation | None:
     )
 
 
-def display_name(user: AbstractUser | AbstractBaseUser) -> str:
+def display_name(user: AbstractUser) -> str:
     full = user.get_full_name() if isinstance(user, AbstractUser) else ""
     return full or user.get_username()
 
 
-def landing_url(user: AbstractBaseUser) -> str:
+def landing_url(user: User) -> str:
     """Where a user lands after logging in without a ``next``: customers on their
     organisations; staff on their own pages (``STAFF_LANDING_BY_GROUP``: quotes for sales),
     the back office otherwise."""
     if not getattr(user, "is_staff", False):
         return resolve_url(settings.LOGIN_REDIRECT_URL)
-    names = set(user.groups.values_list("name", flat=True))  # type: ignore[attr-defined]
+    names = set(user.groups.values_list("name", flat=True))
     for group, url_name in settings.STAFF_LANDING_BY_GROUP.items():
         if group in names:
             return resolve_url(url_name)

@@ -194,7 +194,7 @@ def sizing_options(*, site: Site) -> list[Any]:
         nt = np.node_type
         units = nt.gpu_count if np.basis == "gpu" else 1
         base = np.monthly * units
-        common = {
+        common: dict[str, Any] = {
             "intra_node": nt.interconnect,
             "nic_count": nt.nic_count,
             "nic_speed_gbps": nt.nic_speed_gbps,

@@ -18,7 +18,7 @@ from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeAlias
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.utils import timezone
@@ -44,7 +44,7 @@ from inventory.models import Site
 
 logger = logging.getLogger(__name__)
 
-Actor: TypeAlias = AbstractBaseUser | AnonymousUser | None
+Actor: TypeAlias = User | AnonymousUser | None
 PriceEntry: TypeAlias = (
     NodePrice | CardOptionPrice | AddonPrice | FreeService | DiscountRule | Promotion
 )
@@ -200,10 +200,10 @@ def _log(
     )
 
 
-def _user(actor: Actor) -> AbstractBaseUser | None:
+def _user(actor: Actor) -> User | None:
     if actor is None or not getattr(actor, "is_authenticated", False):
         return None
-    return actor  # type: ignore[return-value]
+    return actor
 
 
 # --- Validation -------------------------------------------------------------------------
@@ -229,7 +229,7 @@ def _entry_engine_book(instance: models.Model, book: PriceBook) -> pricing.Price
     """The entry alone as the engine would see it, so that ``validate_book`` judges it
     before the database's check constraints can refuse it with a less helpful error."""
     site = book.site
-    base = {"site": site.code, "currency": book.currency, "vat_rate": site.vat_rate}
+    base: dict[str, Any] = {"site": site.code, "currency": book.currency, "vat_rate": site.vat_rate}
     if isinstance(instance, NodePrice):
         nt = instance.node_type
         per_gpu = instance.basis == pricing.Basis.PER_GPU

@@ -99,7 +99,9 @@ def is_degraded(*, baseline: Decimal, measured: Decimal, margin: Decimal) -> boo
     return measured < baseline * (Decimal("1") - margin)
 
 
-def _minus(interval: tuple[datetime, datetime], cut: tuple[datetime, datetime]) -> list:
+def _minus(
+    interval: tuple[datetime, datetime], cut: tuple[datetime, datetime]
+) -> list[tuple[datetime, datetime]]:
     a, b = interval
     c, d = cut
     if d <= a or c >= b:

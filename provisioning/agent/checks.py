@@ -11,6 +11,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from . import gpu, ring
@@ -395,4 +396,4 @@ CHECKS: dict[str, Callable[[Settings], CheckResult]] = {
 
 def run_checks(s: Settings, only: list[str] | None = None) -> list[CheckResult]:
     names = [n for n in CHECKS if not only or n in only]
-    return [guarded(name, s.device, lambda fn=CHECKS[name]: fn(s)) for name in names]
+    return [guarded(name, s.device, partial(CHECKS[name], s)) for name in names]

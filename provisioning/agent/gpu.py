@@ -13,8 +13,8 @@ try:
     import torch
     import torch.distributed as dist
 except ImportError:  # pragma: no cover - torch is optional on a node
-    torch = None  # type: ignore[assignment]
-    dist = None  # type: ignore[assignment]
+    torch = None
+    dist = None
 
 
 def cuda_available() -> bool:
@@ -22,6 +22,26 @@ def cuda_available() -> bool:
         return torch is not None and torch.cuda.is_available() and torch.cuda.device_count() > 0
     except Exception:
         return False
+
+
+def cuda_devices() -> list[dict[str, Any]]:
+    """The CUDA devices torch sees, by index and name (none without torch or CUDA)."""
+    if not cuda_available():
+        return []
+    return [
+        {"index": i, "name": str(torch.cuda.get_device_name(i))}
+        for i in range(torch.cuda.device_count())
+    ]
+
+
+def cuda_runtime() -> str | None:
+    """The CUDA runtime torch was built with (None without torch, or for a CPU build)."""
+    cuda = torch.version.cuda if torch is not None else None
+    return cuda if isinstance(cuda, str) else None
+
+
+def torch_version() -> str | None:
+    return str(torch.__version__) if torch is not None else None
 
 
 def _require_cuda() -> None:

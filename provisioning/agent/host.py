@@ -16,7 +16,7 @@ from .runner import run_cmd, which
 try:
     import pynvml
 except ImportError:  # pragma: no cover - nvidia-ml-py is optional on a node
-    pynvml = None  # type: ignore[assignment]
+    pynvml = None
 
 try:
     import numpy as np
@@ -179,12 +179,8 @@ def gpu_inventory(timeout: float) -> dict[str, Any]:
             return {"source": "nvidia-smi", "gpus": gpus, "driver": driver, "cuda": cuda}
         errors.append("nvidia-smi listed no GPU")
     if gpu.cuda_available():
-        torch = gpu.torch
-        gpus = [
-            {"index": i, "name": torch.cuda.get_device_name(i)}
-            for i in range(torch.cuda.device_count())
-        ]
-        return {"source": "torch", "gpus": gpus, "driver": None, "cuda": torch.version.cuda}
+        gpus = gpu.cuda_devices()
+        return {"source": "torch", "gpus": gpus, "driver": None, "cuda": gpu.cuda_runtime()}
     return {"source": None, "gpus": [], "driver": None, "cuda": None, "errors": errors}
 
 
@@ -204,7 +200,7 @@ def facts(device: str, inventory: dict[str, Any]) -> dict[str, Any]:
         "gpu_source": inventory["source"],
         "driver_version": inventory["driver"],
         "cuda_version": inventory["cuda"],
-        "torch_version": gpu.torch.__version__ if gpu.torch is not None else None,
+        "torch_version": gpu.torch_version(),
         "numpy_version": np.__version__ if np is not None else None,
         "nics": nics(),
         "infiniband": infiniband(),

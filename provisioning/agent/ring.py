@@ -24,8 +24,8 @@ try:
     import torch
     import torch.distributed as dist
 except ImportError:  # pragma: no cover - torch is optional on a node
-    torch = None  # type: ignore[assignment]
-    dist = None  # type: ignore[assignment]
+    torch = None
+    dist = None
 
 BARRIER_TIMEOUT_S = 60.0
 

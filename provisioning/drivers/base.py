@@ -305,4 +305,4 @@ def check_boot_device(device: str) -> BootDevice:
         raise UnsupportedOperation(
             f"boot device {device!r} is not supported: use one of {', '.join(BOOT_DEVICES)}"
         )
-    return device  # type: ignore[return-value]
+    return device

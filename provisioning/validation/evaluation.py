@@ -32,7 +32,9 @@ from provisioning.validation.rules import (
 __all__ = ["evaluate_cluster", "evaluate_node", "rules_for"]
 
 
-def _dec(value: Number | str) -> Decimal:
+def _dec(value: object) -> Decimal:
+    """A measured or configured figure as a Decimal; ``TypeError`` if it is not a number
+    (measurements come from the agent's JSON, so any shape can arrive here)."""
     if isinstance(value, Decimal):
         return value
     if isinstance(value, bool):

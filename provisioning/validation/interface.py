@@ -164,7 +164,10 @@ def measurement_from_report(
         metrics={c["metric"]: c.get("value") for c in checks if c.get("metric")},
         checks=[
             CheckOutcome(
-                str(c.get("name")), str(c.get("status")), c.get("return_code"), c.get("reason")
+                str(c.get("name")),
+                str(c.get("status")),
+                c.get("return_code"),
+                c.get("reason") or "",
             )
             for c in checks
         ],
@@ -192,7 +195,8 @@ def _ring_allreduce(message_bytes: int, ranks: int) -> dict[str, Any]:
     )
     if proc.returncode != 0:
         raise AgentFailed(f"the cluster all-reduce failed: {proc.stderr.strip()[-500:]}")
-    return json.loads(proc.stdout)
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
 
 
 def local_cluster_measurement(*, ranks: int = 2, message_bytes: int = 1 << 20) -> Measurement:
@@ -204,7 +208,7 @@ def local_cluster_measurement(*, ranks: int = 2, message_bytes: int = 1 << 20) -
     checks = []
     for name, res in (("cluster_allreduce_n", small), ("cluster_allreduce_2n", large)):
         ok = bool(res.get("correct"))
-        checks.append(CheckOutcome(name, "completed" if ok else "failed", 0 if ok else 1, None))
+        checks.append(CheckOutcome(name, "completed" if ok else "failed", 0 if ok else 1, ""))
     throughput_n = small["busbw_gbps"] * small["ranks"]
     throughput_2n = large["busbw_gbps"] * large["ranks"]
     return Measurement(
@@ -254,8 +258,10 @@ def gpus_per_node(reports: Sequence[dict[str, Any]]) -> int:
     counts = []
     for report in reports:
         host = report.get("host") if isinstance(report, dict) else None
-        count = host.get("gpu_count") if isinstance(host, dict) else None
-        if not isinstance(count, int) or count < 1 or host.get("device") != "cuda":
+        if not isinstance(host, dict) or host.get("device") != "cuda":
+            return 0
+        count = host.get("gpu_count")
+        if not isinstance(count, int) or count < 1:
             return 0
         counts.append(count)
     return min(counts) if counts else 0

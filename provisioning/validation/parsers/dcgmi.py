@@ -78,7 +78,9 @@ def _dcgm_json(text: str, result: dict[str, Any]) -> None:
     categories = diag.get("test_categories")
     if not isinstance(categories, list):
         raise ParseError("DCGM JSON has no test_categories list")
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = {}
     result["version"] = (
         diag.get("version") or metadata.get("DCGM Version") or diag.get("DCGM Version")
     )
