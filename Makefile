@@ -21,6 +21,7 @@ TEST_WORKERS ?= auto
 test: setup services ## Lint and the whole test suite against PostgreSQL and Redis
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-logo
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --maxprocesses=7 --dist=load --create-db
 
@@ -38,9 +39,10 @@ system-deps:
 services:
 	@scripts/ensure_services.sh
 
-lint:
+lint: ## ruff, import-linter's contracts and mypy (what make test runs before pytest)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-logo
 	$(VENV)/bin/mypy
 
 format:
