@@ -75,19 +75,6 @@ def invoices_move(
     )
 
 
-def payment_deadline(*, quote: Quote, method: str, now: datetime | None = None) -> datetime:
-    """The deadline of an order for ``quote`` paid by ``method`` (see ``hold_terms``)."""
-    terms = hold_terms(
-        site=quote.site,
-        start_date=quote.start_date,
-        method=method,
-        quote_expires_at=quote.expires_at,
-        self_service=not quote.created_by.is_staff,
-        now=now,
-    )
-    return terms.pay_by
-
-
 def order_create_from_quote(
     *, quote: Quote, actor: Actor, payment_method: str = PaymentMethod.BANK_TRANSFER
 ) -> Order:
