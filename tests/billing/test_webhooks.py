@@ -386,6 +386,14 @@ def test_a_failure_then_a_retry_that_succeeds(
     payment.refresh_from_db()
     order.refresh_from_db()
     assert payment.status == PaymentStatus.SUCCEEDED and order.status == OrderStatus.PAID
+    # Each move of the payment has its event row, in order, with why.
+    moves = list(payment.events.values_list("from_status", "to_status", "reason"))
+    assert [(f, t) for f, t, _why in moves] == [
+        ("", PaymentStatus.PENDING),
+        (PaymentStatus.PENDING, PaymentStatus.FAILED),
+        (PaymentStatus.FAILED, PaymentStatus.SUCCEEDED),
+    ]
+    assert moves[1][2] == "Your card was declined."
 
 
 # --- Refunds ----------------------------------------------------------------------------
@@ -427,6 +435,9 @@ def test_refunds_are_recorded_idempotently_and_never_shrink(
     assert payment.amount_refunded == payment.amount
     assert payment.status == PaymentStatus.REFUNDED
     assert notes.count() == 2
+    refunded = payment.events.get(to_status=PaymentStatus.REFUNDED)
+    assert refunded.from_status == PaymentStatus.SUCCEEDED
+    assert refunded.reason.startswith("Refund recorded")
     # Provisioning is not reversed automatically: the order stays paid for staff to decide.
     assert order.status == OrderStatus.PAID
     assert provisioning_calls == [(order.pk, "queued")]
