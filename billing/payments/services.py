@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 
 from billing import stripe_api
 from billing.models import (
+    ORDER_PAID_STATUSES,
     Invoice,
     InvoiceStatus,
     Order,
@@ -32,7 +33,7 @@ from billing.models import (
     PaymentStatus,
     StripeEventStatus,
 )
-from billing.orders.selectors import PAID_STATUSES, order_later_open_invoice, order_open_invoice
+from billing.orders.selectors import order_later_open_invoice, order_open_invoice
 from billing.orders.services import invoice_amount_paid
 from core import lifecycle
 from core.errors import DomainError
@@ -92,7 +93,7 @@ def order_payment_state(
     Only our own records make an order paid; Stripe's ``redirect_status`` is a hint for
     the failed case while the webhook is on its way.
     """
-    if order.status in PAID_STATUSES:
+    if order.status in ORDER_PAID_STATUSES:
         return "paid", None
     if order.status != OrderStatus.AWAITING_PAYMENT:
         return "closed", None
