@@ -101,16 +101,3 @@ def customer_required(
         return wrapper
 
     return decorate(view) if view is not None else decorate
-
-
-class CustomerRequiredMixin:
-    """``customer_required`` for class-based views; set ``customer_roles`` to restrict."""
-
-    customer_roles: Iterable[str] | None = None
-
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        roles = frozenset(self.customer_roles) if self.customer_roles is not None else None
-        refused = _gate(request, roles)
-        if refused is not None:
-            return refused
-        return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]

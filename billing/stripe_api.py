@@ -157,14 +157,6 @@ def payment_intent_cancel(payment_intent_id: str) -> dict[str, Any]:
     return _intent_dict(client().v1.payment_intents.cancel(payment_intent_id))
 
 
-def payment_intent_confirm(payment_intent_id: str, *, payment_method: str) -> dict[str, Any]:
-    """Attach a payment method and confirm (server side: tests and staff tools; customers
-    confirm in the browser through Stripe.js)."""
-    intents = client().v1.payment_intents
-    intents.update(payment_intent_id, params={"payment_method": payment_method})
-    return _intent_dict(intents.confirm(payment_intent_id))
-
-
 def payment_intent_amount_refunded(payment_intent_id: str) -> tuple[int, str]:
     """How much of a PaymentIntent's charge has been refunded, in minor units, and the
     currency (``0`` when it has no charge)."""
@@ -367,15 +359,3 @@ def webhook_event_construct(payload: bytes, sig_header: str | None) -> dict[str,
     """
     webhook_signature_verify(payload, sig_header, settings.STRIPE_WEBHOOK_SECRET)
     return webhook_payload_decode(payload)
-
-
-def webhook_signature_header(
-    payload: bytes | str, secret: str, timestamp: int | None = None
-) -> str:
-    """The ``Stripe-Signature`` header Stripe would send (for tests and local tools)."""
-    if isinstance(payload, str):
-        payload = payload.encode("utf-8")
-    t = int(time.time()) if timestamp is None else timestamp
-    signed = str(t).encode("ascii") + b"." + payload
-    mac = hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).hexdigest()
-    return f"t={t},{SIGNATURE_SCHEME}={mac}"

@@ -25,9 +25,9 @@ from django.utils.translation import gettext as _
 
 from billing.models import (
     CONTRACT_SIGNED,
+    ORDER_IN_SERVICE_STATUSES,
     Contract,
     Order,
-    OrderStatus,
     ProvisioningRelease,
     Quote,
     Term,
@@ -38,12 +38,6 @@ from core.errors import DomainError
 from core.types import Actor
 
 PROVISIONING_START_TASK = "provisioning.tasks.provisioning_start"
-PAID_STATUSES = (
-    OrderStatus.PAID,
-    OrderStatus.PROVISIONING,
-    OrderStatus.VALIDATING,
-    OrderStatus.READY,
-)
 SHORT_DAYS = 31  # a daily rental up to a month is "short"
 
 
@@ -93,7 +87,7 @@ def gate_state(order: Order) -> GateState:
     else:
         provision_at = provisioning_planned_at(order)
     return GateState(
-        paid=order.status in PAID_STATUSES,
+        paid=order.status in ORDER_IN_SERVICE_STATUSES,  # an ended rental is never released
         agreed=agreed,
         needs_contract=contract_needed,
         contract=contract,

@@ -85,8 +85,9 @@ def audit_append(
     )
 
 
-def audit_verify(contract: Contract) -> bool:
-    """Whether every entry's hash matches its content and the entry before."""
+def audit_first_break(contract: Contract) -> ContractAuditEntry | None:
+    """The first entry whose hash does not match its content and the entry before (an
+    entry changed, or one before it removed); ``None`` when the chain is intact."""
     prev = GENESIS
     for e in contract.audit.order_by("seq"):
         expected = entry_hash(
@@ -98,9 +99,14 @@ def audit_verify(contract: Contract) -> bool:
             detail=e.detail,
         )
         if e.prev_hash != prev or e.hash != expected:
-            return False
+            return e
         prev = e.hash
-    return True
+    return None
+
+
+def audit_verify(contract: Contract) -> bool:
+    """Whether every entry's hash matches its content and the entry before."""
+    return audit_first_break(contract) is None
 
 
 # --- Drafting ---------------------------------------------------------------------------

@@ -112,11 +112,6 @@ def _signer() -> signers.SimpleSigner:
     return signer
 
 
-def our_certificate_sha256() -> str:
-    """SHA-256 of our signing certificate (DER): recognises our seal among others."""
-    return hashlib.sha256(_signer().signing_cert.dump()).hexdigest()
-
-
 def seal_pdf(data: bytes, *, reason: str = "", location: str = "") -> bytes:
     """``data`` with the provider's PAdES signature appended (incremental update)."""
     signer = _signer()

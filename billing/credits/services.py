@@ -75,12 +75,6 @@ def refund_record(
             )
         if not reference.strip():
             raise DomainError(_("Give the reference of the bank transfer that refunded it."))
-        payment.amount_refunded += amount
-        fields = ["amount_refunded"]
-        if payment.amount_refunded >= payment.amount:
-            payment.status = PaymentStatus.REFUNDED
-            fields.append("status")
-        payment.save(update_fields=fields)
         refund = Refund.objects.create(
             number=next_number(kind="R", site=order.site, year=_year(order)),
             payment=payment,
@@ -91,12 +85,26 @@ def refund_record(
             reference=reference.strip(),
             created_by=actor,
         )
-        lifecycle.record_note(
-            [order],
-            actor=actor,
-            reason=_("Refund %(n)s: %(amount)s %(cur)s returned by bank transfer %(ref)s.")
-            % {"n": refund.number, "amount": amount, "cur": refund.currency, "ref": reference},
-        )
+        note = _("Refund %(n)s: %(amount)s %(cur)s returned by bank transfer %(ref)s.") % {
+            "n": refund.number,
+            "amount": amount,
+            "cur": refund.currency,
+            "ref": reference,
+        }
+        refunded = payment.amount_refunded + amount
+        if refunded >= payment.amount:
+            lifecycle.transition(
+                payment,
+                to=PaymentStatus.REFUNDED,
+                actor=actor,
+                reason=note,
+                updates={"amount_refunded": refunded},
+                locked=True,
+            )
+        else:
+            payment.amount_refunded = refunded
+            payment.save(update_fields=["amount_refunded"])
+        lifecycle.record_note([order], actor=actor, reason=note)
         return refund
 
 

@@ -15,6 +15,8 @@ from core.money import money_field
 from inventory.models import Currency, ImageProfile, Site
 
 __all__ = [
+    "ORDER_IN_SERVICE_STATUSES",
+    "ORDER_PAID_STATUSES",
     "ORDER_TRANSITIONS",
     "Order",
     "OrderEvent",
@@ -50,6 +52,16 @@ ORDER_TRANSITIONS: dict[str, frozenset[str]] = {
     OrderStatus.CANCELLED: frozenset(),
     OrderStatus.ENDED: frozenset(),
 }
+# An order that was paid: it stays paid once its rental has ended.
+ORDER_PAID_STATUSES = (
+    OrderStatus.PAID,
+    OrderStatus.PROVISIONING,
+    OrderStatus.VALIDATING,
+    OrderStatus.READY,
+    OrderStatus.ENDED,
+)
+# Paid and not ended: the rental is (or is about to be) in service.
+ORDER_IN_SERVICE_STATUSES = tuple(s for s in ORDER_PAID_STATUSES if s != OrderStatus.ENDED)
 
 
 class Order(models.Model):

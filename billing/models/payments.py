@@ -1,5 +1,6 @@
-"""Payments (card through Stripe, or bank transfer), the Stripe webhook events received,
-and refunds given back on a payment (gapless numbers ``R-SZ-2026-000001``).
+"""Payments (card through Stripe, or bank transfer) and their lifecycle events, the Stripe
+webhook events received, and refunds given back on a payment (gapless numbers
+``R-SZ-2026-000001``).
 """
 
 from __future__ import annotations
@@ -11,14 +12,19 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from billing.models.invoices import Invoice, PaymentMethod
+from core.lifecycle import Lifecycle
+from core.models import LifecycleEvent
 from core.money import money_field
 from inventory.models import Currency
 
 __all__ = [
+    "PAYMENT_TRANSITIONS",
     "Payment",
+    "PaymentEvent",
     "PaymentStatus",
     "Refund",
     "StripeEvent",
@@ -31,6 +37,22 @@ class PaymentStatus(models.TextChoices):
     SUCCEEDED = "succeeded", _("succeeded")
     FAILED = "failed", _("failed")
     REFUNDED = "refunded", _("refunded")
+
+
+# A bank transfer is recorded succeeded; a card payment starts pending. A failed card
+# payment is retried on the same PaymentIntent (back to pending) or succeeds late at
+# Stripe; only a succeeded payment is refunded, and "refunded" means in full (a partial
+# refund only raises ``amount_refunded``).
+PAYMENT_TRANSITIONS: dict[str, frozenset[str]] = {
+    PaymentStatus.PENDING: frozenset({PaymentStatus.SUCCEEDED, PaymentStatus.FAILED}),
+    PaymentStatus.FAILED: frozenset({PaymentStatus.PENDING, PaymentStatus.SUCCEEDED}),
+    PaymentStatus.SUCCEEDED: frozenset({PaymentStatus.REFUNDED}),
+    PaymentStatus.REFUNDED: frozenset(),
+}
+
+
+def _describe(payment: Payment) -> str:
+    return gettext("Payment %(pi)s") % {"pi": payment.stripe_payment_intent or payment.pk}
 
 
 class Payment(models.Model):
@@ -78,6 +100,14 @@ class Payment(models.Model):
         help_text=_("The Stripe refund of this duplicate, made once from the back office."),
     )
 
+    lifecycle = Lifecycle(
+        choices=PaymentStatus,
+        transitions=PAYMENT_TRANSITIONS,
+        event_model="billing.PaymentEvent",
+        subject_field="payment",
+        describe=_describe,
+    )
+
     class Meta:
         ordering = ["-created_at", "-pk"]
         verbose_name = _("payment")
@@ -85,6 +115,19 @@ class Payment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.invoice_id} {self.method} {self.amount} {self.status}"
+
+
+class PaymentEvent(LifecycleEvent):
+    payment = models.ForeignKey(
+        Payment, on_delete=models.CASCADE, related_name="events", verbose_name=_("payment")
+    )
+
+    class Meta(LifecycleEvent.Meta):
+        verbose_name = _("payment event")
+        verbose_name_plural = _("payment events")
+
+    def __str__(self) -> str:
+        return f"{self.payment_id}: {self.from_label()} → {self.to_label()}"
 
 
 class StripeEventStatus(models.TextChoices):

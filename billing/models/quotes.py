@@ -32,8 +32,8 @@ from inventory.models import Currency, GPUModel, NodeType, Site
 
 __all__ = [
     "CNAPS_RE",
-    "QUOTE_CUSTOMER_VISIBLE",
     "QUOTE_EDITABLE",
+    "QUOTE_SENT_STATUSES",
     "QUOTE_TRANSITIONS",
     "SWIFT_RE",
     "Estimate",
@@ -112,14 +112,18 @@ QUOTE_TRANSITIONS: dict[str, frozenset[str]] = {
     QuoteStatus.EXPIRED: frozenset(),
     QuoteStatus.SUPERSEDED: frozenset(),
 }
-# What a customer may see of an organisation's quotes: those sent to it (drafts and quotes
-# awaiting approval are the sales team's business).
-QUOTE_CUSTOMER_VISIBLE = (
-    QuoteStatus.SENT,
-    QuoteStatus.ACCEPTED,
-    QuoteStatus.REJECTED,
-    QuoteStatus.EXPIRED,
-    QuoteStatus.SUPERSEDED,
+# A quote sent to its customer, and whatever became of it since. The one set for two
+# facts that must not drift apart: these are what a customer may see of an organisation's
+# quotes (drafts and quotes awaiting approval are the sales team's business), and their
+# content can no longer change, so their PDF is rendered once and kept.
+QUOTE_SENT_STATUSES = frozenset(
+    {
+        QuoteStatus.SENT,
+        QuoteStatus.ACCEPTED,
+        QuoteStatus.REJECTED,
+        QuoteStatus.EXPIRED,
+        QuoteStatus.SUPERSEDED,
+    }
 )
 # Statuses in which the quote's content may still change (editing withdraws an approval).
 QUOTE_EDITABLE = (QuoteStatus.DRAFT, QuoteStatus.PENDING_APPROVAL, QuoteStatus.APPROVED)

@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 from billing.models import (
+    ORDER_PAID_STATUSES,
     Invoice,
     InvoiceStatus,
     Order,
-    OrderStatus,
 )
 from inventory.models import ACTIVE_RESERVATION_STATUSES, Node
-
-PAID_STATUSES = (
-    OrderStatus.PAID,
-    OrderStatus.PROVISIONING,
-    OrderStatus.VALIDATING,
-    OrderStatus.READY,
-    OrderStatus.ENDED,
-)
 
 
 def order_first_invoice(order: Order) -> Invoice | None:
@@ -35,7 +27,7 @@ def order_open_invoice(order: Order) -> Invoice | None:
 def order_later_open_invoice(order: Order) -> Invoice | None:
     """An open invoice of a later period (or of usage) of a paid order: the first period
     is paid with the order, the later ones are paid on their own."""
-    if order.status not in PAID_STATUSES:
+    if order.status not in ORDER_PAID_STATUSES:
         return None
     return (
         Invoice.objects.filter(order=order, status=InvoiceStatus.ISSUED)

@@ -75,19 +75,6 @@ def invoices_move(
     )
 
 
-def payment_deadline(*, quote: Quote, method: str, now: datetime | None = None) -> datetime:
-    """The deadline of an order for ``quote`` paid by ``method`` (see ``hold_terms``)."""
-    terms = hold_terms(
-        site=quote.site,
-        start_date=quote.start_date,
-        method=method,
-        quote_expires_at=quote.expires_at,
-        self_service=not quote.created_by.is_staff,
-        now=now,
-    )
-    return terms.pay_by
-
-
 def order_create_from_quote(
     *, quote: Quote, actor: Actor, payment_method: str = PaymentMethod.BANK_TRANSFER
 ) -> Order:
@@ -327,7 +314,7 @@ def invoice_mark_paid_by_transfer(
             _("The transfer of %(amount)s is more than the %(due)s still due on invoice %(n)s.")
             % {"amount": amount, "due": due, "n": invoice.number}
         )
-    Payment.objects.create(
+    payment = Payment.objects.create(
         invoice=invoice,
         method=PaymentMethod.BANK_TRANSFER,
         status=PaymentStatus.SUCCEEDED,
@@ -336,10 +323,11 @@ def invoice_mark_paid_by_transfer(
         reference=reference,
         succeeded_at=timezone.now(),
     )
+    comment = _("Bank transfer %(ref)s.") % {"ref": reference}
+    lifecycle.record_creation([payment], actor=actor, reason=comment)
     invoice.paid_reference = reference
     invoice.marked_paid_by = actor
     invoice.save(update_fields=["paid_reference", "marked_paid_by"])
-    comment = _("Bank transfer %(ref)s.") % {"ref": reference}
     # After a partial transfer an open card payment asks for too much: cancel it so that
     # it cannot take more than is now due (a new one is made for the rest). A full
     # transfer leaves it: one that still succeeds is flagged a duplicate to refund.
@@ -347,17 +335,22 @@ def invoice_mark_paid_by_transfer(
         list(
             Payment.objects.filter(
                 invoice=invoice, status=PaymentStatus.PENDING, stripe_payment_intent__isnull=False
-            ).values_list("stripe_payment_intent", flat=True)
+            )
         )
         if amount < due
         else []
     )
     if stale:
-        Payment.objects.filter(stripe_payment_intent__in=stale).update(
-            status=PaymentStatus.FAILED,
-            failure_message=_("Replaced: a bank transfer paid part of the invoice."),
+        replaced = _("Replaced: a bank transfer paid part of the invoice.")
+        lifecycle.transition_many(
+            stale,
+            to=PaymentStatus.FAILED,
+            actor=actor,
+            reason=replaced,
+            updates={"failure_message": replaced},
         )
-        jobs.enqueue("billing.tasks.payment_intents_cancel", stale, invoice.order.number)
+        intents = [p.stripe_payment_intent for p in stale]
+        jobs.enqueue("billing.tasks.payment_intents_cancel", intents, invoice.order.number)
     if amount < due:
         lifecycle.record_note(
             [invoice],

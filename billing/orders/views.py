@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.models import Membership
 from accounts.throttle import client_ip
-from billing.models import QUOTE_CUSTOMER_VISIBLE, Order, Quote, QuoteStatus
+from billing.models import QUOTE_SENT_STATUSES, Order, Quote, QuoteStatus
 from billing.orders import acceptance
 from billing.quotes import documents as quote_pdf
 from billing.quotes import services as quote_services
@@ -26,7 +26,7 @@ def _quote_for(request: HttpRequest, token: str) -> Quote:
     quote = (
         Quote.objects.select_related("organisation", "site", "created_by", "price_book")
         .prefetch_related("lines")
-        .filter(token=token, status__in=QUOTE_CUSTOMER_VISIBLE)
+        .filter(token=token, status__in=QUOTE_SENT_STATUSES)
         .first()
     )
     if quote is None:
@@ -52,7 +52,7 @@ def quote_public(request: HttpRequest, token: str) -> HttpResponse:
         {
             "quote": quote,
             "lines": quote.lines.all(),
-            "newer": newer if newer and newer.status in QUOTE_CUSTOMER_VISIBLE else None,
+            "newer": newer if newer and newer.status in QUOTE_SENT_STATUSES else None,
             "can_decide": quote.status == QuoteStatus.SENT,
             "order": order,
             "expiry": quote.expiry,

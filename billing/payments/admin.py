@@ -24,6 +24,7 @@ from billing.models import (
     Invoice,
     InvoiceEvent,
     Payment,
+    PaymentEvent,
     PaymentStatus,
     StripeEvent,
 )
@@ -63,6 +64,17 @@ class InvoiceEventInline(ReadOnlyInline):
     verbose_name_plural = gettext_lazy("status history")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[InvoiceEvent]:
+        return super().get_queryset(request).select_related("actor")
+
+
+class PaymentEventInline(ReadOnlyInline):
+    model = PaymentEvent
+    fields = ("created_at", "from_label", "to_label", "actor", "reason")
+    readonly_fields = fields
+    show_change_link = False
+    verbose_name_plural = gettext_lazy("status history")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[PaymentEvent]:
         return super().get_queryset(request).select_related("actor")
 
 
@@ -231,6 +243,7 @@ class PaymentAdmin(ReadOnlyAdmin):
     list_select_related = ("invoice", "duplicate_of")
     list_filter = (DuplicateFilter, "status", "method", "currency")
     search_fields = ("invoice__number", "reference", "stripe_payment_intent")
+    inlines = (PaymentEventInline,)
     actions = ("refund_duplicates",)
 
     @admin.display(description=gettext_lazy("duplicate"))

@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 
 from billing import stripe_api
 from billing.models import (
+    ORDER_PAID_STATUSES,
     Invoice,
     InvoiceStatus,
     Order,
@@ -32,7 +33,7 @@ from billing.models import (
     PaymentStatus,
     StripeEventStatus,
 )
-from billing.orders.selectors import PAID_STATUSES, order_later_open_invoice, order_open_invoice
+from billing.orders.selectors import order_later_open_invoice, order_open_invoice
 from billing.orders.services import invoice_amount_paid
 from core import lifecycle
 from core.errors import DomainError
@@ -92,7 +93,7 @@ def order_payment_state(
     Only our own records make an order paid; Stripe's ``redirect_status`` is a hint for
     the failed case while the webhook is on its way.
     """
-    if order.status in PAID_STATUSES:
+    if order.status in ORDER_PAID_STATUSES:
         return "paid", None
     if order.status != OrderStatus.AWAITING_PAYMENT:
         return "closed", None
@@ -173,8 +174,12 @@ def payment_card_start(*, order: Order, actor: Actor) -> tuple[Payment, str]:
                     "amount"
                 ] == stripe_api.to_minor_units(due, invoice.currency):
                     if existing.status == PaymentStatus.FAILED:
-                        existing.status = PaymentStatus.PENDING
-                        existing.save(update_fields=["status"])
+                        lifecycle.transition(
+                            existing,
+                            to=PaymentStatus.PENDING,
+                            actor=actor,
+                            reason=_("The card payment is tried again on the same intent."),
+                        )
                     return existing, intent["client_secret"]
             intent = stripe_api.payment_intent_create(
                 amount=due,
@@ -191,7 +196,7 @@ def payment_card_start(*, order: Order, actor: Actor) -> tuple[Payment, str]:
                     "by bank transfer."
                 )
             ) from exc
-        payment, _created = Payment.objects.get_or_create(
+        payment, created = Payment.objects.get_or_create(
             stripe_payment_intent=intent["id"],
             defaults={
                 "invoice": invoice,
@@ -200,6 +205,8 @@ def payment_card_start(*, order: Order, actor: Actor) -> tuple[Payment, str]:
                 "amount": due,
             },
         )
+        if created:
+            lifecycle.record_creation([payment], actor=actor, reason=_("Created."))
         return payment, intent["client_secret"]
 
 
@@ -369,21 +376,23 @@ def refunded_total_apply(
         )
     if total <= payment.amount_refunded:
         return processed()
-    payment.amount_refunded = total
-    fields = ["amount_refunded"]
+    note = _(
+        "Refund recorded (%(src)s): %(total)s %(cur)s of %(amount)s refunded so far. "
+        "Provisioning is not reversed automatically; staff decide whether to end the "
+        "service."
+    ) % {"src": source, "total": total, "cur": payment.currency, "amount": payment.amount}
     if total >= payment.amount and payment.status == PaymentStatus.SUCCEEDED:
-        payment.status = PaymentStatus.REFUNDED
-        fields.append("status")
-    payment.save(update_fields=fields)
-    order = Order.objects.get(pk=payment.invoice.order_id)
-    lifecycle.record_note(
-        [order],
-        actor=actor,
-        reason=_(
-            "Refund recorded (%(src)s): %(total)s %(cur)s of %(amount)s refunded so far. "
-            "Provisioning is not reversed automatically; staff decide whether to end the "
-            "service."
+        lifecycle.transition(
+            payment,
+            to=PaymentStatus.REFUNDED,
+            actor=actor,
+            reason=note,
+            updates={"amount_refunded": total},
+            locked=True,
         )
-        % {"src": source, "total": total, "cur": payment.currency, "amount": payment.amount},
-    )
+    else:
+        payment.amount_refunded = total
+        payment.save(update_fields=["amount_refunded"])
+    order = Order.objects.get(pk=payment.invoice.order_id)
+    lifecycle.record_note([order], actor=actor, reason=note)
     return processed()

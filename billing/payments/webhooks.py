@@ -271,7 +271,7 @@ def _payment_for_intent(intent: dict[str, Any]) -> Payment | None:
     if invoice is None:
         return None
     order_lock(invoice.order_id)
-    Payment.objects.get_or_create(
+    made, created = Payment.objects.get_or_create(
         stripe_payment_intent=pi_id,
         defaults={
             "invoice": invoice,
@@ -280,6 +280,8 @@ def _payment_for_intent(intent: dict[str, Any]) -> Payment | None:
             "amount": invoice.gross_total - invoice_amount_paid(invoice),
         },
     )
+    if created:
+        lifecycle.record_creation([made], reason=_("Created."))
     return Payment.objects.select_for_update().get(stripe_payment_intent=pi_id)
 
 
@@ -335,14 +337,8 @@ def _on_intent_succeeded(payload: dict[str, Any]) -> Outcome:
         payment.provider_succeeded_at = stamp  # the earliest Stripe reported, never later
         fields.append("provider_succeeded_at")
     if payment.status not in (PaymentStatus.SUCCEEDED, PaymentStatus.REFUNDED):
-        payment.status = PaymentStatus.SUCCEEDED
-        payment.succeeded_at = timezone.now()
-        payment.failure_message = ""
-        payment.method = _method_of(intent) or payment.method
-        fields += ["status", "succeeded_at", "failure_message", "method"]
-        if payment.amount_refunded >= payment.amount:
-            payment.status = PaymentStatus.REFUNDED
-    if fields:
+        _intent_succeeded_record(payment, intent, stamped=fields)
+    elif fields:
         payment.save(update_fields=fields)
     _payer_settle(invoice=invoice, order=invoice.order)
     payment.refresh_from_db(fields=["duplicate_of"])
@@ -370,6 +366,35 @@ def _on_intent_succeeded(payload: dict[str, Any]) -> Outcome:
     return processed()
 
 
+def _intent_succeeded_record(payment: Payment, intent: dict[str, Any], stamped: list[str]) -> None:
+    """Move a pending or failed (locked) payment to succeeded, with the fields of
+    ``stamped`` already set on it; on to refunded when refunds reported before this
+    event already cover it."""
+    method = _method_of(intent) or payment.method
+    payment.method = method  # the reason names the method the customer used
+    lifecycle.transition(
+        payment,
+        to=PaymentStatus.SUCCEEDED,
+        reason=_("Paid by %(method)s (Stripe %(pi)s).")
+        % {"method": payment.get_method_display(), "pi": intent.get("id")},
+        updates={
+            **{name: getattr(payment, name) for name in stamped},
+            "succeeded_at": timezone.now(),
+            "failure_message": "",
+            "method": method,
+        },
+        locked=True,
+    )
+    if payment.amount_refunded >= payment.amount:
+        lifecycle.transition(
+            payment,
+            to=PaymentStatus.REFUNDED,
+            reason=_("Payment %(pi)s was refunded in full before it was processed; order not paid.")
+            % {"pi": intent.get("id")},
+            locked=True,
+        )
+
+
 def _on_intent_failed(payload: dict[str, Any]) -> Outcome:
     intent = _object(payload)
     payment = _payment_for_intent(intent)
@@ -385,10 +410,17 @@ def _on_intent_failed(payload: dict[str, Any]) -> Outcome:
         )
     error = intent.get("last_payment_error") or {}
     message = str(error.get("message") or "") or _("The payment failed.")
-    if (payment.status, payment.failure_message) != (PaymentStatus.FAILED, message):
-        payment.status = PaymentStatus.FAILED
+    if payment.status != PaymentStatus.FAILED:
+        lifecycle.transition(
+            payment,
+            to=PaymentStatus.FAILED,
+            reason=message,
+            updates={"failure_message": message},
+            locked=True,
+        )
+    elif payment.failure_message != message:
         payment.failure_message = message
-        payment.save(update_fields=["status", "failure_message"])
+        payment.save(update_fields=["failure_message"])
     return processed()
 
 

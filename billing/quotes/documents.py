@@ -37,12 +37,12 @@ from billing.documents.common import (
 )
 from billing.documents.numerals import rmb_upper
 from billing.models import (
+    QUOTE_SENT_STATUSES,
     AddonPrice,
     ItemKind,
     Quote,
     QuoteDocument,
     QuoteLine,
-    QuoteStatus,
     TaxCategory,
     tax_category_reason,
 )
@@ -58,15 +58,7 @@ from inventory.models import Fabric
 logger = logging.getLogger(__name__)
 
 # Statuses whose content can no longer change: their PDF is rendered once and kept.
-FROZEN_STATUSES = frozenset(
-    {
-        QuoteStatus.SENT,
-        QuoteStatus.ACCEPTED,
-        QuoteStatus.REJECTED,
-        QuoteStatus.EXPIRED,
-        QuoteStatus.SUPERSEDED,
-    }
-)
+FROZEN_STATUSES = QUOTE_SENT_STATUSES
 
 
 def _configurations(quote: Quote) -> list[dict[str, Any]]:

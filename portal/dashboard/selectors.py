@@ -23,7 +23,7 @@ from accounts.selectors import display_name
 from billing.dunning import services as dunning
 from billing.invoicing import services as invoicing
 from billing.models import (
-    QUOTE_CUSTOMER_VISIBLE,
+    QUOTE_SENT_STATUSES,
     Contract,
     ContractDocument,
     ContractDocumentKind,
@@ -85,7 +85,7 @@ def order_list_for_org(organisation: Organisation) -> list[Order]:
 def quote_list_for_org(organisation: Organisation) -> QuerySet[Quote]:
     """Quotes sent to the organisation (every version), newest first."""
     return (
-        Quote.objects.filter(organisation=organisation, status__in=QUOTE_CUSTOMER_VISIBLE)
+        Quote.objects.filter(organisation=organisation, status__in=QUOTE_SENT_STATUSES)
         .select_related("site")
         .order_by("-created_at", "-pk")
     )

@@ -6,11 +6,12 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from decimal import Decimal
+from io import StringIO
 
 import pytest
 from django.core import mail
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
 
@@ -289,3 +290,34 @@ def test_the_customer_signs_in_the_portal(demo, client):
     assert contract.signed_user_agent == "Browser/1.0"
     assert contract.signed_ip == "127.0.0.1"
     assert contract.signed_sha256 == draft.sha256
+
+
+def test_the_chain_command_says_ok_and_names_the_first_broken_link(demo):
+    order = make_order(demo)
+    contract = Contract.objects.get(order=order)
+    other = Contract.objects.get(order=make_order(demo))
+    for c in (contract, other):
+        cs.audit_append(contract=c, kind="note", actor=demo["sales"], text="first")
+        cs.audit_append(contract=c, kind="note", text="second")
+        cs.audit_append(contract=c, kind="note", text="third")
+    out = StringIO()
+    call_command("contract_verify_chain", stdout=out)
+    assert f"{contract.number}: ok" in out.getvalue()
+    assert f"{Contract.objects.count()} contract chains intact." in out.getvalue()
+    # A tampered row: the command names it (the first broken link) and exits 1.
+    second = contract.audit.get(detail__text="second")
+    second.detail = {"text": "changed"}
+    second.save()
+    out = StringIO()
+    with pytest.raises(CommandError) as raised:
+        call_command("contract_verify_chain", stdout=out)
+    assert raised.value.returncode == 1
+    assert f"{contract.number}: BROKEN at entry {second.seq} (note" in out.getvalue()
+    assert f"{other.number}: ok" in out.getvalue()
+    assert cs.audit_first_break(contract) == second
+    # Only the contracts named; an unknown number is an error.
+    out = StringIO()
+    call_command("contract_verify_chain", other.number, stdout=out)
+    assert contract.number not in out.getvalue()
+    with pytest.raises(CommandError, match="No contract C-XX"):
+        call_command("contract_verify_chain", "C-XX-1", stdout=StringIO())

@@ -64,6 +64,12 @@ def test_a_partial_transfer_leaves_the_invoice_open_and_the_card_pays_the_rest(d
     )
     opened.refresh_from_db()
     assert opened.status == PaymentStatus.FAILED
+    replaced = opened.events.get(to_status=PaymentStatus.FAILED)
+    assert (replaced.from_status, replaced.actor) == (PaymentStatus.PENDING, demo["admin"])
+    transfer = invoice.payments.get(reference="CMB-1")
+    assert list(transfer.events.values_list("from_status", "to_status", "actor")) == [
+        ("", PaymentStatus.SUCCEEDED, demo["admin"].pk)
+    ]
     assert any(
         name == "billing.tasks.payment_intents_cancel" and args[0] == [opened.stripe_payment_intent]
         for message in OutboxMessage.objects.all()

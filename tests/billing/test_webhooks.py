@@ -1,8 +1,6 @@
 """The Stripe webhook, offline: payloads signed with the test secret exactly as Stripe
 signs them, never with verification skipped."""
 
-import hashlib
-import hmac
 import json
 import time
 from datetime import timedelta
@@ -27,6 +25,7 @@ from billing.orders.services import order_expire_unpaid
 from billing.payments import services as payments
 from billing.payments import webhooks
 from inventory.models import ReservationStatus
+from tests.billing.stripe_helpers import webhook_signature_header
 from tests.billing.test_payments import make_order, reservations
 
 pytestmark = pytest.mark.django_db
@@ -37,9 +36,7 @@ URL = "/stripe/webhook"
 
 def sign(body: bytes, secret: str = SECRET, timestamp: int | None = None) -> str:
     """The ``Stripe-Signature`` header as Stripe builds it."""
-    t = int(time.time()) if timestamp is None else timestamp
-    mac = hmac.new(secret.encode(), f"{t}.".encode() + body, hashlib.sha256).hexdigest()
-    return f"t={t},v1={mac}"
+    return webhook_signature_header(body, secret, timestamp)
 
 
 def post(client, event: dict, **headers):
@@ -389,6 +386,14 @@ def test_a_failure_then_a_retry_that_succeeds(
     payment.refresh_from_db()
     order.refresh_from_db()
     assert payment.status == PaymentStatus.SUCCEEDED and order.status == OrderStatus.PAID
+    # Each move of the payment has its event row, in order, with why.
+    moves = list(payment.events.values_list("from_status", "to_status", "reason"))
+    assert [(f, t) for f, t, _why in moves] == [
+        ("", PaymentStatus.PENDING),
+        (PaymentStatus.PENDING, PaymentStatus.FAILED),
+        (PaymentStatus.FAILED, PaymentStatus.SUCCEEDED),
+    ]
+    assert moves[1][2] == "Your card was declined."
 
 
 # --- Refunds ----------------------------------------------------------------------------
@@ -430,6 +435,9 @@ def test_refunds_are_recorded_idempotently_and_never_shrink(
     assert payment.amount_refunded == payment.amount
     assert payment.status == PaymentStatus.REFUNDED
     assert notes.count() == 2
+    refunded = payment.events.get(to_status=PaymentStatus.REFUNDED)
+    assert refunded.from_status == PaymentStatus.SUCCEEDED
+    assert refunded.reason.startswith("Refund recorded")
     # Provisioning is not reversed automatically: the order stays paid for staff to decide.
     assert order.status == OrderStatus.PAID
     assert provisioning_calls == [(order.pk, "queued")]
@@ -582,7 +590,7 @@ def test_the_signature_is_checked_on_the_raw_bytes_before_decoding(settings):
     # Bytes signed differently never get as far as decoding.
     with pytest.raises(stripe_api.SignatureVerificationError):
         stripe_api.webhook_event_construct(body, sign(body.replace(b"\xff", b"\xfe")))
-    header = stripe_api.webhook_signature_header(body, SECRET)
+    header = webhook_signature_header(body, SECRET)
     with pytest.raises(stripe_api.InvalidPayload):
         stripe_api.webhook_event_construct(body, header)
 

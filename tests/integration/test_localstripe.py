@@ -28,6 +28,7 @@ from billing.models import (
 )
 from billing.payments import services as payments
 from inventory.models import Reservation, ReservationStatus
+from tests.billing import stripe_helpers
 from tests.billing.test_payments import make_order
 from tests.polling import wait_until
 
@@ -100,7 +101,7 @@ def test_card_payment_through_localstripe_pays_the_order_by_the_signed_webhook(
     again, _secret = payments.payment_card_start(order=order, actor=demo["customer"])
     assert again.pk == payment.pk
 
-    confirmed = stripe_api.payment_intent_confirm(
+    confirmed = stripe_helpers.payment_intent_confirm(
         payment.stripe_payment_intent, payment_method="pm_card_visa"
     )
     assert confirmed["status"] == "succeeded"
@@ -150,7 +151,7 @@ def test_a_declined_card_leaves_the_order_awaiting_payment(demo, webhook, eager_
     order = make_order(demo)
     payment, _secret = payments.payment_card_start(order=order, actor=demo["customer"])
     with pytest.raises(stripe_api.StripeError):
-        stripe_api.payment_intent_confirm(
+        stripe_helpers.payment_intent_confirm(
             payment.stripe_payment_intent, payment_method="pm_card_chargeCustomerFail"
         )
     wait_until(
