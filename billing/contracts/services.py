@@ -26,6 +26,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from accounts.models import MemberRole, Membership
+from billing.contracts import documents as contract_documents
 from billing.contracts.gate import needs_contract, order_release_for_provisioning
 from billing.documents.numbers import next_number
 from billing.models import (
@@ -38,7 +39,7 @@ from billing.models import (
     SigningCode,
 )
 from billing.pricing.periods import site_today
-from core import jobs, lifecycle
+from core import lifecycle
 from core.errors import DomainError
 from core.types import Actor
 from core.validators import name_check
@@ -163,7 +164,7 @@ def contract_draft(
         order=order.number,
         amends=amends.number if amends else "",
     )
-    jobs.enqueue("billing.tasks.document_render_contract", contract.pk, contract.language)
+    contract_documents.DRAFT.ask(contract)
     return contract
 
 
@@ -386,7 +387,7 @@ def contract_countersign(*, contract: Contract, actor: Actor) -> Contract:
             name=actor.get_full_name() or actor.get_username(),
             signed_sha256=locked.signed_sha256,
         )
-        jobs.enqueue("billing.tasks.document_seal_contract", locked.pk, locked.language)
+        contract_documents.SEALED.ask(locked)
     order_release_for_provisioning(order=locked.order, actor=actor)
     return locked
 

@@ -32,6 +32,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from billing.models import (
+    ORDER_IN_SERVICE_STATUSES,
     ContractStatus,
     DunningAction,
     DunningNotice,
@@ -57,12 +58,7 @@ NOTICE_EMAIL_TASK = "billing.tasks.dunning_notice_email"
 SUSPENSION_EMAIL_TASK = "billing.tasks.suspension_email"
 
 # Orders whose first payment opened the service: their later invoices are dunned.
-DUNNED_ORDER_STATUSES = (
-    OrderStatus.PAID,
-    OrderStatus.PROVISIONING,
-    OrderStatus.VALIDATING,
-    OrderStatus.READY,
-)
+DUNNED_ORDER_STATUSES = ORDER_IN_SERVICE_STATUSES
 # Only a delivered order has running nodes to power off; others wait for the next run.
 SUSPENDABLE_ORDER_STATUSES = (OrderStatus.READY,)
 # Invoices that no longer keep an order suspended.

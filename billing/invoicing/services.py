@@ -32,6 +32,7 @@ from django.utils.translation import override
 from accounts.models import Organisation
 from billing.documents.numbers import next_number
 from billing.models import (
+    ORDER_IN_SERVICE_STATUSES,
     AddonPrice,
     Invoice,
     InvoiceLine,
@@ -54,12 +55,7 @@ logger = logging.getLogger(__name__)
 CENT = Decimal("0.01")
 EGRESS_CODE = "egress"
 # Orders whose later periods are issued: the first period was paid and the rental runs.
-ISSUING_STATUSES = (
-    OrderStatus.PAID,
-    OrderStatus.PROVISIONING,
-    OrderStatus.VALIDATING,
-    OrderStatus.READY,
-)
+ISSUING_STATUSES = ORDER_IN_SERVICE_STATUSES
 # A period issued late (after it started) still gives the customer this long to pay.
 LATE_ISSUE_PAY_DAYS = 3
 

@@ -17,8 +17,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from billing.invoicing import documents as invoices
-from billing.models import Invoice, Quote, QuoteDocument, QuoteStatus
-from billing.quotes.documents import FROZEN_STATUSES
+from billing.models import QUOTE_SENT_STATUSES, Invoice, Quote, QuoteDocument, QuoteStatus
 from core import jobs, outbox
 
 # How far back the invoice sweep looks (invoice documents are checked in Python).
@@ -64,7 +63,7 @@ def documents_sweep(
         quote=OuterRef("pk"), language=OuterRef("language"), created_at__gte=OuterRef("sent_at")
     )
     missing = (
-        Quote.objects.filter(status__in=FROZEN_STATUSES, sent_at__lte=cutoff)
+        Quote.objects.filter(status__in=QUOTE_SENT_STATUSES, sent_at__lte=cutoff)
         .exclude(pk__in=[pk for pk, _language in unsent])
         .exclude(Exists(final_document))
         .values_list("pk", "language")

@@ -58,7 +58,6 @@ from inventory.models import Fabric
 logger = logging.getLogger(__name__)
 
 # Statuses whose content can no longer change: their PDF is rendered once and kept.
-FROZEN_STATUSES = QUOTE_SENT_STATUSES
 
 
 def _configurations(quote: Quote) -> list[dict[str, Any]]:
@@ -315,7 +314,7 @@ def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
             "running_right_css": css_content(f"{quote.number} v{quote.version} · {party}"),
             "footer_left_css": css_content(f"{the_provider.name} · {the_provider.website}"),
             "issued": issued,
-            "is_final": quote.status in FROZEN_STATUSES,
+            "is_final": quote.status in QUOTE_SENT_STATUSES,
             "term_label": quote.get_term_display(),
             "duration_label": duration_label(quote.term, quote.duration),
             "end_date": _last_day(quote),
@@ -365,7 +364,7 @@ class QuoteKind(DocumentKind[Quote, QuoteDocument]):
     def is_current(
         self, document: QuoteDocument, owner: Quote, *, since: datetime | None = None
     ) -> bool:
-        if owner.status in FROZEN_STATUSES:
+        if owner.status in QUOTE_SENT_STATUSES:
             # The final document, not a draft rendered before sending.
             return owner.sent_at is None or document.created_at >= owner.sent_at
         return since is not None and document.created_at >= since
@@ -377,13 +376,16 @@ class QuoteKind(DocumentKind[Quote, QuoteDocument]):
         """The quote's PDF, stored with its SHA-256 (see the module docstring)."""
         quote = self.refreshed(owner)
         language = self.language(quote, language)
-        frozen = quote.status in FROZEN_STATUSES
+        frozen = quote.status in QUOTE_SENT_STATUSES
         if frozen:
             found = self.stored(quote, language=language)
             if found is not None:
                 return found
         data = self.render(quote, language=language)
-        if not frozen and Quote.objects.filter(pk=quote.pk, status__in=FROZEN_STATUSES).exists():
+        if (
+            not frozen
+            and Quote.objects.filter(pk=quote.pk, status__in=QUOTE_SENT_STATUSES).exists()
+        ):
             # Sent while this draft was rendering: render (and store) the final document.
             return self.document(quote, language=language)
         return self.store(quote, language=language, data=data)

@@ -29,7 +29,7 @@ from django.db import transaction
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from billing.models import Order, OrderStatus, Renewal
+from billing.models import ORDER_IN_SERVICE_STATUSES, Order, Renewal
 from billing.orders.acceptance import quote_accept
 from billing.orders.selectors import order_nodes
 from billing.quotes.services import common as quote_common
@@ -41,12 +41,7 @@ from core.errors import DomainError
 logger = logging.getLogger(__name__)
 
 EMAIL_TASK = "billing.tasks.renewal_email"
-RENEWABLE_STATUSES = (
-    OrderStatus.PAID,
-    OrderStatus.PROVISIONING,
-    OrderStatus.VALIDATING,
-    OrderStatus.READY,
-)
+RENEWABLE_STATUSES = ORDER_IN_SERVICE_STATUSES
 
 
 @dataclass

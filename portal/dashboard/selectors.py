@@ -23,6 +23,7 @@ from accounts.selectors import display_name
 from billing.dunning import services as dunning
 from billing.invoicing import services as invoicing
 from billing.models import (
+    ORDER_PAID_STATUSES,
     QUOTE_SENT_STATUSES,
     Contract,
     ContractDocument,
@@ -297,13 +298,7 @@ def payable_invoice(order: Order, now: datetime) -> Invoice | None:
             for i in order.invoices.all()
             if i.status == InvoiceStatus.ISSUED and i.period_seq != 1
         ]
-        paid = order.status in (
-            OrderStatus.PAID,
-            OrderStatus.PROVISIONING,
-            OrderStatus.VALIDATING,
-            OrderStatus.READY,
-            OrderStatus.ENDED,
-        )
+        paid = order.status in ORDER_PAID_STATUSES
         return later[0] if paid and later else None
     if order.payment_due_at is not None and now >= order.payment_due_at:
         return None

@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from billing.models import Quote
+from billing.models import QUOTE_SENT_STATUSES, Quote
 from billing.quotes import documents as quote_pdf
 
 
@@ -52,7 +52,7 @@ class Command(BaseCommand):
         out: Path = options["out"]
         if not out.parent.is_dir():
             raise CommandError(f"No such folder: {out.parent}")
-        if quote.status in quote_pdf.FROZEN_STATUSES:
+        if quote.status in QUOTE_SENT_STATUSES:
             document = quote_pdf.quote_document(quote=quote, language=language)
             with document.file.open("rb") as fh:
                 data = fh.read()
