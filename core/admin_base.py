@@ -144,3 +144,16 @@ class SiteTimeZoneMixin:
             if hasattr(response, "render") and not getattr(response, "is_rendered", True):
                 response.render()
         return response
+
+
+class LifecycleEventInline(ReadOnlyInline):
+    """A lifecycle's event rows (``core.models.LifecycleEvent``) on its subject's page:
+    when, from, to, who and why. Subclasses name the ``model``."""
+
+    fields = ("created_at", "from_label", "to_label", "actor", "reason")
+    readonly_fields = fields
+    show_change_link = False
+    verbose_name_plural = gettext_lazy("status history")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).select_related("actor")

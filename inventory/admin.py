@@ -32,6 +32,7 @@ from import_export.results import Result
 from core.admin_base import (
     DomainErrorMessagesMixin,
     EventStatusFilter,
+    LifecycleEventInline,
     ReadOnlyAdmin,
     ReadOnlyInline,
     SiteTimeZoneMixin,
@@ -362,15 +363,8 @@ class NodeReservationInline(ReadOnlyInline):
         return super().get_queryset(request).select_related("created_by")
 
 
-class NodeEventInline(ReadOnlyInline):
+class NodeEventInline(LifecycleEventInline):
     model = NodeEvent
-    fields = ("created_at", "from_label", "to_label", "actor", "reason")
-    readonly_fields = fields
-    show_change_link = False
-    verbose_name_plural = gettext_lazy("status history")
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[NodeEvent]:
-        return super().get_queryset(request).select_related("actor")
 
 
 @admin.register(Node)
@@ -576,14 +570,8 @@ class MaintenanceWindowAdmin(SiteTimeZoneMixin, DomainErrorMessagesMixin, admin.
 # --- Reservations -----------------------------------------------------------------------
 
 
-class ReservationEventInline(ReadOnlyInline):
+class ReservationEventInline(LifecycleEventInline):
     model = ReservationEvent
-    fields = ("created_at", "from_label", "to_label", "actor", "reason")
-    readonly_fields = fields
-    show_change_link = False
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[ReservationEvent]:
-        return super().get_queryset(request).select_related("actor")
 
 
 @admin.register(Reservation)

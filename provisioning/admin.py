@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy, ngettext
 
-from core.admin_base import ReadOnlyAdmin, ReadOnlyInline
+from core.admin_base import LifecycleEventInline, ReadOnlyAdmin, ReadOnlyInline
 from core.errors import DomainError
 from provisioning.models import (
     NodeValidation,
@@ -92,11 +92,8 @@ class ReportInline(ReadOnlyInline):
     show_change_link = False
 
 
-class EventInline(ReadOnlyInline):
+class EventInline(LifecycleEventInline):
     model = ValidationRunEvent
-    fields = ("created_at", "from_label", "to_label", "actor", "reason")
-    readonly_fields = fields
-    show_change_link = False
 
 
 @admin.register(ValidationRun)

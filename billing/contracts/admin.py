@@ -9,14 +9,12 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from billing.contracts import services as contract_services
 from billing.models import Contract, ContractAuditEntry, ContractEvent
-from core.admin_base import ReadOnlyAdmin, ReadOnlyInline
+from core.admin_base import LifecycleEventInline, ReadOnlyAdmin, ReadOnlyInline
 from core.errors import DomainError, IllegalTransition
 
 
-class ContractEventInline(ReadOnlyInline):
+class ContractEventInline(LifecycleEventInline):
     model = ContractEvent
-    fields = ("created_at", "from_label", "to_label", "actor", "reason")
-    readonly_fields = fields
 
 
 class ContractAuditInline(ReadOnlyInline):

@@ -3,30 +3,20 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import HttpRequest
-from django.utils.translation import gettext_lazy
 
 from billing.models import (
     Order,
     OrderEvent,
 )
 from core.admin_base import (
+    LifecycleEventInline,
     ReadOnlyAdmin,
-    ReadOnlyInline,
     SiteTimeZoneMixin,
 )
 
 
-class OrderEventInline(ReadOnlyInline):
+class OrderEventInline(LifecycleEventInline):
     model = OrderEvent
-    fields = ("created_at", "from_label", "to_label", "actor", "reason")
-    readonly_fields = fields
-    show_change_link = False
-    verbose_name_plural = gettext_lazy("status history")
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[OrderEvent]:
-        return super().get_queryset(request).select_related("actor")
 
 
 @admin.register(Order)

@@ -31,6 +31,7 @@ from billing.models import (
 from billing.orders import services as order_services
 from billing.payments import services as payment_services
 from core.admin_base import (
+    LifecycleEventInline,
     ReadOnlyAdmin,
     ReadOnlyInline,
     SiteTimeZoneMixin,
@@ -56,26 +57,12 @@ class BankTransferForm(forms.Form):
     )
 
 
-class InvoiceEventInline(ReadOnlyInline):
+class InvoiceEventInline(LifecycleEventInline):
     model = InvoiceEvent
-    fields = ("created_at", "from_label", "to_label", "actor", "reason")
-    readonly_fields = fields
-    show_change_link = False
-    verbose_name_plural = gettext_lazy("status history")
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[InvoiceEvent]:
-        return super().get_queryset(request).select_related("actor")
 
 
-class PaymentEventInline(ReadOnlyInline):
+class PaymentEventInline(LifecycleEventInline):
     model = PaymentEvent
-    fields = ("created_at", "from_label", "to_label", "actor", "reason")
-    readonly_fields = fields
-    show_change_link = False
-    verbose_name_plural = gettext_lazy("status history")
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[PaymentEvent]:
-        return super().get_queryset(request).select_related("actor")
 
 
 class PaymentInline(ReadOnlyInline):

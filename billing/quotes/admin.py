@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import HttpRequest
 from django.utils.translation import gettext_lazy
 
 from billing.documents import common as document_common
@@ -17,6 +15,7 @@ from billing.models import (
 )
 from billing.pricing.admin import percent
 from core.admin_base import (
+    LifecycleEventInline,
     ReadOnlyAdmin,
     ReadOnlyInline,
     SiteTimeZoneMixin,
@@ -74,15 +73,8 @@ class QuoteLineInline(ReadOnlyInline):
         return document_common.periods_text(obj.periods, obj.period_unit)
 
 
-class QuoteEventInline(ReadOnlyInline):
+class QuoteEventInline(LifecycleEventInline):
     model = QuoteEvent
-    fields = ("created_at", "from_label", "to_label", "actor", "reason")
-    readonly_fields = fields
-    show_change_link = False
-    verbose_name_plural = gettext_lazy("status history")
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[QuoteEvent]:
-        return super().get_queryset(request).select_related("actor")
 
 
 @admin.register(Quote)
