@@ -1,9 +1,10 @@
 """Admin for metered usage: the records and the CSV import (preview, then confirm).
 
-The import is django-import-export's, with :class:`~billing.invoicing.resources.
-UsageRecordResource`: the preview is a dry run that lists every row's problems (row,
-column and reason); the confirm step imports the whole file in one transaction, or
-nothing of it. Who may import: whoever may see the usage records, as before.
+The import is django-import-export's, with the usage resource
+(:class:`~billing.invoicing.resources.UsageRecordPreviewResource`): the preview is a dry
+run that lists every row's problems (row, column and reason); the confirm step imports
+the whole file in one transaction, or nothing of it. Who may import: whoever may see the
+usage records, as before.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from import_export.admin import ImportMixin
 from import_export.formats import base_formats
 from import_export.results import Result, RowResult
 
-from billing.invoicing.resources import UsageCSV, UsageRecordResource, import_errors
+from billing.invoicing.resources import UsageCSV, UsageRecordPreviewResource, import_errors
 from billing.models import UsageRecord
 from core.admin_base import ReadOnlyAdmin
 from core.csv import CSVFileError, not_csv_message
@@ -39,7 +40,7 @@ class UsageRecordAdmin(ImportMixin, ReadOnlyAdmin):
     change_list_template = "billing/admin_usage_changelist.html"
     import_export_change_list_template = None
     import_template_name = "admin/billing/usage_import.html"
-    resource_classes = [UsageRecordResource]
+    resource_classes = [UsageRecordPreviewResource]
     # Records say who imported them (recorded_by); no admin log entry per row.
     skip_admin_log = True
 
