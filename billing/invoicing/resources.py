@@ -28,7 +28,6 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import tablib
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError
 from django.db.models import Model
@@ -40,7 +39,7 @@ from import_export.results import Result
 
 from billing.models import Order, OrderStatus, UsageMetric, UsageRecord
 from core.csv import CSVFileError, EscapedCSV, LineNumberedDataset, read_csv
-from core.types import Actor
+from core.types import Actor, actor_or_none
 
 #: The columns, in the order errors are listed within a row.
 COLUMNS = ("external_id", "order", "metric", "day", "quantity", "node")
@@ -269,7 +268,7 @@ class UsageRecordResource(resources.ModelResource):
     def __init__(self, *, source: str = "csv", actor: Actor = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.source = source
-        self.actor: AbstractBaseUser | None = actor if getattr(actor, "pk", None) else None
+        self.actor = actor_or_none(actor)
         self._seen: set[tuple[str, str]] = set()
         self._not_objects: set[int] = set()
 
@@ -288,9 +287,8 @@ class UsageRecordResource(resources.ModelResource):
         super().before_import(dataset, **kwargs)
         self._seen = set()
         self._not_objects = set(getattr(dataset, "not_objects", ()))
-        user = kwargs.get("user")
-        if getattr(user, "pk", None):
-            self.actor = user
+        if kwargs.get("user") is not None:
+            self.actor = actor_or_none(kwargs["user"])
 
     def import_instance(self, instance: UsageRecord, row: dict[str, Any], **kwargs: Any) -> None:
         if kwargs.get("row_number") in self._not_objects:
