@@ -1,4 +1,11 @@
-"""Admin for metered usage: the records and the CSV upload."""
+"""Admin for metered usage: the records and the CSV import (preview, then confirm).
+
+The import is django-import-export's, with the usage resource
+(:class:`~billing.invoicing.resources.UsageRecordPreviewResource`): the preview is a dry
+run that lists every row's problems (row, column and reason); the confirm step imports
+the whole file in one transaction, or nothing of it. Who may import: whoever may see the
+usage records, as before.
+"""
 
 from __future__ import annotations
 
@@ -6,79 +13,105 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
-from django.template.response import TemplateResponse
-from django.urls import path
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, ngettext
+from django.utils.translation import ngettext
+from import_export.admin import ImportMixin
+from import_export.formats import base_formats
+from import_export.results import Result, RowResult
 
-from billing.invoicing.usage import UsageImportError, usage_import_csv
-from billing.models import (
-    UsageRecord,
-)
+from billing.invoicing.resources import UsageCSV, UsageRecordPreviewResource, import_errors
+from billing.models import UsageRecord
 from core.admin_base import ReadOnlyAdmin
+from core.csv import CSVFileError, not_csv_message
 
-
-class UsageUploadForm(forms.Form):
-    file = forms.FileField(
-        label=gettext_lazy("CSV file"),
-        help_text=gettext_lazy(
-            "Columns: external_id, order, day (YYYY-MM-DD), quantity (TB), and optionally "
-            "metric and node. Nothing is stored when any row is wrong."
-        ),
-    )
+#: The preview lists at most this many problems as messages (the page shows them all).
+IMPORT_ERRORS_LISTED = 20
 
 
 @admin.register(UsageRecord)
-class UsageRecordAdmin(ReadOnlyAdmin):
+class UsageRecordAdmin(ImportMixin, ReadOnlyAdmin):
     list_display = ("order", "day", "metric", "quantity", "external_id", "source", "invoice")
     list_select_related = ("order", "invoice")
     list_filter = ("metric", "source")
     search_fields = ("order__number", "external_id", "node_hostname")
+    # The changelist's own "Import usage (CSV)" link, not import-export's second button.
     change_list_template = "billing/admin_usage_changelist.html"
+    import_export_change_list_template = None
+    import_template_name = "admin/billing/usage_import.html"
+    resource_classes = [UsageRecordPreviewResource]
+    # Records say who imported them (recorded_by); no admin log entry per row.
+    skip_admin_log = True
 
-    def get_urls(self) -> list[Any]:
-        return [
-            path(
-                "import/",
-                self.admin_site.admin_view(self.import_view),
-                name="billing_usagerecord_import",
-            ),
-            *super().get_urls(),
-        ]
+    def get_import_formats(self) -> list[type[base_formats.Format]]:
+        return [UsageCSV]
 
-    def import_view(self, request: HttpRequest) -> HttpResponse:
-        """Staff upload a usage CSV: all rows are stored, or none with every problem."""
-        if not request.user.has_perm("billing.view_usagerecord"):
-            raise PermissionDenied
-        errors: list[str] = []
-        form = UsageUploadForm(request.POST or None, request.FILES or None)
-        if request.method == "POST" and form.is_valid():
-            try:
-                text = form.cleaned_data["file"].read().decode("utf-8-sig")
-                result = usage_import_csv(text=text, source="csv", actor=request.user)
-            except UnicodeDecodeError:
-                errors = [_("The file must be UTF-8 text.")]
-            except UsageImportError as exc:
-                errors = [str(e) for e in exc.errors]
-            else:
-                messages.success(
-                    request,
-                    ngettext(
-                        "Usage imported: %(new)s new record, %(same)s already recorded.",
-                        "Usage imported: %(new)s new records, %(same)s already recorded.",
-                        result.created,
-                    )
-                    % {"new": result.created, "same": result.unchanged},
-                )
-                return redirect("admin:billing_usagerecord_changelist")
-        context = {
-            **self.admin_site.each_context(request),
-            "title": _("Import usage (CSV)"),
-            "opts": self.model._meta,
-            "form": form,
-            "errors": errors,
-        }
-        return TemplateResponse(request, "billing/admin_usage_import.html", context)
+    def has_import_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("billing.view_usagerecord")
+
+    def get_import_resource_kwargs(self, request: HttpRequest, **kwargs: Any) -> dict[str, Any]:
+        return {"source": "csv", "actor": request.user}
+
+    def add_data_read_fail_error_to_form(self, form: forms.Form, e: Exception) -> None:
+        if isinstance(e, CSVFileError):
+            message = e.message
+        elif isinstance(e, UnicodeError):
+            message = not_csv_message()
+        else:
+            message = _("This file cannot be read as CSV (%(error)s).") % {"error": e}
+        form.add_error("import_file", message)
+
+    def _report_import_errors(self, request: HttpRequest, result: Result) -> None:
+        errors = import_errors(result)
+        messages.error(
+            request, _("Nothing was imported. Correct these rows and upload the file again:")
+        )
+        for error in errors[:IMPORT_ERRORS_LISTED]:
+            messages.error(request, str(error))
+        if len(errors) > IMPORT_ERRORS_LISTED:
+            messages.error(
+                request,
+                _("… and %(count)d more.") % {"count": len(errors) - IMPORT_ERRORS_LISTED},
+            )
+
+    def _import_url(self) -> str:
+        return reverse("admin:billing_usagerecord_import", current_app=self.admin_site.name)
+
+    def import_action(self, request: HttpRequest, **kwargs: Any) -> HttpResponse:
+        """The upload and its preview (a dry run: every problem is listed)."""
+        response = super().import_action(request, **kwargs)
+        context = getattr(response, "context_data", None)
+        if context is not None:
+            context["title"] = _("Import usage (CSV)")
+            result = context.get("result")
+            if result is not None and (result.has_errors() or result.has_validation_errors()):
+                self._report_import_errors(request, result)
+        return response
+
+    def process_import(self, request: HttpRequest, **kwargs: Any) -> HttpResponse:
+        try:
+            return super().process_import(request, **kwargs)
+        except CSVFileError as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(self._import_url())
+
+    def process_result(self, result: Result, request: HttpRequest) -> HttpResponse:
+        # The confirm step: the data may have changed since the preview. Then the
+        # resource has rolled everything back; say why instead of claiming success.
+        if result.has_errors() or result.has_validation_errors():
+            self._report_import_errors(request, result)
+            return HttpResponseRedirect(self._import_url())
+        return super().process_result(result, request)
+
+    def add_success_message(self, result: Result, request: HttpRequest) -> None:
+        created = result.totals[RowResult.IMPORT_TYPE_NEW]
+        messages.success(
+            request,
+            ngettext(
+                "Usage imported: %(new)s new record, %(same)s already recorded.",
+                "Usage imported: %(new)s new records, %(same)s already recorded.",
+                created,
+            )
+            % {"new": created, "same": result.totals[RowResult.IMPORT_TYPE_SKIP]},
+        )

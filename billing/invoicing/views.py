@@ -5,7 +5,9 @@ Who may post: a metering system with the token in ``PORTAL_USAGE_API_TOKEN``
 201 ``{"created": n, "unchanged": m}``; 400 ``{"errors": [{"row", "field", "message"}]}``
 with nothing stored; 401 / 403 without the right credentials.
 
-JSON body: ``{"records": [{"external_id", "order", "day", "quantity", "metric"?, "node"?}]}``.
+JSON body: ``{"records": [{"external_id", "order", "day", "quantity", "metric"?, "node"?}]}``;
+the records become a dataset and are imported by the same resource as a CSV
+(``billing.invoicing.resources``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
-from billing.invoicing.usage import UsageImportError, usage_import, usage_import_csv
+from billing.invoicing.usage import UsageImportError, usage_import_csv, usage_import_records
 
 MAX_BODY = 5 * 1024 * 1024
 
@@ -66,7 +68,7 @@ def _import(request: HttpRequest, *, actor: Any) -> HttpResponse:
                         }
                     ]
                 )
-            result = usage_import(rows=records, source="api", actor=actor)
+            result = usage_import_records(records=records, source="api", actor=actor)
     except UnicodeDecodeError:
         return _errors([{"row": 0, "field": "file", "message": _("The body must be UTF-8.")}])
     except json.JSONDecodeError:

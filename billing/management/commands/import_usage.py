@@ -1,4 +1,5 @@
-"""``manage.py import_usage FILE.csv``: import metered usage (all rows or none)."""
+"""``manage.py import_usage FILE.csv``: import metered usage (all rows or none), through
+the same resource as the admin and the API (``billing.invoicing.resources``)."""
 
 from __future__ import annotations
 
