@@ -37,7 +37,7 @@ from import_export import fields, resources, widgets
 from import_export.instance_loaders import BaseInstanceLoader
 from import_export.results import Result
 
-from billing.models import Order, OrderStatus, UsageMetric, UsageRecord
+from billing.models import ORDER_PAID_STATUSES, Order, UsageMetric, UsageRecord
 from core.csv import CSVFileError, EscapedCSV, LineNumberedDataset, read_csv
 from core.types import Actor, actor_or_none
 
@@ -47,13 +47,7 @@ REQUIRED = ("external_id", "order", "day", "quantity")
 MAX_ROWS = 20_000
 MAX_QUANTITY = Decimal("1000000")
 #: Usage is recorded for orders that ran (not for lapsed or cancelled ones).
-METERED_STATUSES = (
-    OrderStatus.PAID,
-    OrderStatus.PROVISIONING,
-    OrderStatus.VALIDATING,
-    OrderStatus.READY,
-    OrderStatus.ENDED,
-)
+METERED_STATUSES = ORDER_PAID_STATUSES
 
 
 @dataclass(frozen=True)
