@@ -54,8 +54,8 @@ def worker_env(tmp_path, **extra: str) -> dict[str, str]:
         "DJANGO_MEDIA_ROOT": str(tmp_path / "media"),
         "PORTAL_PROVISIONING_AUTOSTART": "1",
         "PORTAL_HARDWARE_DRIVER": "simulated",
-        # Realistic step times (an OS install 15 min) replayed at 1/500: about 2 s.
-        "PORTAL_SIMULATED_TIME_SCALE": "0.002",
+        # Realistic step times (an OS install 15 min) replayed at 1/1000: about 1 s.
+        "PORTAL_SIMULATED_TIME_SCALE": "0.001",
         "PORTAL_SIMULATED_FAILURE_RATE": "0",
         "PORTAL_PROVISIONING_STEP_RETRIES": "1",
         "PORTAL_PROVISIONING_RETRY_BACKOFF_S": "0.1",
@@ -173,7 +173,12 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_finishes(demo, settings
     order, _booked = paid_order(demo, nodes=4)
     # A long deadline: the reaper is called below as if two hours had passed (every lease
     # of a dead worker expired) without failing the run for its deadline.
-    env = worker_env(tmp_path, PORTAL_PROVISIONING_DEADLINE_MIN_PER_NODE="600")
+    # At 1/500 a step lasts long enough to kill the worker in the middle of one.
+    env = worker_env(
+        tmp_path,
+        PORTAL_PROVISIONING_DEADLINE_MIN_PER_NODE="600",
+        PORTAL_SIMULATED_TIME_SCALE="0.002",
+    )
     first = Worker(broker, env=env)
     total = 4 * 10
     try:
