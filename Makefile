@@ -24,7 +24,7 @@ test: setup services ## Lint and the whole test suite against PostgreSQL and Red
 	$(VENV)/bin/lint-imports --no-logo
 	@# mypy runs beside pytest (its output comes first); either failing fails make test.
 	$(VENV)/bin/mypy & types=$$!; \
-	$(VENV)/bin/pytest -n $(TEST_WORKERS) --maxprocesses=7 --dist=load --create-db; tests=$$?; \
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --maxprocesses=7 --dist=worksteal --create-db; tests=$$?; \
 	wait $$types; checked=$$?; \
 	if [ $$checked -ne 0 ]; then echo "make test: mypy failed (see its output above)" >&2; fi; \
 	[ $$tests -eq 0 ] && [ $$checked -eq 0 ]

@@ -19,13 +19,16 @@ test databases between runs (migrations only when they changed: ``--create-db`` 
 from __future__ import annotations
 
 import copy
+import importlib
 import io
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.apps import apps as django_apps
 from django.core.management import call_command
 from django.db import connection, transaction
+from django.db.models.signals import post_migrate
 from pytest_django.fixtures import validate_django_db
 
 from tests import factories
@@ -106,6 +109,23 @@ class SeededDemo:
         """A copy for one test (it may change the instances in memory freely)."""
         assert self._objects is not None
         return copy.deepcopy(self._objects)
+
+
+def _migrated_data_back(sender: Any, **kwargs: Any) -> None:
+    """After a flush (a transactional test's teardown), put back what the data migrations
+    wrote, so the next test sees a database as ``migrate`` leaves it: the standard dunning
+    policy (``billing`` 0011). The validation rules come back by their own
+    ``post_migrate`` hook (``provisioning/apps.py``)."""
+    if sender.label == "billing":
+        migration = importlib.import_module("billing.migrations.0011_seed_dunning_policy")
+        migration.seed(django_apps, None)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _data_migrations_survive_flushes() -> Iterator[None]:
+    post_migrate.connect(_migrated_data_back, dispatch_uid="tests-migrated-data-back")
+    yield
+    post_migrate.disconnect(dispatch_uid="tests-migrated-data-back")
 
 
 @pytest.fixture(scope="session")
