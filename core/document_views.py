@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import urlencode
 
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from core.documents import DocumentKind
 from core.models import StoredDocument
 
 RELOAD_SECONDS = 3
@@ -75,3 +77,29 @@ def stored_or_preparing(
     response["Retry-After"] = str(RELOAD_SECONDS)
     response["Cache-Control"] = "no-store"
     return response
+
+
+def kind_response(
+    request: HttpRequest,
+    *,
+    kind: DocumentKind[Any, Any],
+    owner: Any,
+    language: str,
+    fresh: bool = False,
+    filename: str,
+    title: str,
+    heading: str,
+    back_url: str,
+) -> HttpResponse:
+    """:func:`stored_or_preparing` for one document kind's owner in ``language``;
+    ``fresh``: only a file rendered after the first request is served (a quote whose
+    status may just have changed)."""
+    return stored_or_preparing(
+        request,
+        find=lambda since: kind.stored(owner, language=language, since=since if fresh else None),
+        ask=lambda: kind.ask(owner, language=language),
+        filename=filename,
+        title=title,
+        heading=heading,
+        back_url=back_url,
+    )

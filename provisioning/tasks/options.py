@@ -16,3 +16,11 @@ IDEMPOTENT: dict[str, Any] = {
     "retry_backoff": True,
     "max_retries": 5,
 }
+# Beat sweeps: safe to run twice (each finds what is still to do), acknowledged late, two
+# minutes to finish.
+SWEEP: dict[str, Any] = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "soft_time_limit": 120,
+    "time_limit": 150,
+}

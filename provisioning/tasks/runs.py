@@ -32,7 +32,7 @@ from provisioning.models import (
     RunNode,
     RunNodeState,
 )
-from provisioning.tasks.options import DB_ERRORS, IDEMPOTENT
+from provisioning.tasks.options import DB_ERRORS, IDEMPOTENT, SWEEP
 
 logger = logging.getLogger(__name__)
 
@@ -71,10 +71,7 @@ def provisioning_start(order_id: int) -> str:
 @shared_task(
     name="provisioning.tasks.provisioning_start_due_task",
     queue=CeleryQueue.PROVISIONING,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    soft_time_limit=120,
-    time_limit=150,
+    **SWEEP,
 )
 def provisioning_start_due_task() -> int:
     """Beat: start the runs of released orders whose provisioning time has come."""
@@ -191,10 +188,7 @@ def provisioning_clean_finish(run_id: int, launch: int) -> str:
 @shared_task(
     name="provisioning.tasks.provisioning_reaper_task",
     queue=CeleryQueue.PROVISIONING,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    soft_time_limit=120,
-    time_limit=150,
+    **SWEEP,
 )
 def provisioning_reaper_task() -> dict[str, int]:
     """Beat: resume runs whose worker died, fail runs past their deadline."""
@@ -204,10 +198,7 @@ def provisioning_reaper_task() -> dict[str, int]:
 @shared_task(
     name="provisioning.tasks.provisioning_end_due_orders_task",
     queue=CeleryQueue.PROVISIONING,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    soft_time_limit=120,
-    time_limit=150,
+    **SWEEP,
 )
 def provisioning_end_due_orders_task() -> int:
     """Beat: ready orders past their end are ended and their nodes cleaned."""

@@ -11,16 +11,18 @@ from django.utils.translation import gettext as _
 
 from billing.models import Quote
 from billing.quotes import documents as quote_pdf
-from core.document_views import stored_or_preparing
+from core.document_views import kind_response
 
 
 def quote_pdf_response(
     request: HttpRequest, *, quote: Quote, language: str, filename: str, back_url: str
 ) -> HttpResponse:
-    return stored_or_preparing(
+    return kind_response(
         request,
-        find=lambda since: quote_pdf.QUOTE.stored(quote, language=language, since=since),
-        ask=lambda: quote_pdf.QUOTE.ask(quote, language=language),
+        kind=quote_pdf.QUOTE,
+        owner=quote,
+        language=language,
+        fresh=True,
         filename=filename,
         title=_("Quote %(number)s: PDF being prepared") % {"number": quote.number},
         heading=_("Quote %(number)s v%(version)s")

@@ -14,7 +14,7 @@ from billing.credits import documents as credit_note_pdf
 from billing.invoicing import documents as invoices
 from billing.quotes.views import documents as quote_documents
 from core.csv import csv_download, write_csv
-from core.document_views import stored_or_preparing
+from core.document_views import kind_response
 from portal.dashboard import selectors
 from portal.dashboard.views.common import order_or_404, page_language
 from provisioning.validation import report as acceptance_report
@@ -46,10 +46,11 @@ def invoice_pdf(request: HttpRequest, number: str) -> HttpResponse:
     if invoice is None:
         raise Http404
     language = page_language(request)
-    return stored_or_preparing(
+    return kind_response(
         request,
-        find=lambda since: invoices.INVOICE.stored(invoice, language=language),
-        ask=lambda: invoices.INVOICE.ask(invoice, language=language),
+        kind=invoices.INVOICE,
+        owner=invoice,
+        language=language,
         filename=f"{invoice.number}.pdf",
         title=_("%(number)s: PDF being prepared") % {"number": invoice.number},
         heading=invoice.number,
@@ -66,10 +67,11 @@ def acceptance_report_pdf(request: HttpRequest, number: str, run_id: int) -> Htt
     if run is None:
         raise Http404
     language = page_language(request)
-    return stored_or_preparing(
+    return kind_response(
         request,
-        find=lambda since: acceptance_report.ACCEPTANCE_REPORT.stored(run, language=language),
-        ask=lambda: acceptance_report.ACCEPTANCE_REPORT.ask(run, language=language),
+        kind=acceptance_report.ACCEPTANCE_REPORT,
+        owner=run,
+        language=language,
         filename=f"acceptance-{number}-{run.pk}.pdf",
         title=_("Acceptance report: PDF being prepared"),
         heading=_("Acceptance report of order %(number)s") % {"number": number},
@@ -84,10 +86,11 @@ def credit_note_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
     if note is None:
         raise Http404
     language = page_language(request)
-    return stored_or_preparing(
+    return kind_response(
         request,
-        find=lambda since: credit_note_pdf.CREDIT_NOTE.stored(note, language=language),
-        ask=lambda: credit_note_pdf.CREDIT_NOTE.ask(note, language=language),
+        kind=credit_note_pdf.CREDIT_NOTE,
+        owner=note,
+        language=language,
         filename=f"{note.number}.pdf",
         title=_("%(number)s: PDF being prepared") % {"number": note.number},
         heading=note.number,
