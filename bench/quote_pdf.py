@@ -158,7 +158,7 @@ def main() -> int:
     try:
         t0 = time.perf_counter()
         setup(tmp)
-        from billing.quotes import documents as quote_pdf
+        from billing.quotes import documents as quote_documents
         from core import pdf
 
         quote = make_quote()
@@ -174,7 +174,7 @@ def main() -> int:
             f"emailed {'yes' if quote.emailed_at else 'NO'}"
         )
         t1 = time.perf_counter()
-        context = quote_pdf.quote_context(quote, language="zh-hans")
+        context = quote_documents.quote_context(quote, language="zh-hans")
         print(f"context (database reads) {(time.perf_counter() - t1) * 1000:.1f} ms")
 
         pages = len(pdf.render_document("pdf/quote.html", context, language="zh-hans").pages)
@@ -184,7 +184,7 @@ def main() -> int:
             args.save.mkdir(parents=True, exist_ok=True)
             for lang in ("zh-hans", "en"):
                 out = args.save / f"quote-bench-{lang}.pdf"
-                out.write_bytes(quote_pdf.render_quote_pdf(quote=quote, language=lang))
+                out.write_bytes(quote_documents.render_quote_pdf(quote=quote, language=lang))
                 print(f"saved {out}")
 
         quote_ms = time_runs(

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 
 from accounts.models import Organisation
-from billing.contracts import documents as contract_pdf
+from billing.contracts import documents as contract_documents
 from billing.contracts import services as contract_services
 from billing.contracts import signatures
 from billing.models import CONTRACT_SIGNED, Contract, ContractStatus
@@ -59,7 +59,7 @@ def demo_signed_contract() -> Contract:
         existing = Contract.objects.get(order=order)
     contract = existing
     if contract.status == ContractStatus.DRAFTED:
-        draft = contract_pdf.draft_document(contract=contract)
+        draft = contract_documents.draft_document(contract=contract)
         contract_services.contract_document_rendered(contract=contract, document=draft)
         _row, code = contract_services.signing_code_issue(contract=contract, user=customer)
         contract_services.contract_sign(
@@ -76,7 +76,7 @@ def demo_signed_contract() -> Contract:
         contract.refresh_from_db()
     if contract.status == ContractStatus.CUSTOMER_SIGNED:
         contract_services.contract_countersign(contract=contract, actor=manager)
-    sealed = contract_pdf.sealed_document(contract=contract)
+    sealed = contract_documents.sealed_document(contract=contract)
     contract_services.contract_sealed(contract=contract, document=sealed.document)
     contract.refresh_from_db()
     return contract

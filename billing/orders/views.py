@@ -14,7 +14,7 @@ from accounts.models import Membership
 from accounts.throttle import client_ip
 from billing.models import QUOTE_SENT_STATUSES, Order, Quote, QuoteStatus
 from billing.orders import acceptance
-from billing.quotes import documents as quote_pdf
+from billing.quotes import documents as quote_documents
 from billing.quotes import services as quote_services
 from billing.quotes.views import documents
 from core.errors import DomainError, NotEnoughCapacity
@@ -56,7 +56,7 @@ def quote_public(request: HttpRequest, token: str) -> HttpResponse:
             "can_decide": quote.status == QuoteStatus.SENT,
             "order": order,
             "expiry": quote.expiry,
-            "holds": quote_pdf.quote_holds(quote) if quote.status == QuoteStatus.SENT else [],
+            "holds": quote_documents.quote_holds(quote) if quote.status == QuoteStatus.SENT else [],
             "default_name": request.user.get_full_name() if request.user.is_authenticated else "",
         },
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from billing.contracts import documents as contract_pdf
+from billing.contracts import documents as contract_documents
 from billing.models import Contract, SellerEntity
 from billing.orders import acceptance
 from billing.quotes import services as qs
@@ -42,7 +42,7 @@ def _contract(demo, site_key: str) -> Contract:
 
 def _text(contract: Contract, language: str, tmp_path: Path) -> str:
     path = tmp_path / f"contract-{language}.pdf"
-    path.write_bytes(contract_pdf.render_contract_pdf(contract=contract, language=language))
+    path.write_bytes(contract_documents.render_contract_pdf(contract=contract, language=language))
     out = subprocess.run(
         ["pdftotext", "-layout", str(path), "-"], capture_output=True, text=True, check=True
     ).stdout

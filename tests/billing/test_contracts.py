@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from billing.contracts import documents as contract_pdf
+from billing.contracts import documents as contract_documents
 from billing.contracts import gate, signatures
 from billing.contracts import services as cs
 from billing.models import (
@@ -75,7 +75,7 @@ def sign(contract, user, *, code=None, sha=None, title="CTO"):
     if code is None:
         cs.signing_code_send(contract=contract, user=user)
         code = re.search(r" is (\d{6})\.", mail.outbox[-1].body)[1]
-    draft = contract_pdf.draft_document(contract=contract)
+    draft = contract_documents.draft_document(contract=contract)
     return cs.contract_sign(
         contract=contract,
         user=user,
@@ -94,7 +94,7 @@ def signed_contract(demo):
     contract = Contract.objects.get(order=order)
     sign(contract, demo["customer"])
     cs.contract_countersign(contract=contract, actor=demo["manager"])
-    sealed = contract_pdf.sealed_document(contract=contract)
+    sealed = contract_documents.sealed_document(contract=contract)
     cs.contract_sealed(contract=contract, document=sealed.document)
     contract.refresh_from_db()
     return contract, sealed.document
@@ -119,11 +119,11 @@ def test_the_contract_pdf_has_every_clause_in_both_languages(demo):
         ("en", ["Equipment schedule", "Article 13", "Export control", "Annex A", "99.9%"]),
         ("zh-hans", ["H100"]),
     ):
-        html = contract_pdf.contract_context(contract, language=language)
+        html = contract_documents.contract_context(contract, language=language)
         assert html["restricted"], "H100 is export-controlled"
         from core.pdf import render_html
 
-        text = render_html(contract_pdf.TEMPLATE, html, language=language)
+        text = render_html(contract_documents.TEMPLATE, html, language=language)
         for word in words:
             assert word in text, (language, word)
         for hostname in order.quote.placement["groups"][0]["hostnames"]:
@@ -264,7 +264,7 @@ def test_seed_demo_prints_a_signed_contract(db, media, settings, capsys):
 def test_the_customer_signs_in_the_portal(demo, client):
     order = make_order(demo)
     contract = Contract.objects.get(order=order)
-    draft = contract_pdf.draft_document(contract=contract)
+    draft = contract_documents.draft_document(contract=contract)
     client.force_login(demo["customer"])
     page = client.get(reverse("dashboard_order", args=[order.number]))
     assert "the signed contract" in page.content.decode()

@@ -12,7 +12,7 @@ from django.utils.translation import override
 
 from billing.pricing.engine import HOURS_PER_MONTH, gpu_equivalent
 from billing.pricing.periods import site_today
-from billing.quotes import documents as quote_pdf
+from billing.quotes import documents as quote_documents
 from billing.quotes import services as qs
 
 
@@ -61,7 +61,7 @@ def test_the_quote_pdf_shows_gpu_hours(demo, tmp_path):
         extra_discount=Decimal("0"),
     )
     path = tmp_path / "q.pdf"
-    path.write_bytes(quote_pdf.render_quote_pdf(quote=quote, language="en"))
+    path.write_bytes(quote_documents.render_quote_pdf(quote=quote, language="en"))
     text = subprocess.run(
         ["pdftotext", str(path), "-"], capture_output=True, text=True, check=True
     ).stdout

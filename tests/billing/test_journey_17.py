@@ -20,7 +20,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from billing.models import FreeService, QuoteDocument
-from billing.quotes import documents as quote_pdf
+from billing.quotes import documents as quote_documents
 from billing.quotes import services as qs
 from billing.quotes.services.emails import quote_email_send
 from billing.tasks import documents as tasks
@@ -49,7 +49,7 @@ def _asked_renders() -> list:
         args
         for m in OutboxMessage.objects.all()
         for name, args in m.steps
-        if name == quote_pdf.RENDER_TASK
+        if name == quote_documents.RENDER_TASK
     ]
 
 
@@ -157,18 +157,18 @@ def test_hong_kong_bare_metal_quotes_state_buy_one_get_one_and_admin_times_are_h
     quote = qs.quote_send(
         quote=_quote(demo, site="hk", node_type="e5", nodes=2), actor=demo["sales"]
     )
-    [note] = quote_pdf.promotion_notes(quote)
+    [note] = quote_documents.promotion_notes(quote)
     assert "for every 1 Bare-metal E5 node paid for, 1 more is free" in note
     assert "On this quote 1 of 2 nodes are free." in note
-    assert quote_pdf.promotion_notes(_quote(demo)) == []  # Shenzhen H100: no promotion
+    assert quote_documents.promotion_notes(_quote(demo)) == []  # Shenzhen H100: no promotion
 
     path = tmp_path / "q.pdf"
-    path.write_bytes(quote_pdf.render_quote_pdf(quote=quote, language="en"))
+    path.write_bytes(quote_documents.render_quote_pdf(quote=quote, language="en"))
     text = " ".join(
         subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True).stdout.split()
     )
     assert "On this quote 1 of 2 nodes are free." in text and "ICP" not in text
-    path.write_bytes(quote_pdf.render_quote_pdf(quote=quote, language="zh-hans"))
+    path.write_bytes(quote_documents.render_quote_pdf(quote=quote, language="zh-hans"))
     text_zh = "".join(
         subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True).stdout.split()
     )

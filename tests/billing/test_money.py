@@ -13,7 +13,7 @@ from django.utils import translation
 
 from accounts.models import Membership, Organisation
 from billing import stripe_api
-from billing.credits import documents as credit_note_pdf
+from billing.credits import documents as credit_note_documents
 from billing.credits import services as credits
 from billing.invoicing import services as invoicing
 from billing.models import CreditNote, InvoiceStatus, OrderStatus, PaymentStatus, Refund
@@ -172,7 +172,7 @@ def test_refunds_and_credit_notes_have_gapless_numbers_of_their_own(demo, fake_s
     assert_gapless(Refund.objects.values_list("number", flat=True))
     assert n2.number.endswith("000002")
     # The credit note's PDF is rendered and kept with its SHA-256.
-    document = credit_note_pdf.credit_note_document(note=n1, language="zh-hans")
+    document = credit_note_documents.credit_note_document(note=n1, language="zh-hans")
     assert len(document.sha256) == 64 and document.file.read(4) == b"%PDF"
 
 

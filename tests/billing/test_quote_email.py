@@ -15,7 +15,7 @@ from django.utils import translation
 
 from billing.models import Quote, QuoteDocument
 from billing.pricing.periods import site_today
-from billing.quotes import documents as quote_pdf
+from billing.quotes import documents as quote_documents
 from billing.quotes.services import ItemSpec, quote_create, quote_send
 from billing.tasks import documents as document_tasks
 from billing.tasks import quotes as quote_tasks
@@ -115,7 +115,7 @@ def test_render_task_is_idempotent_and_email_uses_an_existing_document(
     def must_not_render(*args, **kwargs):
         raise AssertionError("rendered again")
 
-    monkeypatch.setattr(quote_pdf.QUOTE, "render", must_not_render)
+    monkeypatch.setattr(quote_documents.QUOTE, "render", must_not_render)
     assert document_tasks.document_render_quote.delay(quote.pk, "zh-hans").get() == sha
     assert quote_tasks.quote_email(quote.pk) == "sent"
     assert pdf.sha256_of(mail.outbox[0].attachments[0][1]) == sha

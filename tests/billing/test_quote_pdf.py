@@ -23,7 +23,7 @@ from weasyprint.urls import FatalURLFetchingError
 from billing.documents.numerals import rmb_upper
 from billing.models import AddonPrice, FreeService, NodePrice, Quote, QuoteDocument
 from billing.pricing.periods import site_today
-from billing.quotes import documents as quote_pdf
+from billing.quotes import documents as quote_documents
 from billing.quotes.services import ItemSpec, quote_create, quote_send
 from core import pdf
 from inventory.models import Site
@@ -130,7 +130,7 @@ def make_quote(demo, *, language="zh-hans", send=True, notes="", **kw):
 @pytest.mark.django_db
 def test_chinese_pdf_text_totals_fonts_and_amount_in_words(demo, tmp_path):
     quote = make_quote(demo)
-    document = quote_pdf.quote_document(quote=quote, language="zh-hans")
+    document = quote_documents.quote_document(quote=quote, language="zh-hans")
     data = stored_bytes(document)
     assert data.startswith(b"%PDF")
     text = pdf_text(data, tmp_path)
@@ -170,7 +170,7 @@ def test_chinese_pdf_text_totals_fonts_and_amount_in_words(demo, tmp_path):
 @pytest.mark.django_db
 def test_english_pdf_text_and_page_numbers(demo, tmp_path):
     quote = make_quote(demo, language="en")
-    data = stored_bytes(quote_pdf.quote_document(quote=quote, language="en"))
+    data = stored_bytes(quote_documents.quote_document(quote=quote, language="en"))
     text = pdf_text(data, tmp_path)
     flat = compact(pdf_text(data, tmp_path, layout=False))
     pages = pdf_pages(data, tmp_path)
@@ -201,7 +201,7 @@ def test_hong_kong_quote_has_no_rmb_amount_in_words(demo, tmp_path):
         ],
     )
     assert quote.currency == "HKD"
-    data = quote_pdf.render_quote_pdf(quote=quote, language="zh-hans")
+    data = quote_documents.render_quote_pdf(quote=quote, language="zh-hans")
     text = pdf_text(data, tmp_path)
     flat = compact(pdf_text(data, tmp_path, layout=False))
     assert amount(quote.gross_total) in text
@@ -225,7 +225,7 @@ def test_long_quote_repeats_the_table_header_on_every_page(demo, tmp_path):
         ],
     ]
     quote = make_quote(demo, language="en", items=items, send=False)
-    data = quote_pdf.render_quote_pdf(quote=quote, language="en")
+    data = quote_documents.render_quote_pdf(quote=quote, language="en")
     pages = pdf_pages(data, tmp_path)
     assert pages >= 2
     text = pdf_text(data, tmp_path)
@@ -246,7 +246,7 @@ def test_user_text_is_escaped_and_fetches_nothing(demo, tmp_path, monkeypatch):
     monkeypatch.setattr(socket, "getaddrinfo", no_network)
     notes = '<img src="http://evil.example/x.png"> <b>bold</b> & more'
     quote = make_quote(demo, language="en", send=False, notes=notes)
-    data = quote_pdf.render_quote_pdf(quote=quote, language="en")
+    data = quote_documents.render_quote_pdf(quote=quote, language="en")
     assert '<img src="http://evil.example/x.png"> <b>bold</b> & more' in pdf_text(data, tmp_path)
 
 
@@ -256,7 +256,7 @@ def test_user_text_is_escaped_and_fetches_nothing(demo, tmp_path, monkeypatch):
 @pytest.mark.django_db
 def test_sent_quote_document_is_stored_once_with_its_sha256(demo, monkeypatch):
     quote = make_quote(demo)
-    document = quote_pdf.quote_document(quote=quote, language="zh-hans")
+    document = quote_documents.quote_document(quote=quote, language="zh-hans")
     data = stored_bytes(document)
     assert document.sha256 == hashlib.sha256(data).hexdigest() == pdf.sha256_of(data)
     assert document.size == len(data)
@@ -272,8 +272,8 @@ def test_sent_quote_document_is_stored_once_with_its_sha256(demo, monkeypatch):
     def must_not_render(*args, **kwargs):
         raise AssertionError("a sent quote's stored document was rendered again")
 
-    monkeypatch.setattr(quote_pdf.QUOTE, "render", must_not_render)
-    again = quote_pdf.quote_document(quote=quote, language="zh-hans")
+    monkeypatch.setattr(quote_documents.QUOTE, "render", must_not_render)
+    again = quote_documents.quote_document(quote=quote, language="zh-hans")
     assert again.pk == document.pk
     assert again.sha256 == document.sha256
     assert again.created_at == document.created_at
@@ -284,14 +284,14 @@ def test_sent_quote_document_is_stored_once_with_its_sha256(demo, monkeypatch):
 @pytest.mark.django_db
 def test_each_language_is_its_own_document(demo):
     quote = make_quote(demo)
-    zh = quote_pdf.quote_document(quote=quote, language="zh-hans")
-    en = quote_pdf.quote_document(quote=quote, language="en")
+    zh = quote_documents.quote_document(quote=quote, language="zh-hans")
+    en = quote_documents.quote_document(quote=quote, language="en")
     assert zh.pk != en.pk and zh.sha256 != en.sha256
     assert {zh.language, en.language} == {"zh-hans", "en"}
     # Browser-style language codes map onto the stored ones.
-    assert quote_pdf.quote_document(quote=quote, language="zh-Hans").pk == zh.pk
+    assert quote_documents.quote_document(quote=quote, language="zh-Hans").pk == zh.pk
     with pytest.raises(ValueError):
-        quote_pdf.quote_document(quote=quote, language="fr")
+        quote_documents.quote_document(quote=quote, language="fr")
 
 
 @pytest.mark.django_db
@@ -299,14 +299,14 @@ def test_draft_document_is_rendered_again_on_every_call(
     demo, tmp_path, django_capture_on_commit_callbacks
 ):
     quote = make_quote(demo, language="en", send=False, notes="First version of the notes.")
-    first = quote_pdf.quote_document(quote=quote, language="en")
+    first = quote_documents.quote_document(quote=quote, language="en")
     first_sha, first_path = first.sha256, Path(first.file.path)
     assert "Draft" in pdf_text(stored_bytes(first), tmp_path)
     assert "First version of the notes." in pdf_text(stored_bytes(first), tmp_path)
 
     Quote.objects.filter(pk=quote.pk).update(notes="Second version of the notes.")
     with django_capture_on_commit_callbacks(execute=True):
-        second = quote_pdf.quote_document(quote=quote, language="en")
+        second = quote_documents.quote_document(quote=quote, language="en")
     assert second.pk == first.pk
     assert second.sha256 != first_sha
     assert second.sha256 == pdf.sha256_of(stored_bytes(second))
@@ -318,18 +318,18 @@ def test_draft_document_is_rendered_again_on_every_call(
 @pytest.mark.django_db
 def test_draft_render_is_replaced_once_the_quote_is_sent(demo, tmp_path):
     quote = make_quote(demo, language="en", send=False)
-    draft_doc = quote_pdf.quote_document(quote=quote, language="en")
+    draft_doc = quote_documents.quote_document(quote=quote, language="en")
     draft_sha = draft_doc.sha256
     assert "Draft" in pdf_text(stored_bytes(draft_doc), tmp_path)
 
     quote = quote_send(quote=quote, actor=demo["sales"])
-    sent_doc = quote_pdf.quote_document(quote=quote, language="en")
+    sent_doc = quote_documents.quote_document(quote=quote, language="en")
     assert sent_doc.pk == draft_doc.pk
     assert sent_doc.sha256 != draft_sha
     assert sent_doc.created_at >= Quote.objects.get(pk=quote.pk).sent_at
     assert "Draft" not in pdf_text(stored_bytes(sent_doc), tmp_path)
     # ...and from then on it is final.
-    assert quote_pdf.quote_document(quote=quote, language="en").sha256 == sent_doc.sha256
+    assert quote_documents.quote_document(quote=quote, language="en").sha256 == sent_doc.sha256
 
 
 @pytest.mark.django_db(transaction=True)
@@ -351,13 +351,13 @@ def test_two_workers_rendering_at_once_keep_one_document(demo, monkeypatch, capl
         inserting.wait()  # both found no stored row before either inserts
         return real_content_file(data, *args, **kwargs)
 
-    monkeypatch.setattr(quote_pdf.QUOTE, "render", fake_render)
+    monkeypatch.setattr(quote_documents.QUOTE, "render", fake_render)
     monkeypatch.setattr(pdf, "ContentFile", content_file)
     results, errors = {}, []
 
     def worker():
         try:
-            results[threading.current_thread().name] = quote_pdf.quote_document(
+            results[threading.current_thread().name] = quote_documents.quote_document(
                 quote=quote, language="zh-hans"
             )
         except BaseException as exc:  # reported below

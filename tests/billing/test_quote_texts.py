@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 
 from accounts.models import Organisation
-from billing.quotes import documents as quote_pdf
+from billing.quotes import documents as quote_documents
 from billing.quotes import services as qs
 
 pytestmark = pytest.mark.django_db
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 def _text(quote, tmp_path) -> str:
     path = tmp_path / "q.pdf"
-    path.write_bytes(quote_pdf.render_quote_pdf(quote=quote, language="en"))
+    path.write_bytes(quote_documents.render_quote_pdf(quote=quote, language="en"))
     out = subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True, check=True)
     return " ".join(out.stdout.split())
 

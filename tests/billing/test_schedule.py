@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from billing.contracts import documents as contract_pdf
+from billing.contracts import documents as contract_documents
 from billing.models import Contract
 from billing.pricing.schedule import ChargeLine, invoice_schedule, split_cents
 
@@ -65,7 +65,7 @@ def test_a_contracts_schedule_sums_to_its_accepted_quote(demo, term, duration):
 
     order = make_order(demo, term=term, duration=duration)
     contract = Contract.objects.get(order=order)
-    periods = contract_pdf.contract_schedule(contract)
+    periods = contract_documents.contract_schedule(contract)
     assert sum(p.gross for p in periods) == contract.quote.gross_total
     assert sum(p.net for p in periods) == contract.quote.net_total
     expected = {"day": 1, "month": duration, "quarter": duration, "year": duration}[term]

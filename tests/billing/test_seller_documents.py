@@ -17,7 +17,7 @@ from django.utils import timezone
 from billing.invoicing import documents as invoices
 from billing.models import Invoice, SellerEntity
 from billing.orders import acceptance
-from billing.quotes import documents as quote_pdf
+from billing.quotes import documents as quote_documents
 from billing.quotes import services as qs
 
 pytestmark = pytest.mark.django_db
@@ -128,12 +128,14 @@ def test_quotes_carry_the_seller_the_bank_and_the_stamp_area(demo, tmp_path):
     invoice = _invoice(demo, "sz")
     quote = invoice.order.quote
     seller = SellerEntity.objects.get(site=demo["sz"])
-    text = pdf_text(quote_pdf.render_quote_pdf(quote=quote, language="en"), tmp_path)
+    text = pdf_text(quote_documents.render_quote_pdf(quote=quote, language="en"), tmp_path)
     flat = " ".join(text.split())
     assert seller.legal_name in flat and seller.registration_number in text
     assert "Bank details" in text and seller.account_number in text and seller.cnaps_code in text
     assert "For the seller (company seal)" in flat
-    zh = compact(pdf_text(quote_pdf.render_quote_pdf(quote=quote, language="zh-hans"), tmp_path))
+    zh = compact(
+        pdf_text(quote_documents.render_quote_pdf(quote=quote, language="zh-hans"), tmp_path)
+    )
     assert seller.legal_name_zh in zh and seller.bank_name_zh in zh
 
 

@@ -12,7 +12,7 @@ from billing.invoicing import documents as invoices
 from billing.models import AddonPrice, NodePrice, PriceBook, PriceChange
 from billing.orders import acceptance
 from billing.pricing import services as pricebooks
-from billing.quotes import documents as quote_pdf
+from billing.quotes import documents as quote_documents
 from billing.quotes import services as qs
 from core.errors import DomainError
 
@@ -70,7 +70,7 @@ def test_a_rate_is_data_not_code(demo):
 
 def test_documents_show_category_rate_and_reason(demo, tmp_path):
     quote = qs.quote_send(quote=_quote(demo), actor=demo["sales"])
-    text = text_of(quote_pdf.render_quote_pdf(quote=quote, language="en"), tmp_path)
+    text = text_of(quote_documents.render_quote_pdf(quote=quote, language="en"), tmp_path)
     assert "IDC / IT service (信息技术服务) · VAT 6%" in text
     assert "basic telecom (基础电信服务) · VAT 9%" in text
     assert "VAT by what is sold" in text and "VAT (rates per line)" in text

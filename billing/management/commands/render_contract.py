@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from billing.contracts import documents as contract_pdf
+from billing.contracts import documents as contract_documents
 from billing.models import Contract, ContractDocument, ContractDocumentKind
 
 
@@ -32,7 +32,7 @@ class Command(BaseCommand):
             .first()
         )
         if document is None:
-            document = contract_pdf.draft_document(contract=contract)
+            document = contract_documents.draft_document(contract=contract)
         with document.file.open("rb") as f:
             data = f.read()
         options["out"].write_bytes(data)

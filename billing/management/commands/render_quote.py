@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from billing.models import QUOTE_SENT_STATUSES, Quote
-from billing.quotes import documents as quote_pdf
+from billing.quotes import documents as quote_documents
 
 
 class Command(BaseCommand):
@@ -53,12 +53,12 @@ class Command(BaseCommand):
         if not out.parent.is_dir():
             raise CommandError(f"No such folder: {out.parent}")
         if quote.status in QUOTE_SENT_STATUSES:
-            document = quote_pdf.quote_document(quote=quote, language=language)
+            document = quote_documents.quote_document(quote=quote, language=language)
             with document.file.open("rb") as fh:
                 data = fh.read()
             how = f"stored document, sha256 {document.sha256}"
         else:
-            data = quote_pdf.render_quote_pdf(quote=quote, language=language)
+            data = quote_documents.render_quote_pdf(quote=quote, language=language)
             how = f"fresh rendering of a {quote.get_status_display()} quote, not stored"
         out.write_bytes(data)
         self.stdout.write(

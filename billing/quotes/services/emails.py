@@ -12,7 +12,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from billing.models import Quote, QuoteStatus
-from billing.quotes import documents as quote_pdf
+from billing.quotes import documents as quote_documents
 
 
 def quote_email_send(*, quote_id: int) -> str:
@@ -25,18 +25,18 @@ def quote_email_send(*, quote_id: int) -> str:
     quote = Quote.objects.select_related("organisation", "site", "created_by").get(pk=quote_id)
     if quote.status != QuoteStatus.SENT or quote.emailed_at:
         return "skipped"
-    document = quote_pdf.quote_document(quote=quote, language=quote.language)
+    document = quote_documents.quote_document(quote=quote, language=quote.language)
     with translation.override(quote.language):
         link = settings.PORTAL_BASE_URL + reverse("quote_public", args=[quote.token])
         context = {
             "quote": quote,
             "link": link,
             "expiry": quote.expiry.astimezone(quote.site.tzinfo).strftime("%Y-%m-%d %H:%M"),
-            "holds": quote_pdf.quote_holds(quote),
+            "holds": quote_documents.quote_holds(quote),
         }
         subject = render_to_string("email/quote_sent_subject.txt", context).strip()
         body = render_to_string("email/quote_sent.txt", context)
-        name, email = quote_pdf.salesperson(quote)
+        name, email = quote_documents.salesperson(quote)
         # "Li Lei via GPU Cloud" <sales@…>: the provider's configured sender address (one
         # that its mail domain authorises), the salesperson's name; replies go to them.
         sender = _("%(name)s via %(brand)s") % {

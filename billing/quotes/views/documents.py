@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext as _
 
 from billing.models import Quote
-from billing.quotes import documents as quote_pdf
+from billing.quotes import documents as quote_documents
 from core.document_views import kind_response
 
 
@@ -19,7 +19,7 @@ def quote_pdf_response(
 ) -> HttpResponse:
     return kind_response(
         request,
-        kind=quote_pdf.QUOTE,
+        kind=quote_documents.QUOTE,
         owner=quote,
         language=language,
         fresh=True,

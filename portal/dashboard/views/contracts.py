@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts.decorators import customer_required
 from accounts.models import MemberRole
 from accounts.throttle import client_ip
-from billing.contracts import documents as contract_pdf
+from billing.contracts import documents as contract_documents
 from billing.contracts import gate
 from billing.contracts import services as contract_services
 from billing.models import Contract, ContractDocumentKind, ContractStatus, Order
@@ -61,8 +61,8 @@ def contract_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
     sealed = selectors.contract_sealed(contract)
     return stored_or_preparing(
         request,
-        find=lambda since: sealed or contract_pdf.DRAFT.stored(contract),
-        ask=lambda: contract_pdf.DRAFT.ask(contract),
+        find=lambda since: sealed or contract_documents.DRAFT.stored(contract),
+        ask=lambda: contract_documents.DRAFT.ask(contract),
         filename=f"{contract.number}-{(sealed.kind if sealed else ContractDocumentKind.DRAFT)}.pdf",
         title=_("%(number)s: PDF being prepared") % {"number": contract.number},
         heading=contract.number,

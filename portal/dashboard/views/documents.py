@@ -10,7 +10,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from accounts.decorators import customer_required
-from billing.credits import documents as credit_note_pdf
+from billing.credits import documents as credit_note_documents
 from billing.invoicing import documents as invoices
 from billing.quotes.views import documents as quote_documents
 from core.csv import csv_download, write_csv
@@ -88,7 +88,7 @@ def credit_note_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
     language = page_language(request)
     return kind_response(
         request,
-        kind=credit_note_pdf.CREDIT_NOTE,
+        kind=credit_note_documents.CREDIT_NOTE,
         owner=note,
         language=language,
         filename=f"{note.number}.pdf",
