@@ -353,14 +353,14 @@ def _scaling_chart(run: ValidationRun) -> SafeString:
     t_2n = metrics.get("cluster_throughput_2n_gbps")
     if not (n and isinstance(t_n, int | float) and isinstance(t_2n, int | float)):
         return empty_chart(title, _("No cluster measurement in this run"))
-    efficiency = metrics.get("scaling_efficiency")
+    efficiency = metrics.get("allreduce_throughput_scaling")
     bars = [
         (_("%(n)s ranks") % {"n": n}, float(t_n), True),
         (_("%(n)s ranks") % {"n": 2 * n}, float(t_2n), True),
     ]
     chart_title = title
     if isinstance(efficiency, int | float):
-        chart_title = _("Cluster scaling: efficiency %(eff)s") % {"eff": f"{efficiency:.2f}"}
+        chart_title = _("Cluster all-reduce throughput scaling %(eff)s (not a training-step scaling efficiency)") % {"eff": f"{efficiency:.2f}"}
     return bar_chart(
         chart_title, bars, unit="GB/s", threshold=2 * float(t_n), threshold_label=_("linear")
     )

@@ -14,6 +14,7 @@ from inventory.models import (
     MaintenanceWindow,
     Node,
     NodeStatus,
+    NodeType,
     Reservation,
 )
 from provisioning.models import (
@@ -105,3 +106,8 @@ def rejected_results_for_order(order_id: int) -> list[tuple[int, datetime, list[
         .order_by("created_at", "pk")
         .values_list("node_id", "created_at", "reasons")
     )
+
+
+def node_type_by_code(code: str) -> NodeType | None:
+    """A node type with its GPU model, by its code (the judge's ``--node-type``)."""
+    return NodeType.objects.select_related("gpu_model").filter(code=code).first()
