@@ -66,7 +66,7 @@ class LineWriter:
 
     def __init__(self, stream: IO[str], path: str | None) -> None:
         self.streams = [stream]
-        self.file = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115
+        self.file = open(path, "a", encoding="utf-8") if path else None
         if self.file is not None:
             self.streams.append(self.file)
 

@@ -35,7 +35,6 @@ from .runner import (
 )
 
 
-
 def _numpy() -> Any:
     """numpy, imported only by the CPU path (a GPU run does not pay for it); None when
     it is not installed."""
@@ -44,6 +43,7 @@ def _numpy() -> Any:
     except ImportError:  # pragma: no cover - numpy is optional on a node
         return None
     return numpy
+
 
 GIB = 1024**3
 MIB = 1024**2
@@ -418,7 +418,11 @@ def check_nvlink(s: Settings) -> CheckResult:
     if pre := _gpu_only("nvlink", s) or _tool("nvlink", "nvidia-smi", s):
         return pre
     return from_cmd(
-        "nvlink", s.device, ["nvidia-smi", "nvlink", "-s"], s.timeout, raw_format="nvidia-smi-nvlink"
+        "nvlink",
+        s.device,
+        ["nvidia-smi", "nvlink", "-s"],
+        s.timeout,
+        raw_format="nvidia-smi-nvlink",
     )
 
 
@@ -479,8 +483,8 @@ def check_ib_write_bw(s: Settings) -> CheckResult:
         port = 18515 + i
         common = ["-d", dev, "-p", str(port), "-s", str(1 << 20), "-D", str(s.ib_seconds)]
         common += ["-x", "0", "-F", "--report_gbits", f"--use_cuda={i % ngpu}"]
-        server = subprocess.Popen(  # noqa: S603 - fixed argv
-            ["ib_write_bw", *common],
+        server = subprocess.Popen(  # noqa: S603 - fixed argv, the tool found on PATH
+            ["ib_write_bw", *common],  # noqa: S607
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -47,6 +47,7 @@ def _require_cuda() -> None:
     if not cuda_available():
         raise RuntimeError("torch sees no CUDA device")
 
+
 INJECT_ENV = "PROVISIONING_AGENT_INJECT_FIGURES"
 
 
@@ -62,7 +63,9 @@ def injected_figures() -> dict[str, Any] | None:
     return data
 
 
-def gemm_sustained(n: int, warmup: int, iters: int, seconds: float, timeout: float) -> dict[str, Any]:
+def gemm_sustained(
+    n: int, warmup: int, iters: int, seconds: float, timeout: float
+) -> dict[str, Any]:
     """torch.matmul n³ on every GPU at once (one thread per GPU) for at least ``seconds``
     after ``warmup`` warm-ups, timed with CUDA events over the whole sustained window, in
     batches of ``iters``.

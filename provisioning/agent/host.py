@@ -19,13 +19,13 @@ except ImportError:  # pragma: no cover - nvidia-ml-py is optional on a node
     pynvml = None
 
 
-
 def _numpy_version() -> str | None:
     try:
         import numpy
     except ImportError:  # pragma: no cover
         return None
     return str(numpy.__version__)
+
 
 SMI_GPU_FIELDS = (
     "index,name,uuid,pci.bus_id,memory.total,driver_version,"

@@ -4,7 +4,6 @@ service and the order is ready; rejected ones are swapped and the canvas relaunc
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import logging
 from dataclasses import dataclass

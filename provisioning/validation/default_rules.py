@@ -44,21 +44,21 @@ _SRC_MEM = (
 )
 _SRC_NVB = (
     "nvbandwidth host_to_device/device_to_host_memcpy_ce per GPU, device_to_device_memcpy_"
-    "read_ce per pair: {az} azure_gpu_bandwidth.nhc with conf/nd96isr_h100_v5.conf and "
+    f"read_ce per pair: {AZ} azure_gpu_bandwidth.nhc with conf/nd96isr_h100_v5.conf and "
     "nd96isr_h200_v5.conf `check_gpu_bw 48 335`, nd96asr_v4.conf (A100 40G) `21 235`, "
     "nd96amsr_a100_v4.conf (A100 80G) `21 238`, nd40rs_v2.conf (V100) `9`; RTX 3090 24 "
     "(GUESS: PCIe 4.0 x16); no GPU > 5% below the node median (SuperBench)"
-).format(az=AZ)
+)
 _SRC_P2P_4 = (
     "P2P on a 4-GPU A100 HGX board: GUESS 80 GB/s (4 NVLink3 links per pair × 25 GB/s = "
     "100 GB/s per direction, − 20%); to calibrate on a golden node"
 )
 _SRC_AR = (
     "NVLink all-reduce: `all_reduce_perf -b S -e S -g N -c 1`, busbw at the size the rows "
-    "show (lower of in-place and out-of-place); {az} conf: nd96isr_h100_v5 460 at 16G, "
+    f"show (lower of in-place and out-of-place); {AZ} conf: nd96isr_h100_v5 460 at 16G, "
     "nd96isr_h200_v5 431 at 16G, nd96amsr_a100_v4 (A100 80G) 228 at 16G, nd96asr_v4 "
     "(A100 40G) 228 at 8G; all 8-GPU figures"
-).format(az=AZ)
+)
 _SRC_AR_4 = (
     "NVLink all-reduce on a 4-GPU A100 40G board at 8G: GUESS 180 GB/s busbw (no public "
     "4-GPU figure; 8-GPU figure 228 − about 20%); to calibrate on a golden node"
@@ -69,18 +69,16 @@ _SRC_WRONG = (
 )
 _SRC_IB = (
     "IB GPUDirect loopback per NIC: `ib_write_bw -s 1M -x 0 -F --report_gbits --use_cuda` "
-    "server and client on the device ({az} azure_ib_write_bw_gdr.nhc); conf "
+    f"server and client on the device ({AZ} azure_ib_write_bw_gdr.nhc); conf "
     "nd96isr_h100_v5 `check_ib_bw_gdr 380`, nd96isr_h200_v5 `360`, nd96asr_v4 and "
     "nd96amsr_a100_v4 `180`"
-).format(az=AZ)
-_SRC_COUNT = f"GPU count: equals the node type ({AZ} `check_gpu_count`)"
-_SRC_MODEL = (
-    "GPU model: every GPU's nvidia-smi name maps to the node type's model (VALIDATION.md)"
 )
+_SRC_COUNT = f"GPU count: equals the node type ({AZ} `check_gpu_count`)"
+_SRC_MODEL = "GPU model: every GPU's nvidia-smi name maps to the node type's model (VALIDATION.md)"
 _SRC_MIG = "MIG mode: off (the node types sell whole GPUs; VALIDATION.md)"
 _SRC_NVLINK = (
-    "NVLink state: `nvidia-smi nvlink -s`: no `<inactive>` link, no GPU with \"all links "
-    f"are inactive\" ({AZ} azure_gpu_nvlink.nhc fails on both), and links counted = GPUs × "
+    'NVLink state: `nvidia-smi nvlink -s`: no `<inactive>` link, no GPU with "all links '
+    f'are inactive" ({AZ} azure_gpu_nvlink.nhc fails on both), and links counted = GPUs × '
     "links per GPU (18 H100/H200 SXM, 12 A100 SXM): an empty output fails (the Azure check "
     "passes it; VALIDATION.md)"
 )
@@ -189,9 +187,7 @@ def _compute_rules() -> Iterator[Rule]:
         check="gemm",
         source=_SRC_GEMM_ERR,
     )
-    yield Rule(
-        metric="throttled_gpus", gpu_model="*", equals=0, check="gemm", source=_SRC_THROTTLE
-    )
+    yield Rule(metric="throttled_gpus", gpu_model="*", equals=0, check="gemm", source=_SRC_THROTTLE)
 
 
 def _interconnect_rules() -> Iterator[Rule]:
@@ -302,7 +298,9 @@ def _health_rules() -> Iterator[Rule]:
         )
     for model in _ECC_MODELS:
         for metric in ("remapped_rows_pending", "remapped_rows_failure", "ecc_sram_uncorrectable"):
-            yield Rule(metric=metric, gpu_model=model, equals=0, check=_ecc_check(metric), source=_SRC_ECC)
+            yield Rule(
+                metric=metric, gpu_model=model, equals=0, check=_ecc_check(metric), source=_SRC_ECC
+            )
         for metric, limit in (
             ("remapped_rows_uncorrectable", 512),
             ("ecc_sram_correctable", 10_000),

@@ -275,7 +275,9 @@ def local_cluster_measurement(*, ranks: int = 2, message_bytes: int = 1 << 20) -
         device="cpu",
         metrics={
             "cluster_allreduce_ring_busbw_gbps": large["busbw_gbps"],
-            "allreduce_throughput_scaling": throughput_2n / (2 * throughput_n) if throughput_n else 0.0,
+            "allreduce_throughput_scaling": throughput_2n / (2 * throughput_n)
+            if throughput_n
+            else 0.0,
             # For the report's scaling chart (no rule reads them).
             "cluster_ranks_n": small["ranks"],
             "cluster_throughput_n_gbps": throughput_n,

@@ -129,9 +129,7 @@ METRICS: dict[str, MetricSpec] = {
     # dcgm_diag
     "dcgm_fail_count": MetricSpec("results", "dcgm_diag", "DCGM results Fail"),
     "dcgm_skip_count": MetricSpec("results", "dcgm_diag", "DCGM results Skip (not Pass)"),
-    "dcgm_warn_count": MetricSpec(
-        "results", "dcgm_diag", "DCGM results Warn", informational=True
-    ),
+    "dcgm_warn_count": MetricSpec("results", "dcgm_diag", "DCGM results Warn", informational=True),
     # the CPU path (simulated nodes; the agent's own figure: a path check, no claim)
     "gemm_gflops_cpu": MetricSpec("GFLOPS", "gemm", "CPU path: numpy matmul"),
     "memcopy_bandwidth_gbps_cpu": MetricSpec("GB/s", "memory_bandwidth", "CPU path: copy"),
@@ -230,9 +228,7 @@ def _inventory(check: dict[str, Any], out: _Out, gpu_model: str) -> None:
     out.put("mig_enabled_gpus", sum(m == "enabled" for m in mig))
     if "enabled" in mig:
         gpu = mig.index("enabled")
-        out.problems.append(
-            _reason("mig_enabled", f"GPU {gpu} has MIG mode enabled", gpu=gpu)
-        )
+        out.problems.append(_reason("mig_enabled", f"GPU {gpu} has MIG mode enabled", gpu=gpu))
 
 
 def _ecc(check: dict[str, Any], out: _Out) -> None:
@@ -345,7 +341,9 @@ _XID_RE = re.compile(r"NVRM: Xid \(([^)]*)\): (\d+)")
 
 
 def _xid(check: dict[str, Any], out: _Out) -> None:
-    codes = [int(m.group(2)) for ln in (check.get("raw") or "").splitlines() if (m := _XID_RE.search(ln))]
+    codes = [
+        int(m.group(2)) for ln in (check.get("raw") or "").splitlines() if (m := _XID_RE.search(ln))
+    ]
     critical = sorted({c for c in codes if c in XID_CRITICAL})
     out.put("xid_critical_count", sum(c in XID_CRITICAL for c in codes))
     out.put("xid_codes", sorted(set(codes)))
@@ -409,7 +407,9 @@ def _allreduce(check: dict[str, Any], out: _Out) -> None:
     raw = check.get("raw") or ""
     parsed = parse_nccl_tests(raw)
     data_rows = [
-        ln for ln in raw.splitlines() if not ln.lstrip().startswith("#") and _NCCL_DATA_ROW.match(ln)
+        ln
+        for ln in raw.splitlines()
+        if not ln.lstrip().startswith("#") and _NCCL_DATA_ROW.match(ln)
     ]
     if parsed["damaged"]:
         errors = "; ".join(parsed["errors"])
@@ -739,5 +739,3 @@ def metric_table_markdown(rules: Iterable[Rule]) -> str:
         )
         lines.append(f"| `{name}` | {spec.unit} | {spec.check} | {readers} |")
     return "\n".join(lines)
-
-

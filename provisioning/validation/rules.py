@@ -330,6 +330,7 @@ class RuleResult:
             "expected": self.expected,
             "variance": self.variance,
             "flagged_gpus": self.flagged_gpus,
+            "unit": self.rule.unit,
             "source": self.rule.source,
             "reasons": [r.as_dict() for r in self.reasons],
         }

@@ -10,7 +10,6 @@ how their outputs are read, and that every failure fails the cluster closed.
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 from typing import Any
 
@@ -247,4 +246,6 @@ def test_the_cluster_outputs_are_stored_with_their_sha256(db):
     assert full.raw_format == "nccl-tests" and "NCCL_ALGO=RING" in full.content
     assert TWO_NODES.strip()[:200] in full.content
     assert full.sha256 == hashlib.sha256(full.content.encode()).hexdigest()
-    assert run.cluster_metrics["metrics"]["allreduce_throughput_scaling"] == pytest.approx(191.76 / 232.2)
+    assert run.cluster_metrics["metrics"]["allreduce_throughput_scaling"] == pytest.approx(
+        191.76 / 232.2
+    )

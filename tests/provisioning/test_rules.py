@@ -347,7 +347,10 @@ def cluster(busbw: float, efficiency: float = 0.95) -> Measurement:
         node="cluster",
         gpu_model="H100",
         fabric="ndr400",
-        metrics={"cluster_allreduce_ring_busbw_gbps": busbw, "allreduce_throughput_scaling": efficiency},
+        metrics={
+            "cluster_allreduce_ring_busbw_gbps": busbw,
+            "allreduce_throughput_scaling": efficiency,
+        },
         expected={"nics_per_node": 8},
     )
 

@@ -294,7 +294,7 @@ def test_an_agent_killed_halfway_keeps_what_finished_and_the_verdict_names_the_r
 ):
     env = _node_files(tmp_path, {**H100_NODE, "hang": "dcgmi"})  # dcgmi diag -r 3 "runs"
     out = tmp_path / "agent.jsonl"
-    proc = subprocess.Popen(  # noqa: S603
+    proc = subprocess.Popen(
         [*AGENT, "--gemm-seconds", "0.1", "--out", str(out)],
         cwd=REPO,
         env=env,
@@ -313,7 +313,9 @@ def test_an_agent_killed_halfway_keeps_what_finished_and_the_verdict_names_the_r
     code, judged = judge(node_types["h100"], out)
     assert code == 1 and judged["complete"] is False
     assert ("agent_incomplete", "") in codes(judged)
-    unfinished = [r["params"]["check"] for r in judged["reasons"] if r["code"] == "check_not_finished"]
+    unfinished = [
+        r["params"]["check"] for r in judged["reasons"] if r["code"] == "check_not_finished"
+    ]
     assert unfinished == ["dcgm_diag"]
     # what finished was kept and judged: the GEMM and the all-reduce passed
     assert judged["metrics"]["allreduce_busbw_gbps@17179869184"] == pytest.approx(481.5)
@@ -335,3 +337,45 @@ def test_injected_figures_are_refused_outside_tests(node_types, tmp_path, settin
     settings.VALIDATION_ALLOW_INJECTED_FIGURES = False
     code, judged = judge(node_types["h100"], path)
     assert code == 1 and ("injected_figures", "") in codes(judged)
+
+
+# --------------------------------------------------------------------------- no CPU switch
+
+
+def test_no_setting_judges_a_gpu_node_on_the_cpu_path(db, settings, node_types):
+    from provisioning.validation import services
+    from provisioning.validation.system_checks import simulation_switch_errors
+
+    s = factories.site("SZ")
+    node = factories.node(s, node_types["h100"], driver="redfish")
+    settings.PORTAL_REDFISH_IN_BAND = ""
+    settings.VALIDATION_AGENT_RUNNER = "local"  # forced local: still judged as an H100
+    target = services.node_target(node)
+    assert target.gpu_model == "H100" and target.expected["gpu_count"] == 8
+    assert target.fabric == "ndr400"
+    node.driver = "simulated"  # only simulated hardware takes the CPU path
+    assert services.node_target(node).gpu_model == "cpu"
+    # and the switches that would serve the CPU path are refused outside DEBUG and tests
+    errors = simulation_switch_errors(
+        debug=False, settings_module="portal.settings", runner="local", in_band="simulated"
+    )
+    assert [e.id for e in errors] == ["provisioning.E001", "provisioning.E002"]
+    assert not simulation_switch_errors(
+        debug=True, settings_module="portal.settings", runner="local", in_band="simulated"
+    )
+    assert not simulation_switch_errors(
+        debug=False, settings_module="portal.settings", runner="auto", in_band=""
+    )
+
+
+def test_a_cpu_measurement_of_a_gpu_node_is_rejected(node_types, tmp_path):
+    cpu_doc = tmp_path / "cpu.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "provisioning.agent", "--device", "cpu", "--only", "gemm",
+         "--sizes", "gemm=64"],
+        cwd=REPO, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    cpu_doc.write_text(proc.stdout)
+    code, judged = judge(node_types["h100"], cpu_doc)
+    assert code == 1 and ("device_mismatch", "") in codes(judged)

@@ -111,12 +111,12 @@ def test_the_seed_rules_are_in_the_database_and_the_seed_is_idempotent():
     stored = {r.as_rule() for r in ValidationRule.objects.all()}
     assert stored == set(DEFAULT_RULES)
     assert all(r.source for r in ValidationRule.objects.all())
-    edited = ValidationRule.objects.get(metric="scaling_efficiency", gpu_model="*")
-    edited.min_value = Decimal("0.85")
+    edited = ValidationRule.objects.get(metric="gemm_rel_error", gpu_model="*")
+    edited.max_value = Decimal("0.02")
     edited.save()
     assert services.validation_rules_seed() == (0, len(DEFAULT_RULES))
     edited.refresh_from_db()
-    assert edited.min_value == Decimal("0.85")  # staff's edit is kept
+    assert edited.max_value == Decimal("0.02")  # staff's edit is kept
 
 
 def test_an_inconsistent_rule_is_refused_by_the_admin_form_validation():
@@ -200,7 +200,7 @@ def test_every_raw_output_and_the_agent_document_are_stored_with_their_sha256(no
         a for a in artifacts if (a.node_id, a.check_name) == (nodes[0].pk, "agent_document")
     )
     assert result.report_sha256 == document.sha256
-    assert run.cluster_metrics["metrics"]["scaling_efficiency"] > 0
+    assert run.cluster_metrics["metrics"]["allreduce_throughput_scaling"] > 0
 
 
 def test_execute_twice_changes_nothing(nodes):

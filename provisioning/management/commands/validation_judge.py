@@ -24,7 +24,10 @@ from provisioning.validation.services import validation_judge_document
 
 
 class Command(BaseCommand):
-    help = "Judge a saved node-agent document for a node type (exit 0 accepted, 1 rejected, 2 unreadable)."
+    help = (
+        "Judge a saved node-agent document for a node type "
+        "(exit 0 accepted, 1 rejected, 2 unreadable)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--node-type", required=True, help="the node type's code")

@@ -117,7 +117,9 @@ def nvlink(s: dict) -> int:
     for i, g in enumerate(_gpus(s)):
         out.append(re.sub(r"^GPU \d+: .+ \(UUID", f"GPU {i}: {g['name']} (UUID", good[0]))
         if mode == "all_inactive" and i == 3:
-            out.append(bad[1])  # "NVML: Unable to retrieve NVLink information as all links are inactive"
+            out.append(
+                bad[1]
+            )  # "NVML: Unable to retrieve NVLink information as all links are inactive"
             continue
         for k in range(links):
             line = link_line.replace("Link 0:", f"Link {k}:").replace("25 GB/s", speed)
