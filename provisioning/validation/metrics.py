@@ -237,12 +237,13 @@ def _ecc(check: dict[str, Any], out: _Out) -> None:
         return
 
     def per_gpu(*keys: str) -> list[int] | None:
-        values = []
+        values: list[int] = []
         for r in rows:
             got = [r.get(k) for k in keys]
-            if any(not isinstance(v, int) for v in got):
+            ints = [v for v in got if isinstance(v, int)]
+            if len(ints) != len(got):
                 return None  # [N/A]: this GPU reports no such counter
-            values.append(max(got))
+            values.append(max(ints))
         return values
 
     for metric, keys in (

@@ -514,6 +514,7 @@ def acceptance_report_context(
     # The site's seller entity (billing.documents.common.provider, as on quotes).
     the_provider = provider(language, site)
     simulated = is_simulated(results)
+    simulated_label = _("SIMULATED HARDWARE: no performance claim")
     issued = timezone.localtime(run.finished_at or timezone.now())
     reference = order.number if order else _("Validation run %(id)s") % {"id": run.pk}
     return {
@@ -551,7 +552,7 @@ def acceptance_report_context(
         # On every page: a simulated run says so there (the running header).
         "running_left_css": css_content(
             f"{the_provider.brand} · {_('Acceptance report')}"
-            + (f" · {_('SIMULATED HARDWARE: no performance claim')}" if simulated else "")
+            + (f" · {simulated_label}" if simulated else "")
         ),
         "running_right_css": css_content(reference),
         "footer_left_css": css_content(_("Validation run %(id)s") % {"id": run.pk}),
