@@ -379,3 +379,38 @@ def test_a_cpu_measurement_of_a_gpu_node_is_rejected(node_types, tmp_path):
     cpu_doc.write_text(proc.stdout)
     code, judged = judge(node_types["h100"], cpu_doc)
     assert code == 1 and ("device_mismatch", "") in codes(judged)
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def test_the_report_of_a_gpu_run_states_each_figure_against_its_threshold(
+    node_types, tmp_path, settings
+):
+    """A healthy H100 document (fake tools, injected figures) through a stored run: the
+    report names the size run, each raw output's SHA-256, measured values with units
+    against thresholds with sources, the sustained GEMM samples; no simulated notice."""
+    from provisioning.validation import report, services
+    from provisioning.validation.interface import fold_lines
+
+    settings.PORTAL_HARDWARE_DRIVER = "redfish"
+    settings.PORTAL_REDFISH_IN_BAND = ""
+    document = fold_lines(run_agent(tmp_path, H100_NODE).read_text())
+    node = factories.node(factories.site("SZ"), node_types["h100"], driver="redfish")
+    run = services.validation_run_create(nodes=[node], profile="acceptance", enqueue=False)
+    run = services.validation_run_execute(run_id=run.pk, runner=lambda target, profile: document)
+    assert run.status == "passed", run.results.first().reasons
+    context = report.acceptance_report_context(run, language="en")
+    assert context["simulated"] is False
+    (n,) = context["nodes"]
+    checks = {c["name"]: c for c in n["checks"]}
+    stored = {a.check_name: a.sha256 for a in run.artifacts.filter(node=node)}
+    assert checks["allreduce"]["size"] == "16G" and checks["dcgm_diag"]["size"] == "-r 3"
+    assert all(c["sha256"] == stored[name] for name, c in checks.items())
+    rows = {r["metric"]: r for r in n["rows"]}
+    assert rows["allreduce_busbw_gbps@17179869184"]["measured"] == "482 GB/s"
+    assert rows["allreduce_busbw_gbps@17179869184"]["expected"] == ">= 460 GB/s"
+    assert "nd96isr_h100_v5 460 at 16G" in rows["allreduce_busbw_gbps@17179869184"]["source"]
+    assert len(n["sustained"]) == 8 and n["sustained"][0]["fp8"] == "1,450"
+    text = report.render_acceptance_report(run=run, language="en", swaps=[])
+    assert text.startswith(b"%PDF") and b"/ByteRange" in text
