@@ -39,6 +39,7 @@ from core.admin_base import (
 )
 from core.csv import CSVFileError, EscapedCSV, not_csv_message
 from core.errors import DomainError
+from core.texts import Text
 from inventory import csv_jobs, services
 from inventory.models import (
     GPUModel,
@@ -421,7 +422,7 @@ class NodeAdmin(DomainErrorMessagesMixin, SiteScopedChoicesMixin, InventoryImpor
                     node_id=obj.pk,
                     changes={name: getattr(obj, name) for name in changed},
                     actor=request.user,
-                    reason=_("Edited in the admin."),
+                    reason=Text("Edited in the admin."),
                 )
             return
         created = services.node_create(
@@ -434,7 +435,7 @@ class NodeAdmin(DomainErrorMessagesMixin, SiteScopedChoicesMixin, InventoryImpor
             bmc_address=obj.bmc_address,
             status=obj.status,
             actor=request.user,
-            reason=_("Added in the admin."),
+            reason=Text("Added in the admin."),
         )
         if obj.notes:
             created.notes = obj.notes
@@ -450,7 +451,7 @@ class NodeAdmin(DomainErrorMessagesMixin, SiteScopedChoicesMixin, InventoryImpor
             nodes=list(queryset.order_by("hostname")),
             to_status=to_status,
             actor=request.user,
-            reason=_("Moved to “%(status)s” with the admin's bulk action.") % {"status": label},
+            reason=Text("Moved to “%(status)s” with the admin's bulk action.", status=label),
         )
         if moved:
             messages.success(

@@ -15,6 +15,7 @@ from django.utils.translation import ngettext
 
 from core import lifecycle
 from core.errors import DomainError, DoubleBooking
+from core.texts import Text
 from core.types import Actor
 from inventory.models import (
     ACTIVE_RESERVATION_STATUSES,
@@ -144,7 +145,7 @@ def node_create(
         leaf_switch_id=leaf_switch_id, node_type_id=node_type_id, exclude_node_id=None
     )
     node.save()
-    lifecycle.record_creation([node], actor=actor, reason=reason or _("Added to the inventory."))
+    lifecycle.record_creation([node], actor=actor, reason=reason or Text("Added to the inventory."))
     return node
 
 
@@ -390,7 +391,7 @@ def reservation_hold(
             if any(r.pk is None for r in created):  # backends that return no ids
                 created = list(Reservation.objects.filter(group=group).order_by("node_id"))
             lifecycle.record_creation(
-                created, actor=actor, reason=_("Booked for %(owner)s.") % {"owner": owner_ref}
+                created, actor=actor, reason=Text("Booked for %(owner)s.", owner=owner_ref)
             )
             return created
     except IntegrityError as exc:
@@ -444,7 +445,7 @@ def reservation_group_confirm(
         group=group,
         to_status=ReservationStatus.FIRM,
         actor=actor,
-        reason=reason or _("Confirmed."),
+        reason=reason or Text("Confirmed."),
     )
 
 
@@ -586,9 +587,7 @@ def reservation_expire_holds(*, now: datetime | None = None) -> int:
             lifecycle.transition_many(
                 due,
                 to=ReservationStatus.EXPIRED,
-                reason=lambda r: (
-                    _("The hold expired at %(at)s.") % {"at": r.expires_at.isoformat()}
-                ),
+                reason=lambda r: Text("The hold expired at %(at)s.", at=r.expires_at),
                 updates={"expires_at": None},
             )
         )

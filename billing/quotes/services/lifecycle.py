@@ -29,6 +29,7 @@ from billing.quotes.services.holds import Held, place_and_hold, release_holds, s
 from billing.quotes.services.pricing import quote_items, reprice, save_items, validate_terms
 from core import jobs, lifecycle
 from core.errors import DomainError
+from core.texts import Text
 from core.types import Actor
 from core.validators import name_check
 from inventory.models import Site
@@ -89,7 +90,7 @@ def quote_create(
     save_items(quote, items)
     reprice(quote, items)
     quote.save()
-    lifecycle.record_creation([quote], actor=actor, reason=_("Created."))
+    lifecycle.record_creation([quote], actor=actor, reason=Text("Created."))
     return quote
 
 
@@ -197,7 +198,7 @@ def quote_revise(*, quote: Quote, actor: Actor) -> Quote:
     reprice(revision, items)
     revision.save()
     lifecycle.record_creation(
-        [revision], actor=actor, reason=_("Revision of v%(version)s.") % {"version": quote.version}
+        [revision], actor=actor, reason=Text("Revision of v%(version)s.", version=quote.version)
     )
     return revision
 
