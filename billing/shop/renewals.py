@@ -107,7 +107,12 @@ def renewal_offer(*, order_id: int) -> Renewal | None:
                     extra_discount=min(old.extra_discount, quote_common.discount_limit(creator)),
                     language=old.language,
                 )
-                quote = quote_send(quote=quote, actor=creator, prefer_nodes=[n.pk for n in current])
+                quote = quote_send(
+                    quote=quote,
+                    actor=creator,
+                    prefer_nodes=[n.pk for n in current],
+                    continues=f"order:{order.number}",
+                )
     except DomainError as exc:
         renewal = Renewal.objects.create(order=order, unavailable=exc.message)
         with translation.override(old.language):

@@ -41,11 +41,11 @@ def spare_candidates(
     *, order: Order, failed: Node, exclude: list[int], start_at: datetime
 ) -> list[SpareCandidate]:
     """Free nodes of the same type at the order's site for the rest of its period."""
-    busy = Reservation.objects.filter(
+    busy = Reservation.objects.filter(  # over the held ranges: lead time and cleaning
         node=OuterRef("pk"),
         status__in=ACTIVE_RESERVATION_STATUSES,
-        start_at__lt=order.end_at,
-        end_at__gt=start_at,
+        held_from__lt=order.end_at,
+        held_until__gt=start_at,
     )
     maintained = MaintenanceWindow.objects.filter(
         node=OuterRef("pk"), start_at__lt=order.end_at, end_at__gt=start_at

@@ -211,10 +211,17 @@ def quote_expiry(*, site: Site, valid_until: date, start_date: date) -> datetime
 
 @transaction.atomic
 def quote_send(
-    *, quote: Quote, actor: Actor, held: Held | None = None, prefer_nodes: Collection[int] = ()
+    *,
+    quote: Quote,
+    actor: Actor,
+    held: Held | None = None,
+    prefer_nodes: Collection[int] = (),
+    continues: str = "",
 ) -> Quote:
     """Freeze the quote, hold its nodes until it expires, then email it with its PDF.
-    ``prefer_nodes``: hold these where they are free (a renewal's current nodes).
+    ``prefer_nodes``: hold these where they are free (a renewal's current nodes);
+    ``continues``: the owner of the bookings this quote's period continues on the same
+    nodes (a renewal's order), so no cleaning or lead time falls between them.
 
     Every other open version of the same number is superseded (and its holds released);
     if a version was accepted already, nothing is sent. ``held``: the nodes were placed
@@ -263,7 +270,7 @@ def quote_send(
         site=quote.site, valid_until=quote.valid_until, start_date=quote.start_date
     )
     supersede_others(others, by=quote, actor=actor)
-    place_and_hold(quote, actor, held, prefer=prefer_nodes)
+    place_and_hold(quote, actor, held, prefer=prefer_nodes, continues=continues)
     move(quote, QuoteStatus.SENT, actor)
     quote.sent_at = timezone.now()
     quote.save()
