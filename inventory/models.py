@@ -76,6 +76,15 @@ class Site(models.Model):
             "this long after it is paid."
         ),
     )
+    ssh_jump_host = models.CharField(
+        _("SSH jump host"),
+        max_length=200,
+        blank=True,
+        help_text=_(
+            "The bastion customers connect through (user@host or host:port), shown in the "
+            "delivery details; empty: the portal's PORTAL_SSH_JUMP_HOST."
+        ),
+    )
     cleaning_hours = models.PositiveIntegerField(
         _("cleaning time (hours)"),
         default=8,
@@ -443,6 +452,15 @@ class Node(models.Model):
         help_text=_("Empty: the portal's default (PORTAL_HARDWARE_DRIVER)."),
     )
     ip_address = models.GenericIPAddressField(_("IP address"), null=True, blank=True)
+    fabric_address = models.GenericIPAddressField(
+        _("fabric address"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "The node's address on the GPU fabric (IPoIB or RoCE), which NCCL and MPI use "
+            "between the nodes of a cluster."
+        ),
+    )
     status = models.CharField(
         _("status"), max_length=16, choices=NodeStatus.choices, default=NodeStatus.AVAILABLE
     )

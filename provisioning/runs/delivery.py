@@ -19,6 +19,8 @@ from billing.orders.services import order_transition
 from core import jobs, lifecycle
 from core.texts import Text
 from inventory.models import HardwareDriverKind, Node, NodeStatus
+from provisioning.access import delivered_host_keys
+from provisioning.drivers.base import DriverError, HardwareDriver
 from provisioning.models import (
     PROVISION_STEPS,
     NodeStep,
@@ -30,6 +32,7 @@ from provisioning.models import (
     StepName,
     StepStatus,
 )
+from provisioning.runs.drivers import driver_for
 from provisioning.runs.failure import run_fail
 from provisioning.runs.plan import EMAIL_TASK, LOG_EXCERPT_CHARS, STEP_LIMIT_S
 from provisioning.runs.records import run_back_to_running, run_launch, step_move
@@ -262,6 +265,13 @@ def run_validate(
     return _validation_settle(state, outcome, rejected)
 
 
+def _driver_or_none(run: ProvisioningRun, node: Node) -> HardwareDriver | None:
+    try:
+        return driver_for(run, node)
+    except DriverError:
+        return None  # the host keys then come from known_hosts
+
+
 def _addresses(node: Node) -> list[str]:
     return [node.ip_address] if node.ip_address else []
 
@@ -298,7 +308,8 @@ def run_deliver(*, run_id: int, launch: int | None = None) -> str:
         )
         for rn in active:
             rn.ssh_user, rn.addresses, rn.delivered_at = user, _addresses(rn.node), now
-        RunNode.objects.bulk_update(active, ["ssh_user", "addresses", "delivered_at"])
+            rn.host_keys = delivered_host_keys(rn.node, _driver_or_none(run, rn.node))
+        RunNode.objects.bulk_update(active, ["ssh_user", "addresses", "host_keys", "delivered_at"])
         lifecycle.transition(
             run,
             to=RunStatus.DELIVERED,

@@ -21,6 +21,7 @@ from billing.orders import services as order_services
 from core.errors import DomainError
 from portal.dashboard import selectors
 from portal.dashboard.views.common import order_or_404
+from provisioning import access
 from provisioning import selectors as provisioning_selectors
 from provisioning.validation.reasons import annotate_progress
 
@@ -136,6 +137,7 @@ def _progress_context(order: Order) -> dict[str, object]:
     run = provisioning_selectors.latest_run(order)
     return {
         "progress": annotate_progress(provisioning_selectors.run_progress(run)) if run else None,
+        "delivery_access": access.order_access(order, run) if run else None,
         "poll_url": reverse("dashboard_order_progress", args=[order.number]),
         "staff": False,
     }
