@@ -59,6 +59,18 @@ def cleaning_start(*, order: Order, actor: Actor = None) -> ProvisioningRun | No
     return run
 
 
+@transaction.atomic
+def order_cancelled_clean(*, order_id: int) -> ProvisioningRun | None:
+    """An order cancelled while it was being provisioned: its run stops and its nodes are
+    wiped before anyone else gets them, once (safe to run twice)."""
+    order = Order.objects.select_for_update().get(pk=order_id)
+    if order.status != OrderStatus.CANCELLED:
+        return None
+    if ProvisioningRun.objects.filter(order=order, kind=RunKind.CLEAN).exists():
+        return None
+    return cleaning_start(order=order)
+
+
 def clean_node_failed(*, run: ProvisioningRun, run_node: RunNode, reason: str) -> None:
     with transaction.atomic():
         node = Node.objects.select_for_update().get(pk=run_node.node_id)

@@ -206,6 +206,19 @@ def provisioning_end_due_orders_task() -> int:
 
 
 @shared_task(
+    name="provisioning.tasks.order_cancelled_clean",
+    queue=CeleryQueue.PROVISIONING,
+    **IDEMPOTENT,
+    soft_time_limit=60,
+    time_limit=90,
+)
+def order_cancelled_clean(order_id: int) -> int | None:
+    """An order cancelled before delivery whose provisioning had begun: wipe its nodes."""
+    run = runs.order_cancelled_clean(order_id=order_id)
+    return run.pk if run else None
+
+
+@shared_task(
     name="provisioning.tasks.provisioning_email",
     queue=CeleryQueue.PROVISIONING,
     autoretry_for=(ConnectionError, TimeoutError, OSError),

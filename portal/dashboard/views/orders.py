@@ -18,6 +18,7 @@ from accounts.models import MemberRole
 from billing.contracts import gate
 from billing.models import Order
 from billing.orders import services as order_services
+from billing.shop.cancellation import order_cancellable
 from core.errors import DomainError
 from portal.dashboard import selectors
 from portal.dashboard.views.common import order_or_404
@@ -92,6 +93,7 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
             "access_chosen": [key for key in access_keys if key.chosen],
             "access_open": order.status in order_services.ACCESS_EDITABLE,
             "access_editor": request.membership.role in ACCESS_EDITORS,
+            "cancellable": order_cancellable(order),
         },
     )
 
