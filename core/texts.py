@@ -308,3 +308,15 @@ def recode(
     for start in range(0, len(changed), batch):
         manager.bulk_update(changed[start : start + batch], [code_field])
     return len(changed)
+
+
+def in_reader_language(value: Any) -> str:
+    """A plain column that holds one of the project's own messages (written in whichever
+    language was active then) in the active language; anything else (words a person
+    typed, a tool's output) as written. Templates: ``{{ value|reader }}``."""
+    if value is None:
+        return ""
+    if isinstance(value, Text):
+        return value.render()
+    plain = str(value)
+    return render(recognise(plain), plain)

@@ -222,7 +222,11 @@ def order_mark_paid(*, order: Order, actor: Actor = None, comment: str = "") -> 
             order=order,
             to_status=OrderStatus.PAID,
             actor=actor,
-            reason=" ".join(c for c in (comment, note) if c) if comment else note,
+            reason=(
+                Text("%(comment)s %(note)s", comment=comment, note=note)
+                if comment and note
+                else comment or note
+            ),
             paid_at=timezone.now(),
         )
         paid = invoices_move(
@@ -323,7 +327,7 @@ def invoice_mark_paid_by_transfer(
         reference=reference,
         succeeded_at=timezone.now(),
     )
-    comment = _("Bank transfer %(ref)s.") % {"ref": reference}
+    comment = Text("Bank transfer %(ref)s.", ref=reference)
     lifecycle.record_creation([payment], actor=actor, reason=comment)
     invoice.paid_reference = reference
     invoice.marked_paid_by = actor
