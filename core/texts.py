@@ -63,7 +63,7 @@ class Text(str):
     code: str
     params: dict[str, Any]
     plural: str | None
-    count: int | None
+    number: int | None  # chooses the plural form
 
     def __new__(cls, code: str, /, **params: Param) -> Text:
         return cls._make(code, params, None, None)
@@ -74,7 +74,7 @@ class Text(str):
     ) -> Text:
         english = _render(code, params, plural, count, "en")
         self = super().__new__(cls, english)
-        self.code, self.params, self.plural, self.count = code, dict(params), plural, count
+        self.code, self.params, self.plural, self.number = code, dict(params), plural, count
         return self
 
     # -- storage -----------------------------------------------------------------------
@@ -82,7 +82,7 @@ class Text(str):
         data: dict[str, Any] = {"code": self.code, "params": _encode(self.params)}
         if self.plural is not None:
             data["plural"] = self.plural
-            data["count"] = self.count
+            data["count"] = self.number
         return data
 
     @classmethod
@@ -99,7 +99,7 @@ class Text(str):
     # -- rendering ---------------------------------------------------------------------
     def render(self, language: str | None = None) -> str:
         """The text in ``language`` (default: the active one)."""
-        return _render(self.code, self.params, self.plural, self.count, language)
+        return _render(self.code, self.params, self.plural, self.number, language)
 
     def __str__(self) -> str:
         return self.render()
@@ -161,8 +161,9 @@ def _encode(value: Any) -> Any:
 
 def _lazy_msgid(value: Promise) -> str | None:
     """The msgid of a ``gettext_lazy`` proxy, None for any other lazy object."""
+    reduced: Any = value.__reduce__()
     try:
-        func, args = value.__reduce__()[1][:2]  # type: ignore[index]
+        func, args = reduced[1][0], reduced[1][1]
     except (TypeError, ValueError, IndexError):
         return None
     if func is gettext and len(args) == 1 and isinstance(args[0], str):

@@ -40,7 +40,7 @@ def _busy_over(
         held_from__lt=end_at,
         held_until__gt=start_at,
     )
-    if continues:
+    if continues and at is not None:
         reserved = reserved.exclude(owner_ref=continues, end_at=at)
     maintained = MaintenanceWindow.objects.filter(
         node=OuterRef("pk"), start_at__lt=end_at, end_at__gt=start_at
