@@ -36,8 +36,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 CJK = re.compile(r"[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]+")
 WORD = re.compile(r"[A-Za-z][A-Za-z'’]+")
-# Latin words a Chinese page may carry: technical and product names, the demo's data.
-ALLOWED = TECHNICAL | {"AI", "ubuntu", "MPI", "IPoIB", "SHA256", "ssh", "ProxyJump"}
+# Latin words a Chinese page may carry: technical and product names.
+ALLOWED = TECHNICAL | {"AI", "NVIDIA", "Enterprise", "ubuntu", "MPI", "IPoIB", "ssh"}
+# Chinese an English page may carry: each language's name in the language switcher, and
+# the official names of Chinese legal identifiers and tax categories, given beside their
+# English (统一社会信用代码, 信息技术服务, 普票/专票) and the ICP filing number.
+ALLOWED_CJK = ("简体中文", "统一社会信用代码", "信息技术服务", "普票", "专票")
+ICP_NUMBER = re.compile(r"[\u4e00-\u9fff]ICP备[0-9]+号(-[0-9]+)?")
+PRE = re.compile(r"<pre\b.*?</pre>", re.DOTALL)  # ssh config, known_hosts: code
 
 
 def _run_sent(sent: list, prefix: str) -> int:
@@ -66,6 +72,9 @@ def _foreign(text: str, language: str, data: tuple[str, ...]) -> list[str]:
     for value in sorted(data, key=len, reverse=True):
         text = text.replace(value, " ")
     if language == "en":
+        text = ICP_NUMBER.sub(" ", text)
+        for term in ALLOWED_CJK:
+            text = text.replace(term, " ")
         return CJK.findall(text)
     return [w for w in WORD.findall(text) if w not in ALLOWED]
 
@@ -117,8 +126,34 @@ def test_the_whole_term_reads_in_each_language(pages, settings, monkeypatch, cel
         first.number,
         "CMB-20261201-0042",
         *(n.hostname for n in factories_nodes(order)),
-        demo["org"].name,
-        demo["org"].legal_name or "",
+    )
+    org, seller = demo["org"], order.site.seller
+    # Names and identifiers the customer entered, and the parties' own names and details.
+    data += tuple(
+        str(v)
+        for v in (
+            org.name,
+            org.legal_name,
+            org.tax_id,
+            org.billing_address,
+            org.billing_email,
+            org.fapiao_address_phone,
+            order.quote.contact_name,
+            order.quote.contact_email,
+            demo["customer"].email,
+            first.bank_reference,
+            *(u.email for u in (demo["sales"], demo["admin"])),
+            *(
+                getattr(seller, f.name)
+                for f in seller._meta.fields
+                if f.get_internal_type() in ("CharField", "TextField", "EmailField")
+            ),
+            django_settings.PORTAL_PROVIDER_EMAIL,
+            django_settings.PORTAL_PROVIDER_BRAND,
+            django_settings.PORTAL_BANK_SWIFT,
+            django_settings.PORTAL_BANK_NAME,
+        )
+        if v
     )
     found: dict[str, list[str]] = {}
     for language in ("en", "zh-hans"):
@@ -126,6 +161,9 @@ def test_the_whole_term_reads_in_each_language(pages, settings, monkeypatch, cel
             urls = [
                 reverse("dashboard"),
                 reverse("dashboard_order", args=[order.number]),
+                reverse("dashboard_contract", args=[order.number]),
+                reverse("dashboard_order_suspension", args=[order.number]),
+                reverse("order_pay", args=[order.number]),
             ]
             pdfs = [
                 reverse("dashboard_invoice_pdf", args=[first.number]),
@@ -133,7 +171,7 @@ def test_the_whole_term_reads_in_each_language(pages, settings, monkeypatch, cel
             ]
         for url in urls:
             page.goto(url)
-            text = visible_text(page.content())
+            text = visible_text(PRE.sub("", page.content()))
             leaks = _foreign(text, language, data)
             if leaks:
                 found[f"{language} {url}"] = sorted(set(leaks))[:30]
