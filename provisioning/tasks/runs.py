@@ -22,7 +22,7 @@ from django.utils import translation
 
 from accounts.models import Membership
 from core.queues import CeleryQueue
-from provisioning import runs
+from provisioning import access, runs
 from provisioning.models import (
     CLEAN_STEPS,
     PROVISION_STEPS,
@@ -256,6 +256,7 @@ def provisioning_email(run_id: int, kind: str) -> int:
             "failed_steps": NodeStep.objects.filter(run=run, status="failed").select_related(
                 "node"
             ),
+            "access": access.order_access(order, run) if kind == "ready" else None,
         }
         subject = render_to_string("provisioning/email_subject.txt", context).strip()
         body = render_to_string("provisioning/email_body.txt", context)

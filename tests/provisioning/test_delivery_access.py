@@ -7,6 +7,7 @@ import hashlib
 import subprocess
 
 import pytest
+from django.core import mail
 from django.urls import reverse
 from django.utils import translation
 
@@ -14,6 +15,7 @@ from provisioning import access, runs
 from provisioning.drivers.base import ImageProfileSpec
 from provisioning.drivers.simulated import SimulatedDriver
 from provisioning.models import RunNode
+from provisioning.tasks.runs import provisioning_email
 from tests.provisioning.test_runs import drive, fast, paid  # noqa: F401 (fast: autouse)
 
 pytestmark = pytest.mark.django_db
@@ -63,6 +65,11 @@ def test_a_delivered_order_says_how_to_connect_and_when_billing_starts(demo, cli
     assert "ProxyJump jump.sz.example.net" in delivered.ssh_config
     assert first.host_keys[0]["key"] in delivered.known_hosts
     assert delivered.billing_starts_at == order.start_at and delivered.early
+    # the delivery email carries the ssh lines, fingerprints and when billing starts
+    mail.outbox.clear()
+    assert provisioning_email(run.pk, "ready") >= 1
+    body = mail.outbox[-1].body
+    assert first.ssh_line in body and first.host_keys[0]["fingerprint"] in body
     # the keys kept are those the page shows
     stored = RunNode.objects.get(run=run, node__hostname=first.hostname).host_keys
     assert stored == first.host_keys
