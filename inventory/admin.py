@@ -481,7 +481,7 @@ class NodeAdmin(DomainErrorMessagesMixin, SiteScopedChoicesMixin, InventoryImpor
 
 @admin.register(NodeEvent)
 class NodeEventAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "node", "from_label", "to_label", "actor", "reason")
+    list_display = ("created_at", "node", "from_label", "to_label", "actor", "why")
     fields = list_display
     readonly_fields = list_display
     list_select_related = ("node", "actor")
@@ -601,7 +601,7 @@ class ReservationAdmin(SiteTimeZoneMixin, ReadOnlyAdmin):
 @admin.register(ReservationEvent)
 class ReservationEventAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "reservation", "node", "from_label", "to_label", "actor")
-    fields = (*list_display, "reason")
+    fields = (*list_display, "why")
     readonly_fields = fields
     list_select_related = ("reservation__node", "actor")
     list_filter = (EventStatusFilter,)
