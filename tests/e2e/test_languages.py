@@ -41,9 +41,15 @@ ALLOWED = TECHNICAL | {"AI", "NVIDIA", "Enterprise", "ubuntu", "MPI", "IPoIB", "
 # Chinese an English page may carry: each language's name in the language switcher, and
 # the official names of Chinese legal identifiers and tax categories, given beside their
 # English (统一社会信用代码, 信息技术服务, 普票/专票) and the ICP filing number.
-ALLOWED_CJK = ("简体中文", "统一社会信用代码", "信息技术服务", "普票", "专票")
+ALLOWED_CJK = ("简体中文", "统一社会信用代码", "信息技术服务", "普票", "专票", "备案")
 ICP_NUMBER = re.compile(r"[\u4e00-\u9fff]ICP备[0-9]+号(-[0-9]+)?")
 PRE = re.compile(r"<pre\b.*?</pre>", re.DOTALL)  # ssh config, known_hosts: code
+# Technical values: SHA-256 digests, host-key fingerprints and keys, file paths.
+VALUES = re.compile(
+    r"\b[0-9a-f]{64}\b|SHA256:[A-Za-z0-9+/]{43}|(?:ssh-ed25519|ecdsa-sha2-nistp256)"
+    r"(?: AAAA[0-9A-Za-z+/=]+)?|~/\.ssh/[a-z_]+"
+)
+BETWEEN_CJK = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")  # PDF line breaks
 
 
 def _run_sent(sent: list, prefix: str) -> int:
@@ -69,14 +75,21 @@ def _pdf_text(data: bytes, tmp_path) -> str:
 
 
 def _foreign(text: str, language: str, data: tuple[str, ...]) -> list[str]:
+    text = VALUES.sub(" ", BETWEEN_CJK.sub("", text))
     for value in sorted(data, key=len, reverse=True):
         text = text.replace(value, " ")
     if language == "en":
         text = ICP_NUMBER.sub(" ", text)
         for term in ALLOWED_CJK:
             text = text.replace(term, " ")
-        return CJK.findall(text)
-    return [w for w in WORD.findall(text) if w not in ALLOWED]
+        found = list(CJK.finditer(text))
+    else:
+        found = [m for m in WORD.finditer(text) if m.group(0) not in ALLOWED]
+    # Each with its surroundings, so that a failure says where it is.
+    return [
+        f"{m.group(0)} «{' '.join(text[max(0, m.start() - 25) : m.end() + 25].split())}»"
+        for m in found
+    ]
 
 
 def test_the_whole_term_reads_in_each_language(pages, settings, monkeypatch, celery_sent, tmp_path):
@@ -126,6 +139,8 @@ def test_the_whole_term_reads_in_each_language(pages, settings, monkeypatch, cel
         first.number,
         "CMB-20261201-0042",
         *(n.hostname for n in factories_nodes(order)),
+        *(str(a) for n in factories_nodes(order) for a in (n.ip_address, n.fabric_address) if a),
+        *(c.number for c in order.contracts.all()),
     )
     org, seller = demo["org"], order.site.seller
     # Names and identifiers the customer entered, and the parties' own names and details.
@@ -141,6 +156,9 @@ def test_the_whole_term_reads_in_each_language(pages, settings, monkeypatch, cel
             order.quote.contact_name,
             order.quote.contact_email,
             demo["customer"].email,
+            demo["customer"].get_username(),
+            order.site.ssh_jump_host,
+            order.site.timezone,
             first.bank_reference,
             *(u.email for u in (demo["sales"], demo["admin"])),
             *(
