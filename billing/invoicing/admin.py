@@ -19,15 +19,40 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from import_export.admin import ImportMixin
 from import_export.formats import base_formats
+from import_export.forms import ImportForm
 from import_export.results import Result, RowResult
 
-from billing.invoicing.resources import UsageCSV, UsageRecordPreviewResource, import_errors
+from billing.invoicing.resources import (
+    MAX_UPLOAD_BYTES,
+    UsageCSV,
+    UsageRecordPreviewResource,
+    import_errors,
+)
 from billing.models import UsageRecord
 from core.admin_base import ReadOnlyAdmin
 from core.csv import CSVFileError, not_csv_message
 
 #: The preview lists at most this many problems as messages (the page shows them all).
 IMPORT_ERRORS_LISTED = 20
+
+
+class UsageImportForm(ImportForm):
+    """The upload, refused above ``MAX_UPLOAD_BYTES`` before it is read (the API's cap)."""
+
+    def clean_import_file(self) -> Any:
+        upload = self.cleaned_data["import_file"]
+        if upload is not None and upload.size > MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(
+                _(
+                    "This file has %(size)s MB; at most %(max)s MB are taken at once. Split "
+                    "it into smaller files (each is imported whole or not at all)."
+                )
+                % {
+                    "size": f"{upload.size / 1024 / 1024:.1f}",
+                    "max": MAX_UPLOAD_BYTES // (1024 * 1024),
+                }
+            )
+        return upload
 
 
 @admin.register(UsageRecord)
@@ -41,6 +66,7 @@ class UsageRecordAdmin(ImportMixin, ReadOnlyAdmin):
     import_export_change_list_template = None
     import_template_name = "admin/billing/usage_import.html"
     resource_classes = [UsageRecordPreviewResource]
+    import_form_class = UsageImportForm
     # Records say who imported them (recorded_by); no admin log entry per row.
     skip_admin_log = True
 
