@@ -32,7 +32,7 @@ class OutboxMessageAdmin(ReadOnlyAdmin):
         return timesince(obj.created_at, timezone.now())
 
     def has_publish_permission(self, request: HttpRequest) -> bool:
-        return request.user.is_staff
+        return request.user.has_perm("core.change_outboxmessage")
 
     @admin.action(description=gettext_lazy("Publish now"), permissions=["publish"])
     def publish_now(self, request: HttpRequest, queryset: QuerySet[OutboxMessage]) -> None:

@@ -1,7 +1,8 @@
 """The metering API: ``POST /api/usage/`` takes usage records as JSON or CSV.
 
 Who may post: a metering system with the token in ``PORTAL_USAGE_API_TOKEN``
-(``Authorization: Bearer …``), or a logged-in staff user (session, CSRF checked). Answers:
+(``Authorization: Bearer …``), or a logged-in user with ``billing.record_usage`` (session,
+CSRF checked): the same permission as the admin's import. Answers:
 201 ``{"created": n, "unchanged": m}``; 400 ``{"errors": [{"row", "field", "message"}]}``
 with nothing stored; 401 / 403 without the right credentials. Messages are in the
 client's language (``Accept-Language``; the portal's default without one). A body that
@@ -28,7 +29,12 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from billing.invoicing.resources import MAX_UPLOAD_BYTES
-from billing.invoicing.usage import UsageImportError, usage_import_csv, usage_import_records
+from billing.invoicing.usage import (
+    UsageImportError,
+    may_record_usage,
+    usage_import_csv,
+    usage_import_records,
+)
 
 MAX_BODY = MAX_UPLOAD_BYTES
 
@@ -132,8 +138,15 @@ def _usage_api(request: HttpRequest) -> HttpResponse:
         return _errors(
             [{"row": 0, "field": "auth", "message": _("Send the metering token.")}], status=401
         )
-    if not user.is_staff:
+    if not may_record_usage(user):
         return _errors(
-            [{"row": 0, "field": "auth", "message": _("Only staff may post usage.")}], status=403
+            [
+                {
+                    "row": 0,
+                    "field": "auth",
+                    "message": _("Posting usage needs the permission to record usage."),
+                }
+            ],
+            status=403,
         )
     return _staff_import(request)

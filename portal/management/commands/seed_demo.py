@@ -206,6 +206,26 @@ GROUP_PERMISSIONS = {
     "Finance": ("billing", ("view", "change")),
 }
 
+# The staff actions each role may take, by the permission each action names (issue 25:
+# tests/portal/test_staff_actions.py walks every action as every role).
+GROUP_ACTION_PERMISSIONS = {
+    "Operations": (
+        # The provisioning run page: see it; retry a step, swap a node, cancel the run.
+        "provisioning.view_provisioningrun",
+        "provisioning.change_provisioningrun",
+        # Re-run validation on a node; the outbox: publish waiting work now.
+        "provisioning.view_nodevalidation",
+        "provisioning.change_nodevalidation",
+        "core.view_outboxmessage",
+        "core.change_outboxmessage",
+    ),
+    "Sales": (),
+    # The provider's countersignature (an authorised signatory).
+    "Sales managers": ("billing.view_contract", "billing.countersign_contract"),
+    # Credit notes and refunds; metered usage posted, imported or voided.
+    "Finance": ("billing.add_creditnote", "billing.add_refund", "billing.record_usage"),
+}
+
 DEMO_BOOKING = "order:demo-seed"
 
 # The seeds' environment, installed on every node unless the order names another image.
@@ -367,7 +387,13 @@ class Command(BaseCommand):
                 content_type__app_label=app,
                 codename__regex=r"^({})_".format("|".join(actions)),
             )
-            group.permissions.set(perms)
+            extra = [
+                Permission.objects.get(content_type__app_label=app_label, codename=codename)
+                for app_label, codename in (
+                    p.split(".", 1) for p in GROUP_ACTION_PERMISSIONS.get(name, ())
+                )
+            ]
+            group.permissions.set([*perms, *extra])
             groups[name] = group
         user_model = get_user_model()
         for spec in DEMO_USERS:
