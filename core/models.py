@@ -10,6 +10,8 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from core import task_labels
+
 
 class LifecycleEvent(models.Model):
     """One row per move of a lifecycle: who, when, from, to and why.
@@ -121,7 +123,7 @@ class OutboxMessage(models.Model):
         ]
 
     def __str__(self) -> str:
-        return " → ".join(step[0] for step in self.steps)
+        return " → ".join(task_labels.label(step[0]) for step in self.steps)
 
     @property
     def task_names(self) -> list[str]:
