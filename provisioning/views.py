@@ -23,7 +23,6 @@ from provisioning import runs, selectors
 from provisioning.models import NodeStep, ProvisioningRun
 from provisioning.validation.reasons import annotate_progress
 
-
 VIEW_RUNS = "provisioning.view_provisioningrun"
 OPERATE_RUNS = "provisioning.change_provisioningrun"
 

@@ -367,7 +367,6 @@ def contract_sign(
 COUNTERSIGN_PERMISSION = "billing.countersign_contract"
 
 
-
 def contract_countersign(*, contract: Contract, actor: Actor) -> Contract:
     """Staff countersign; the sealed PDF is made on the documents queue; a paid order is
     released for provisioning."""

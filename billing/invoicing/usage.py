@@ -124,9 +124,7 @@ def usage_record_void(*, record: UsageRecord, reason: str, actor: Actor) -> Usag
         if locked.voids_id is not None:
             raise DomainError(_("This record voids another one; it cannot be voided itself."))
         if UsageRecord.objects.filter(voids=locked).exists():
-            raise DomainError(
-                _("Record %(id)s is voided already.") % {"id": locked.external_id}
-            )
+            raise DomainError(_("Record %(id)s is voided already.") % {"id": locked.external_id})
         return UsageRecord.objects.create(
             order_id=locked.order_id,
             metric=locked.metric,

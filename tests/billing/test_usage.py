@@ -22,19 +22,8 @@ from billing.invoicing import services as invoicing
 from billing.invoicing.resources import import_errors
 from billing.invoicing.usage import UsageImportError, usage_import_csv
 from billing.models import AddonPrice, InvoiceLineKind, TaxCategory, UsageRecord
-from billing.orders import services as orders
-from tests.billing.test_contracts import make_order
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def paid_order(demo):
-    order = make_order(demo, term="month", duration=3)
-    orders.invoice_mark_paid_by_transfer(
-        invoice=order.invoices.get(), reference="T-1", actor=demo["admin"]
-    )
-    return order
 
 
 def day(order, n: int) -> str:

@@ -15,7 +15,7 @@ from django.utils import translation
 from billing.invoicing.resources import MAX_UPLOAD_BYTES
 from billing.invoicing.usage import UsageImportError, usage_import_csv
 from billing.models import UsageRecord
-from tests.billing.test_usage import day, paid_order  # noqa: F401 - the fixture
+from tests.billing.test_usage import day
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +40,13 @@ def post(client, settings):
 
 
 def _good(order, n=0, **kw):
-    return {"external_id": f"g-{n}", "order": order.number, "day": day(order, n), "quantity": 1, **kw}
+    return {
+        "external_id": f"g-{n}",
+        "order": order.number,
+        "day": day(order, n),
+        "quantity": 1,
+        **kw,
+    }
 
 
 def test_records_of_any_shape_get_a_per_record_error_never_a_500(post, paid_order):
@@ -48,7 +54,14 @@ def test_records_of_any_shape_get_a_per_record_error_never_a_500(post, paid_orde
     response = post(records, **EN)
     assert response.status_code == 400
     errors = [(e["row"], e["field"]) for e in response.json()["errors"]]
-    assert errors == [(1, "row"), (2, "row"), (3, "row"), (4, "row"), (5, "external_id"), (6, "row")]
+    assert errors == [
+        (1, "row"),
+        (2, "row"),
+        (3, "row"),
+        (4, "row"),
+        (5, "external_id"),
+        (6, "row"),
+    ]
     assert response.json()["errors"][4]["message"] == (
         "Give text or a number, not an object, a list or true/false."
     )
@@ -88,7 +101,11 @@ def test_control_characters_are_refused_not_stored_and_exported(post, paid_order
     response = post(records, **EN)
     assert response.status_code == 400
     errors = response.json()["errors"]
-    assert [(e["row"], e["field"]) for e in errors] == [(1, "external_id"), (2, "node"), (3, "node")]
+    assert [(e["row"], e["field"]) for e in errors] == [
+        (1, "external_id"),
+        (2, "node"),
+        (3, "node"),
+    ]
     assert "control characters" in errors[0]["message"]
     assert "at most 100 characters; this one has 101" in errors[2]["message"]
     assert not UsageRecord.objects.exists()

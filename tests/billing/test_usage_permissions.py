@@ -18,7 +18,7 @@ from billing.invoicing import services as invoicing
 from billing.invoicing.usage import usage_import_csv, usage_record_void
 from billing.models import AddonPrice, InvoiceLineKind, UsageRecord
 from core.errors import DomainError
-from tests.billing.test_usage import HEADER, day, paid_order  # noqa: F401 - the fixture
+from tests.billing.test_usage import HEADER, day
 
 pytestmark = pytest.mark.django_db
 
@@ -65,9 +65,7 @@ def test_voiding_an_unbilled_record_cancels_it_on_the_next_invoice(demo, paid_or
     with pytest.raises(DomainError, match="voided already"):
         usage_record_void(record=wrong, reason="again", actor=demo["admin"])
     with pytest.raises(DomainError, match="Say why"):
-        usage_record_void(
-            record=UsageRecord.objects.get(external_id="u-1"), reason=" ", actor=None
-        )
+        usage_record_void(record=UsageRecord.objects.get(external_id="u-1"), reason=" ", actor=None)
     periods = invoicing.order_schedule(paid_order)
     second = invoicing.invoice_issue_period(order=paid_order, seq=2, now=periods[1].start)
     line = second.lines.get(kind=InvoiceLineKind.USAGE)

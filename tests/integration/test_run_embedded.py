@@ -53,7 +53,7 @@ def test_run_embedded_with_redis_on_a_fresh_data_folder_keeps_running(tmp_path):
         REDIS_URL=broker,
     )
     port = _free_port()
-    process = subprocess.Popen(  # noqa: S603
+    process = subprocess.Popen(
         [sys.executable, "manage.py", "run_embedded", "--port", str(port)],
         cwd=ROOT,
         env=env,

@@ -88,9 +88,7 @@ def _page(client, action: str) -> int:
         return client.get(_url("admin:billing_refund_issue")).status_code
     if action == "usage: post to the API":
         body = json.dumps({"records": []})
-        return client.post(
-            _url("usage_api"), body, content_type="application/json"
-        ).status_code
+        return client.post(_url("usage_api"), body, content_type="application/json").status_code
     if action == "usage: import in the admin":
         return client.get(_url("admin:billing_usagerecord_import")).status_code
     raise AssertionError(action)

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from billing import demo as billing_demo
 from billing.contracts import signatures
+from billing.demo import DEMO_CUSTOMER_NAME
 from billing.demo import contracts as demo_contracts
 from inventory import services
 from inventory.gpus import BY_KEY, GpuFacts
@@ -195,7 +196,7 @@ DEMO_USERS: list[dict[str, Any]] = [
     {"username": "finance", "password": "finance-demo-2026", "superuser": False,
      "group": "Finance", "email": "finance@example.com"},
     {"username": "customer", "password": "customer-demo-2026", "superuser": False,
-     "group": None, "email": "customer@example.com", "full_name": "Li Wei"},
+     "group": None, "email": "customer@example.com", "full_name": DEMO_CUSTOMER_NAME},
 ]  # fmt: skip
 
 GROUP_PERMISSIONS = {
