@@ -98,6 +98,15 @@ class WizardForm(forms.Form):
     concurrency = forms.IntegerField(
         label=_("Concurrent sequences (inference)"), initial=1, min_value=1, max_value=100_000
     )
+    kv_precision = forms.ChoiceField(
+        label=_("KV cache precision (inference)"),
+        choices=[
+            ("auto", _("As the activations (bf16/fp16): the engines' default")),
+            ("fp8", _("fp8 (--kv-cache-dtype fp8)")),
+        ],
+        initial="auto",
+        required=False,
+    )
     mfu = forms.DecimalField(
         label=_("MFU (assumed)"),
         initial=sizing.DEFAULT_MFU,
@@ -166,6 +175,7 @@ class WizardForm(forms.Form):
                     offload=data["offload"] if data["mode"] == "train" else "none",
                     context=data["context"],
                     concurrency=data["concurrency"],
+                    kv_precision=data.get("kv_precision") or "auto",
                     mfu=data["mfu"],
                 )
             )
