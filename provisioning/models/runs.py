@@ -42,6 +42,8 @@ __all__ = [
 class RunKind(models.TextChoices):
     PROVISION = "provision", _("provisioning")
     CLEAN = "clean", _("cleaning")
+    # Day two: a spare provisioned for a delivered order in place of a failed node.
+    REPLACE = "replace", _("replacement")
 
 
 class RunStatus(models.TextChoices):

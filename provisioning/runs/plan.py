@@ -13,6 +13,8 @@ from provisioning.models import CLEAN_STEPS, PROVISION_STEPS, RunKind, StepName
 
 LAUNCH_TASK = "provisioning.tasks.provisioning_launch"
 EMAIL_TASK = "provisioning.tasks.provisioning_email"
+# A replacement run (day two) hands its spare over to the order instead of the ready email.
+HANDOVER_TASK = "provisioning.tasks.replacement_handover"
 
 # Hard bound of each step (s): what a task running it may take, and its lease.
 STEP_LIMIT_S: dict[str, int] = {

@@ -1,9 +1,18 @@
 """Provisioning's Celery tasks, one module per concern: ``runs`` (a run's canvas, the
 beat jobs that start, resume and end runs, the customer's emails), ``power`` (suspended
-orders' power) and ``sla`` (the SLA credits sweep). Each task declares its queue and
+orders' power) and ``sla`` (the SLA credits sweep), ``health`` (day two: rules, replacement hand-over,
+incident emails, low utilisation). Each task declares its queue and
 keeps its registered name, ``provisioning.tasks.<task>`` (the outbox and the beat table
 store names). Importing this package registers them all."""
 
+from provisioning.tasks.health import (
+    health_evaluate_task,
+    health_incident_email,
+    health_node_marked_faulty,
+    low_utilisation_task,
+    replacement_handover,
+    utilisation_email,
+)
 from provisioning.tasks.power import order_power_sync
 from provisioning.tasks.runs import (
     provisioning_clean_finish,
@@ -20,6 +29,11 @@ from provisioning.tasks.runs import (
 from provisioning.tasks.sla import sla_credits_sweep_task
 
 __all__ = [
+    "health_evaluate_task",
+    "health_incident_email",
+    "health_node_marked_faulty",
+    "low_utilisation_task",
+    "replacement_handover",
     "order_power_sync",
     "provisioning_clean_finish",
     "provisioning_deliver",
@@ -32,4 +46,5 @@ __all__ = [
     "provisioning_start_due_task",
     "provisioning_validate",
     "sla_credits_sweep_task",
+    "utilisation_email",
 ]
