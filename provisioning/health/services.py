@@ -151,7 +151,9 @@ def incident_open(
                 observed_at=observed_at,
             )
             lifecycle.record_creation(
-                [incident], actor=actor, reason=_("Detected: %(e)s") % {"e": _evidence_text(incident)}
+                [incident],
+                actor=actor,
+                reason=_("Detected: %(e)s") % {"e": _evidence_text(incident)},
             )
     except IntegrityError:
         return None
@@ -183,9 +185,7 @@ def health_evaluate(*, rules: Iterable[HealthRule] = RULES) -> list[HealthIncide
                 continue
             if node.status in (NodeStatus.FAULTY, NodeStatus.MAINTENANCE):
                 continue  # already out of service: ops have it
-            if HealthIncident.objects.filter(
-                node=node, status__in=OPEN_INCIDENT_STATUSES
-            ).exists():
+            if HealthIncident.objects.filter(node=node, status__in=OPEN_INCIDENT_STATUSES).exists():
                 continue  # one story per node at a time
             incident = incident_open(
                 node=node,
@@ -205,8 +205,12 @@ def health_evaluate(*, rules: Iterable[HealthRule] = RULES) -> list[HealthIncide
 # --- acting on an incident ---------------------------------------------------------------
 
 
-def _move(incident: HealthIncident, to: str, reason: str, actor: Actor = None, **updates: object) -> HealthIncident:
-    return lifecycle.transition(incident, to=to, actor=actor, reason=reason, updates=updates or None)
+def _move(
+    incident: HealthIncident, to: str, reason: str, actor: Actor = None, **updates: object
+) -> HealthIncident:
+    return lifecycle.transition(
+        incident, to=to, actor=actor, reason=reason, updates=updates or None
+    )
 
 
 def incident_act(*, incident: HealthIncident) -> HealthIncident:
@@ -242,7 +246,9 @@ def incident_act_revalidate(*, incident: HealthIncident) -> HealthIncident:
     return incident
 
 
-def incident_act_replace(*, incident: HealthIncident, now: datetime | None = None) -> HealthIncident:
+def incident_act_replace(
+    *, incident: HealthIncident, now: datetime | None = None
+) -> HealthIncident:
     """Cordon and tell; replace now (automatic) or when approved or past the deadline."""
     now = now or timezone.now()
     if incident.order_id is None:
@@ -302,13 +308,18 @@ def replacement_start(
             return incident
         slot = serving_slot(incident.node)
         if slot is None:
-            return _move(incident, IncidentStatus.RESOLVED, _("The node no longer serves the order."), actor)
+            return _move(
+                incident, IncidentStatus.RESOLVED, _("The node no longer serves the order."), actor
+            )
         if ProvisioningRun.objects.filter(
             order=order, kind=RunKind.REPLACE, status__in=ACTIVE_RUN_STATUSES
         ).exists():
             if incident.status != IncidentStatus.REPLACING:
                 incident = _move(
-                    incident, IncidentStatus.REPLACING, _("Queued behind another replacement."), actor
+                    incident,
+                    IncidentStatus.REPLACING,
+                    _("Queued behind another replacement."),
+                    actor,
                 )
             return incident
         failed = Node.objects.select_for_update().get(pk=incident.node_id)
@@ -352,7 +363,11 @@ def replacement_start(
                         new_node=spare_node,
                         actor=actor,
                         reason=_("%(failed)s replaced by %(spare)s: %(why)s")
-                        % {"failed": failed.hostname, "spare": spare_node.hostname, "why": evidence},
+                        % {
+                            "failed": failed.hostname,
+                            "spare": spare_node.hostname,
+                            "why": evidence,
+                        },
                     )
             except DomainError:
                 exclude.append(spare.node_id)
@@ -397,9 +412,7 @@ def replacement_handover(*, run_id: int) -> HealthIncident | None:
     order's slots, now names the spare)."""
     with transaction.atomic():
         run = ProvisioningRun.objects.select_for_update().get(pk=run_id)
-        incident = (
-            HealthIncident.objects.select_for_update().filter(replacement_run=run).first()
-        )
+        incident = HealthIncident.objects.select_for_update().filter(replacement_run=run).first()
         if run.status != RunStatus.DELIVERED or incident is None:
             return incident
         if incident.status == IncidentStatus.REPLACED:

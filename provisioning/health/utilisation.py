@@ -78,12 +78,17 @@ def low_utilisation_check() -> list[UtilisationAlert]:
         free = _mean(f"avg(avg_over_time({m.FB_FREE}{sel}[{window}]))") or 0.0
         ib = _mean(f"avg(rate({m.IB_XMIT}{sel}[{window}])) * 8 / 1e9") or 0.0
         pointer = classify(
-            util=util, sm=sm, fb_frac=used / (used + free) if used + free else 0.0, ib_gbps=ib,
+            util=util,
+            sm=sm,
+            fb_frac=used / (used + free) if used + free else 0.0,
+            ib_gbps=ib,
             nic_gbps=400.0,
         )
         try:
             with transaction.atomic():
-                alert = UtilisationAlert.objects.create(order=order, utilisation=util, pointer=pointer)
+                alert = UtilisationAlert.objects.create(
+                    order=order, utilisation=util, pointer=pointer
+                )
                 jobs.enqueue(EMAIL_TASK, alert.pk)
         except IntegrityError:
             continue

@@ -1,7 +1,7 @@
 """Provisioning's Celery tasks, one module per concern: ``runs`` (a run's canvas, the
 beat jobs that start, resume and end runs, the customer's emails), ``power`` (suspended
-orders' power) and ``sla`` (the SLA credits sweep), ``health`` (day two: rules, replacement hand-over,
-incident emails, low utilisation). Each task declares its queue and
+orders' power), ``sla`` (the SLA credits sweep) and ``health`` (day two: rules,
+replacement hand-over, incident emails, low utilisation). Each task declares its queue and
 keeps its registered name, ``provisioning.tasks.<task>`` (the outbox and the beat table
 store names). Importing this package registers them all."""
 
@@ -33,7 +33,6 @@ __all__ = [
     "health_incident_email",
     "health_node_marked_faulty",
     "low_utilisation_task",
-    "replacement_handover",
     "order_power_sync",
     "provisioning_clean_finish",
     "provisioning_deliver",
@@ -45,6 +44,7 @@ __all__ = [
     "provisioning_start",
     "provisioning_start_due_task",
     "provisioning_validate",
+    "replacement_handover",
     "sla_credits_sweep_task",
     "utilisation_email",
 ]

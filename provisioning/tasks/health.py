@@ -23,7 +23,9 @@ from provisioning.telemetry.prometheus import PrometheusUnavailable
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="provisioning.tasks.health_evaluate_task", queue=CeleryQueue.PROVISIONING, **SWEEP)
+@shared_task(
+    name="provisioning.tasks.health_evaluate_task", queue=CeleryQueue.PROVISIONING, **SWEEP
+)
 def health_evaluate_task() -> dict[str, int]:
     """Beat (every PORTAL_HEALTH_EVALUATE_EVERY_S): evaluate the rules, then the sweep."""
     opened = 0
@@ -35,7 +37,9 @@ def health_evaluate_task() -> dict[str, int]:
     return {"opened": opened, **services.health_sweep()}
 
 
-@shared_task(name="provisioning.tasks.low_utilisation_task", queue=CeleryQueue.PROVISIONING, **SWEEP)
+@shared_task(
+    name="provisioning.tasks.low_utilisation_task", queue=CeleryQueue.PROVISIONING, **SWEEP
+)
 def low_utilisation_task() -> int:
     """Beat (every minute): orders whose GPUs stay under the threshold."""
     if not settings.PORTAL_PROMETHEUS_URL:
@@ -146,7 +150,8 @@ def utilisation_email(alert_id: int) -> int:
             "order": order,
             "alert": alert,
             "pointer": utilisation.POINTERS.get(alert.pointer, alert.pointer),
-            "url": settings.PORTAL_BASE_URL + reverse("dashboard_order_monitoring", args=[order.number]),
+            "url": settings.PORTAL_BASE_URL
+            + reverse("dashboard_order_monitoring", args=[order.number]),
         }
         subject = render_to_string("provisioning/health/utilisation_subject.txt", context).strip()
         body = render_to_string("provisioning/health/utilisation_body.txt", context)

@@ -53,7 +53,9 @@ def targets() -> list[dict[str, Any]]:
             )
             out.append(
                 {
-                    "targets": [f"{node.ip_address}:{settings.PORTAL_TELEMETRY_NODE_EXPORTER_PORT}"],
+                    "targets": [
+                        f"{node.ip_address}:{settings.PORTAL_TELEMETRY_NODE_EXPORTER_PORT}"
+                    ],
                     "labels": {**labels, "exporter": "node"},
                 }
             )

@@ -99,18 +99,58 @@ class NodeShape:
     nvlink: bool = True
 
 
+HELP: dict[str, tuple[str, str]] = {
+    GPU_UTIL: ("gauge", "GPU utilization (in %)."),
+    SM_ACTIVE: ("gauge", "The ratio of cycles an SM has at least 1 warp assigned."),
+    FB_USED: ("gauge", "Framebuffer memory used (in MiB)."),
+    FB_FREE: ("gauge", "Framebuffer memory free (in MiB)."),
+    GPU_TEMP: ("gauge", "GPU temperature (in C)."),
+    POWER: ("gauge", "Power draw (in W)."),
+    ENERGY: ("counter", "Total energy consumption since boot (in mJ)."),
+    SM_CLOCK: ("gauge", "SM clock frequency (in MHz)."),
+    XID: ("gauge", "Value of the last XID error encountered."),
+    ECC_SBE: ("counter", "Total number of single-bit volatile ECC errors."),
+    ECC_DBE: ("counter", "Total number of double-bit volatile ECC errors."),
+    CORRECTABLE_REMAPPED_ROWS: ("counter", "Number of remapped rows for correctable errors"),
+    UNCORRECTABLE_REMAPPED_ROWS: ("counter", "Number of remapped rows for uncorrectable errors"),
+    ROW_REMAP_FAILURE: ("gauge", "Whether remapping of rows has failed"),
+    NVLINK_BANDWIDTH: ("counter", "Total number of NVLink bandwidth counters for all lanes."),
+    PCIE_REPLAY: ("counter", "Total number of PCIe retries."),
+    CLOCK_EVENTS: ("gauge", "Current clock throttle reasons."),
+    IB_XMIT: ("counter", "Number of data octets transmitted on all links"),
+    IB_RCV: ("counter", "Number of data octets received on all links"),
+    IB_LINK_DOWNED: (
+        "counter",
+        "Number of times the link failed to recover from an error state and went down",
+    ),
+    IB_SYMBOL_ERROR: (
+        "counter",
+        "Number of minor link errors detected on one or more physical lanes.",
+    ),
+    IB_STATE: (
+        "gauge",
+        "State of the InfiniBand port (0: no change, 1: down, 2: init, 3: armed, 4: active, "
+        "5: act defer)",
+    ),
+}
+
+
 @dataclass
 class _Lines:
-    out: list[str] = field(default_factory=list)
-    declared: set[str] = field(default_factory=set)
+    """Samples grouped by metric family (the text format wants each family together)."""
 
-    def add(self, name: str, kind: str, help_text: str, labels: str, value: float) -> None:
-        if name not in self.declared:
-            self.declared.add(name)
-            self.out.append(f"# HELP {name} {help_text}")
-            self.out.append(f"# TYPE {name} {kind}")
+    families: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, name: str, labels: str, value: float) -> None:
         text = f"{value:.0f}" if float(value).is_integer() else f"{value:.6g}"
-        self.out.append(f"{name}{{{labels}}} {text}")
+        self.families.setdefault(name, []).append(f"{name}{{{labels}}} {text}")
+
+    def render(self) -> str:
+        out: list[str] = []
+        for name, samples in self.families.items():
+            kind, help_text = HELP[name]
+            out += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", *samples]
+        return "\n".join(out) + "\n"
 
 
 def _noise(*parts: object) -> float:
@@ -180,23 +220,27 @@ def simulated_exposition(
         nvlink_rate = 150e9 if busy and shape.nvlink else 0.0
         if any(f.kind == "nvlink_down" and f.applies(gpu) for f in live):
             nvlink_rate = 0.0
-        lines.add(GPU_UTIL, "gauge", "GPU utilization (in %).", labels, util)
-        lines.add(SM_ACTIVE, "gauge", "The ratio of cycles an SM has at least 1 warp assigned.", labels, round(sm, 4))  # fmt: skip
-        lines.add(FB_USED, "gauge", "Framebuffer memory used (in MiB).", labels, round(used))
-        lines.add(FB_FREE, "gauge", "Framebuffer memory free (in MiB).", labels, round(shape.memory_mib - used))  # fmt: skip
-        lines.add(GPU_TEMP, "gauge", "GPU temperature (in C).", labels, round(temp))
-        lines.add(POWER, "gauge", "Power draw (in W).", labels, round(power, 3))
-        lines.add(ENERGY, "counter", "Total energy consumption since boot (in mJ).", labels, round(energy_mj))  # fmt: skip
-        lines.add(SM_CLOCK, "gauge", "SM clock frequency (in MHz).", labels, clock)
-        lines.add(XID, "gauge", "Value of the last XID error encountered.", labels, xid.value if xid else 0)  # fmt: skip
-        lines.add(ECC_SBE, "counter", "Total number of single-bit volatile ECC errors.", labels, _count(faults, "ecc_sbe", gpu, at))  # fmt: skip
-        lines.add(ECC_DBE, "counter", "Total number of double-bit volatile ECC errors.", labels, _count(faults, "ecc_dbe", gpu, at))  # fmt: skip
-        lines.add(CORRECTABLE_REMAPPED_ROWS, "counter", "Number of remapped rows for correctable errors", labels, 0)  # fmt: skip
-        lines.add(UNCORRECTABLE_REMAPPED_ROWS, "counter", "Number of remapped rows for uncorrectable errors", labels, _count(faults, "ecc_dbe", gpu, at))  # fmt: skip
-        lines.add(ROW_REMAP_FAILURE, "gauge", "Whether remapping of rows has failed", labels, 1 if any(f.kind == "row_remap_failure" and f.applies(gpu) for f in live) else 0)  # fmt: skip
-        lines.add(NVLINK_BANDWIDTH, "counter", "Total number of NVLink bandwidth counters for all lanes.", labels, round(nvlink_rate * (at % 86400)))  # fmt: skip
-        lines.add(PCIE_REPLAY, "counter", "Total number of PCIe retries.", labels, 0)
-        lines.add(CLOCK_EVENTS, "gauge", "Current clock throttle reasons.", labels, reasons)
+        lines.add(GPU_UTIL, labels, util)
+        lines.add(SM_ACTIVE, labels, round(sm, 4))
+        lines.add(FB_USED, labels, round(used))
+        lines.add(FB_FREE, labels, round(shape.memory_mib - used))
+        lines.add(GPU_TEMP, labels, round(temp))
+        lines.add(POWER, labels, round(power, 3))
+        lines.add(ENERGY, labels, round(energy_mj))
+        lines.add(SM_CLOCK, labels, clock)
+        lines.add(XID, labels, xid.value if xid else 0)
+        lines.add(ECC_SBE, labels, _count(faults, "ecc_sbe", gpu, at))
+        lines.add(ECC_DBE, labels, _count(faults, "ecc_dbe", gpu, at))
+        lines.add(CORRECTABLE_REMAPPED_ROWS, labels, 0)
+        lines.add(UNCORRECTABLE_REMAPPED_ROWS, labels, _count(faults, "ecc_dbe", gpu, at))
+        lines.add(
+            ROW_REMAP_FAILURE,
+            labels,
+            1 if any(f.kind == "row_remap_failure" and f.applies(gpu) for f in live) else 0,
+        )
+        lines.add(NVLINK_BANDWIDTH, labels, round(nvlink_rate * (at % 86400)))
+        lines.add(PCIE_REPLAY, labels, 0)
+        lines.add(CLOCK_EVENTS, labels, reasons)
     for port in range(shape.nic_count):
         ib = f'device="mlx5_{port}",port="1"'
         down = any(f.kind == "ib_down" and int(f.value) == port for f in live)
@@ -207,9 +251,9 @@ def simulated_exposition(
         )
         rate = 0.0 if down or not busy else shape.nic_gbps / 8 * 1e9 * 0.55
         since = at % 86400
-        lines.add(IB_XMIT, "counter", "Number of data octets transmitted on all links", ib, round(rate * since))  # fmt: skip
-        lines.add(IB_RCV, "counter", "Number of data octets received on all links", ib, round(rate * 0.98 * since))  # fmt: skip
-        lines.add(IB_LINK_DOWNED, "counter", "Number of times the link failed to recover from an error state and went down", ib, (1 if down else 0) + flaps)  # fmt: skip
-        lines.add(IB_SYMBOL_ERROR, "counter", "Number of minor link errors detected on one or more physical lanes.", ib, 0)  # fmt: skip
-        lines.add(IB_STATE, "gauge", "State of the InfiniBand port (0: no change, 1: down, 2: init, 3: armed, 4: active, 5: act defer)", ib, IB_DOWN if down else IB_ACTIVE)  # fmt: skip
-    return "\n".join(lines.out) + "\n"
+        lines.add(IB_XMIT, ib, round(rate * since))
+        lines.add(IB_RCV, ib, round(rate * 0.98 * since))
+        lines.add(IB_LINK_DOWNED, ib, (1 if down else 0) + flaps)
+        lines.add(IB_SYMBOL_ERROR, ib, 0)
+        lines.add(IB_STATE, ib, IB_DOWN if down else IB_ACTIVE)
+    return lines.render()

@@ -22,6 +22,7 @@ from core.errors import DomainError
 from portal.dashboard import selectors
 from portal.dashboard.views.common import order_or_404
 from provisioning import selectors as provisioning_selectors
+from provisioning.health import selectors as health_selectors
 from provisioning.validation.reasons import annotate_progress
 
 # Who may edit the organisation's billing details (accounts:organisation_settings).
@@ -91,6 +92,7 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
             "access_chosen": [key for key in access_keys if key.chosen],
             "access_open": order.status in order_services.ACCESS_EDITABLE,
             "access_editor": request.membership.role in ACCESS_EDITORS,
+            **health_selectors.order_day2(order),
         },
     )
 
