@@ -17,11 +17,14 @@ from provisioning.health.services import STAFF_FAULT_RULE, incident_evidence, po
 from provisioning.models import (
     HealthIncident,
     IncidentStatus,
+    NodeStep,
     RunKind,
     RunNode,
     RunNodeState,
     RunStatus,
     SparePool,
+    StepName,
+    StepStatus,
 )
 
 
@@ -125,3 +128,21 @@ def spare_pools() -> list[dict[str, Any]]:
         {"pool": p, "free": free.get((p.site_id, p.node_type_id), 0)}
         for p in SparePool.objects.select_related("site", "node_type")
     ]
+
+
+def replacement_simulated_seconds(incident: HealthIncident, *, time_scale: float) -> float | None:
+    """Fault to hand-over on the simulated clock: the real time it took, with each driver
+    step's real (scaled) duration replaced by the hardware time it stands for. ``None``
+    until handed over. Detection, queueing, validation and hand-over count as they ran."""
+    if incident.handed_over_at is None or incident.replacement_run_id is None:
+        return None
+    total = (incident.handed_over_at - incident.observed_at).total_seconds()
+    if time_scale <= 0:
+        return total
+    for step in NodeStep.objects.filter(run_id=incident.replacement_run_id).exclude(
+        name=StepName.VALIDATE
+    ):
+        if step.started_at and step.finished_at and step.status == StepStatus.DONE:
+            real = (step.finished_at - step.started_at).total_seconds()
+            total += step.expected_s - real
+    return total

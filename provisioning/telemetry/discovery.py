@@ -10,6 +10,7 @@ node_exporter on its address); a simulated node one, the portal's own simulated 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,13 +26,23 @@ def simulated_target() -> str:
     return urlsplit(settings.PORTAL_BASE_URL).netloc
 
 
-def targets() -> list[dict[str, Any]]:
+def targets(
+    *, sites: Sequence[str] = (), node_types: Sequence[str] = (), statuses: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """Every node not retired; ``sites``, ``node_types`` and ``statuses`` narrow it (one
+    Prometheus per site, say: ``/telemetry/targets?site=SZ``)."""
     out: list[dict[str, Any]] = []
     nodes = (
         Node.objects.exclude(status=NodeStatus.RETIRED)
         .select_related("site", "node_type", "rack", "leaf_switch")
         .order_by("hostname")
     )
+    if sites:
+        nodes = nodes.filter(site__code__in=sites)
+    if node_types:
+        nodes = nodes.filter(node_type__code__in=node_types)
+    if statuses:
+        nodes = nodes.filter(status__in=statuses)
     portal = simulated_target()
     for node in nodes:
         labels = {

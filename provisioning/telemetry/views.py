@@ -32,7 +32,14 @@ def _refused() -> HttpResponse:
 def service_discovery(request: HttpRequest) -> HttpResponse:
     if not _authorised(request):
         return _refused()
-    return JsonResponse(discovery.targets(), safe=False)
+    return JsonResponse(
+        discovery.targets(
+            sites=request.GET.getlist("site"),
+            node_types=request.GET.getlist("node_type"),
+            statuses=request.GET.getlist("status"),
+        ),
+        safe=False,
+    )
 
 
 @require_GET
