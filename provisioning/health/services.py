@@ -34,7 +34,7 @@ from django.utils.translation import gettext as _
 from billing.models import Order, OrderStatus
 from core import jobs, lifecycle
 from core.errors import DomainError
-from core.types import Actor
+from core.types import Actor, actor_or_none
 from inventory import services as inventory_services
 from inventory.models import ACTIVE_RESERVATION_STATUSES, Node, NodeStatus, Reservation
 from provisioning.health.rules import RULES, HealthRule
@@ -101,7 +101,7 @@ def policy_set(*, order: Order, mode: str, ask_minutes: int, actor: Actor) -> Re
         defaults={
             "mode": mode,
             "ask_minutes": ask_minutes,
-            "updated_by": actor if getattr(actor, "is_authenticated", False) else None,
+            "updated_by": actor_or_none(actor),
         },
     )
     return policy
@@ -282,9 +282,7 @@ def incident_approve(*, incident: HealthIncident, actor: Actor) -> HealthInciden
     if incident.status != IncidentStatus.AWAITING:
         raise DomainError(_("This replacement is not waiting for approval."))
     with transaction.atomic():
-        HealthIncident.objects.filter(pk=incident.pk).update(
-            approved_by=actor if getattr(actor, "is_authenticated", False) else None
-        )
+        HealthIncident.objects.filter(pk=incident.pk).update(approved_by=actor_or_none(actor))
     return replacement_start(incident=incident, actor=actor)
 
 
@@ -295,6 +293,8 @@ def replacement_start(
     is free: ``no_spare`` (ops told; the sweep tries again). When another replacement of
     the order is running: stays ``replacing`` without a run (the sweep starts it after)."""
     now = now or timezone.now()
+    if incident.order_id is None:
+        return incident
     order = Order.objects.get(pk=incident.order_id)
     with transaction.atomic():
         incident = HealthIncident.objects.select_for_update().get(pk=incident.pk)
@@ -337,12 +337,15 @@ def replacement_start(
                 actor=actor,
                 reason=_("Health rule %(rule)s: %(e)s") % {"rule": incident.rule, "e": evidence},
             )
+        group = order.reservation_group
         reservation = (
             Reservation.objects.filter(
-                node=failed, group=order.reservation_group, status__in=ACTIVE_RESERVATION_STATUSES
+                node=failed, group=group, status__in=ACTIVE_RESERVATION_STATUSES
             )
             .order_by("start_at")
             .first()
+            if group is not None
+            else None
         )
         for _attempt in range(3):
             spare = choose_spare(
@@ -390,7 +393,7 @@ def replacement_start(
             spare_node=spare_node,
             reason=_("Health rule %(rule)s: %(e)s") % {"rule": incident.rule, "e": evidence},
             failed_at=incident.observed_at,
-            requested_by=actor if getattr(actor, "is_authenticated", False) else None,
+            requested_by=actor_or_none(actor),
         )
         RunNode.objects.filter(pk=slot.pk).update(state=RunNodeState.SWAPPED_OUT)
         RunNode.objects.create(run=slot.run, node=spare_node, slot=slot.slot)
@@ -469,8 +472,10 @@ def health_sweep(*, now: datetime | None = None) -> dict[str, int]:
     ):
         replacement_start(incident=incident, now=now)
         done["deadline"] += 1
-    for incident in HealthIncident.objects.filter(status=IncidentStatus.REVALIDATING):
-        run = ValidationRun.objects.filter(pk=incident.validation_run_id).first()
+    for incident in HealthIncident.objects.filter(
+        status=IncidentStatus.REVALIDATING, validation_run_id__isnull=False
+    ):
+        run = ValidationRun.objects.filter(pk=incident.validation_run_id or 0).first()
         if run is None or run.status in (ValidationRunStatus.PENDING, ValidationRunStatus.RUNNING):
             continue
         done["revalidated"] += 1

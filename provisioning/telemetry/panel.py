@@ -79,8 +79,7 @@ class Series:
 
 def order_tenures(order: Order) -> dict[str, tuple[datetime, datetime]]:
     """Per hostname that served the order: from when to when it was the order's."""
-    now = timezone.now()
-    end_all = min(now, order.end_at)
+    end_all = order.end_at
     swaps = list(NodeSwap.objects.filter(order=order, spare_node__isnull=False))
     out: dict[str, tuple[datetime, datetime]] = {}
     for rn in RunNode.objects.filter(run__order=order, run__kind=RunKind.PROVISION).select_related(
@@ -92,7 +91,7 @@ def order_tenures(order: Order) -> dict[str, tuple[datetime, datetime]]:
                 start = max(start, swap.failed_at)
             if swap.failed_node_id == rn.node_id and rn.state == RunNodeState.SWAPPED_OUT:
                 end = min(end, swap.failed_at)
-        if start < end:
+        if start < end and start < timezone.now():
             out[rn.node.hostname] = (start, end)
     return out
 

@@ -5,7 +5,7 @@ in service runs its customer's workload, any other idles) and the faults injecte
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -66,7 +66,7 @@ def fault_inject(
     if kind not in FAULT_KINDS:
         raise DomainError(f"unknown fault {kind!r}: one of {', '.join(FAULT_KINDS)}")
     start = start_at or timezone.now()
-    end = start + timezone.timedelta(seconds=seconds) if seconds is not None else None
+    end = start + timedelta(seconds=seconds) if seconds is not None else None
     with transaction.atomic():
         return SimulatedFault.objects.create(
             node=node, kind=kind, gpu=gpu, value=value, start_at=start, end_at=end

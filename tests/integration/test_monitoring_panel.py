@@ -114,7 +114,7 @@ CRAFTED = [
     "?metric=sm&range=hour",
     '?range=hour&node=~".%2B"',
     "?range=day&node={b}&gpu=0",
-    '?range=week"}%20or%20DCGM_FI_PROF_SM_ACTIVE{{node="{b}"',
+    '?range=week"}}%20or%20DCGM_FI_PROF_SM_ACTIVE{{node="{b}"',
     "?range=hour&sel=node%3D~%22.*%22",
 ]
 

@@ -18,7 +18,10 @@ def test_hostfile_and_nccl_for_infiniband():
         "10.0.0.1 slots=8", "10.0.0.2 slots=8", "10.0.1.1 slots=8",
     ]  # fmt: skip
     env = built.nccl_env
-    assert "export NCCL_IB_HCA=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1" in env
+    assert (
+        "export NCCL_IB_HCA=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1"
+        in env
+    )
     assert "export NCCL_NET_GDR_LEVEL=PHB" in env and "NCCL_SOCKET_IFNAME=" in env
     assert any(g.startswith("Ring") for g in built.guidance)
     assert any(g.startswith("Tree") for g in built.guidance)
