@@ -88,3 +88,5 @@ PORTAL_HEALTH_EVALUATE_EVERY_S = env.float("PORTAL_HEALTH_EVALUATE_EVERY_S", def
 # Low utilisation: an order's mean GPU utilisation under the threshold for this long.
 PORTAL_LOW_UTIL_THRESHOLD = env.float("PORTAL_LOW_UTIL_THRESHOLD", default=0.75)
 PORTAL_LOW_UTIL_MINUTES = env.int("PORTAL_LOW_UTIL_MINUTES", default=30)
+# The monitoring panel's charts refresh this often (s; htmx, no reload).
+PORTAL_PANEL_REFRESH_S = env.int("PORTAL_PANEL_REFRESH_S", default=15)

@@ -8,6 +8,7 @@ import csv
 import io
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -59,6 +60,7 @@ def order_monitoring(request: HttpRequest, number: str) -> HttpResponse:
             ],
             "incidents": health_selectors.order_incidents(order),
             "unavailable": unavailable,
+            "refresh_s": settings.PORTAL_PANEL_REFRESH_S,
         },
     )
 
