@@ -153,13 +153,22 @@ def gpu_inventory(order: Order) -> list[dict[str, str]]:
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#4b5563")
 
 
-def svg_chart(series_list: list[Series], *, unit: str, width: int = 720, height: int = 220) -> str:
+def svg_chart(
+    series_list: list[Series],
+    *,
+    unit: str,
+    start: float | None = None,
+    end: float | None = None,
+    width: int = 720,
+    height: int = 220,
+) -> str:
     """A line chart as inline SVG (drawn on the server; no script, no CDN)."""
     pad_l, pad_r, pad_t, pad_b = 48, 8, 8, 22
     points = [p for s in series_list for p in s.points]
     if not points:
         return ""
-    t0, t1 = min(p[0] for p in points), max(p[0] for p in points)
+    t0 = start if start is not None else min(p[0] for p in points)
+    t1 = end if end is not None else max(p[0] for p in points)
     v1 = max(max(p[1] for p in points), 1e-9)
     v1 = v1 * 1.1
     span_t = max(t1 - t0, 1.0)
@@ -194,6 +203,11 @@ def svg_chart(series_list: list[Series], *, unit: str, width: int = 720, height:
         parts.append(
             f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{coords}">'
             f"<title>{escape(s.name)}</title></polyline>"
+        )
+        last_t, last_v = s.points[-1]  # the latest value, visible even as a single point
+        parts.append(
+            f'<circle cx="{x(last_t):.1f}" cy="{y(last_v):.1f}" r="2.5" fill="{colour}">'
+            f"<title>{escape(s.name)}: {last_v:.3g} {escape(unit)}</title></circle>"
         )
     parts.append("</svg>")
     return "".join(parts)

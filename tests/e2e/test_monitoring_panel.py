@@ -108,7 +108,7 @@ def test_the_panel_moves_in_both_languages_and_shows_no_one_elses_series(
         ):
             page.goto(f"/{lang}/account/orders/{mine.number}/monitoring/")
             page.evaluate("() => { window.__sameDocument = true; }")
-            page.wait_for_selector("#chart-sm polyline")
+            page.wait_for_selector("#chart-sm circle")
             text = page.locator("main").inner_text() if page.locator("main").count() else ""
             assert title in page.content() and absent not in page.content()
             first = page.evaluate(POINTS)
@@ -122,7 +122,7 @@ def test_the_panel_moves_in_both_languages_and_shows_no_one_elses_series(
 
         other = logged_in(pages, rival, "rival")
         other.goto(f"/en/account/orders/{theirs.number}/monitoring/")
-        other.wait_for_selector("#chart-sm polyline")
+        other.wait_for_selector("#chart-sm circle")
         html = other.content()
         assert b.hostname in html and a.hostname not in html
         response = other.goto(f"/en/account/orders/{mine.number}/monitoring/")

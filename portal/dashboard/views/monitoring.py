@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from datetime import UTC, datetime
 
 from django.conf import settings
@@ -84,7 +85,12 @@ def order_monitoring_chart(request: HttpRequest, number: str, metric: str) -> Ht
             "order": order,
             "metric": panel_metric,
             "range_key": range_key,
-            "svg": panel.svg_chart(rows, unit=panel_metric.unit),
+            "svg": panel.svg_chart(
+                rows,
+                unit=panel_metric.unit,
+                start=time.time() - panel.RANGES[range_key][1],
+                end=time.time(),
+            ),
             "legend": [(s.name, panel.PALETTE[i % len(panel.PALETTE)]) for i, s in enumerate(rows)],
             "error": error,
         },
