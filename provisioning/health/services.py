@@ -462,6 +462,38 @@ def incident_from_staff_fault(*, node_id: int) -> HealthIncident | None:
     return incident_act(incident=incident) if incident else None
 
 
+def node_repaired_return(*, node_id: int) -> HealthIncident | None:
+    """A node that waited for a spare was repaired while its order still holds it: it
+    returns to its customer through a replacement run of its own (the steps and the quick
+    validation), instead of showing free to others while the booking runs."""
+    with transaction.atomic():
+        incident = (
+            HealthIncident.objects.select_for_update()
+            .filter(node_id=node_id, status=IncidentStatus.NO_SPARE)
+            .first()
+        )
+        if incident is None or incident.order_id is None:
+            return None
+        node = Node.objects.select_for_update().get(pk=node_id)
+        slot = serving_slot(node)
+        if node.status != NodeStatus.AVAILABLE or slot is None:
+            return None
+        order = Order.objects.get(pk=incident.order_id)
+        if ProvisioningRun.objects.filter(
+            order=order, kind=RunKind.REPLACE, status__in=ACTIVE_RUN_STATUSES
+        ).exists():
+            return incident  # the sweep finds it again later
+        run = run_create(order=order, kind=RunKind.REPLACE, nodes=[node])
+        incident = _move(
+            incident,
+            IncidentStatus.REPLACING,
+            _("Repaired: %(node)s returns to the order.") % {"node": node.hostname},
+            replacement_run=run,
+        )
+        run_start(run=run)
+    return incident
+
+
 def health_sweep(*, now: datetime | None = None) -> dict[str, int]:
     """Deadlines passed, re-validations finished, replacements waiting for a spare or for
     the order's other replacement."""
@@ -489,7 +521,13 @@ def health_sweep(*, now: datetime | None = None) -> dict[str, int]:
     for incident in HealthIncident.objects.filter(
         status__in=(IncidentStatus.REPLACING, IncidentStatus.NO_SPARE),
         replacement_run__isnull=True,
-    ):
-        replacement_start(incident=incident, now=now)
+    ).select_related("node"):
+        if (
+            incident.status == IncidentStatus.NO_SPARE
+            and incident.node.status == NodeStatus.AVAILABLE
+        ):
+            node_repaired_return(node_id=incident.node_id)  # repaired meanwhile: it returns
+        else:
+            replacement_start(incident=incident, now=now)
         done["retried"] += 1
     return done

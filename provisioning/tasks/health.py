@@ -76,6 +76,18 @@ def health_node_marked_faulty(node_id: int) -> str:
 
 
 @shared_task(
+    name="provisioning.tasks.health_node_repaired",
+    queue=CeleryQueue.PROVISIONING,
+    **IDEMPOTENT,
+    soft_time_limit=120,
+    time_limit=150,
+)
+def health_node_repaired(node_id: int) -> str:
+    incident = services.node_repaired_return(node_id=node_id)
+    return incident.status if incident else "none"
+
+
+@shared_task(
     name="provisioning.tasks.health_incident_email",
     queue=CeleryQueue.PROVISIONING,
     autoretry_for=(ConnectionError, TimeoutError, OSError),
