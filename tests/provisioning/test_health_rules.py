@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from provisioning.health.rules import RULES, RULES_BY_CODE
+from provisioning.health.utilisation import classify
 from provisioning.telemetry.prometheus import node_selector
 
 
@@ -43,3 +44,10 @@ def test_noise_is_under_every_threshold():
     assert "max_over_time(up" in RULES_BY_CODE["node_silent"].expr
     # A flap once is noise; three in 30 minutes is not.
     assert ">= 3" in RULES_BY_CODE["ib_link_flapping"].expr
+
+
+def test_low_utilisation_says_what_the_metrics_point_at():
+    assert classify(util=0.0, sm=0.0, fb_frac=0.01, ib_gbps=0, nic_gbps=400) == "idle"
+    assert classify(util=0.5, sm=0.4, fb_frac=0.5, ib_gbps=300, nic_gbps=400) == "network_bound"
+    assert classify(util=0.5, sm=0.3, fb_frac=0.95, ib_gbps=10, nic_gbps=400) == "memory_bound"
+    assert classify(util=0.6, sm=0.55, fb_frac=0.5, ib_gbps=10, nic_gbps=400) == "input_bound"
