@@ -16,6 +16,7 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("stripe/", include(payment_urls.webhook_urlpatterns)),
     path("api/", include("billing.invoicing.urls")),
+    path("telemetry/", include("provisioning.telemetry.urls")),
 ]
 urlpatterns += i18n_patterns(
     path("", shop_views.catalog, name="catalog"),

@@ -2,7 +2,14 @@
 
 from django.urls import path
 
-from portal.dashboard.views import cancellation, continuity, contracts, documents, orders
+from portal.dashboard.views import (
+    cancellation,
+    continuity,
+    contracts,
+    documents,
+    monitoring,
+    orders,
+)
 
 urlpatterns = [
     path("", orders.dashboard, name="dashboard"),
@@ -46,6 +53,31 @@ urlpatterns = [
         "orders/<slug:number>/contract/sign",
         contracts.contract_sign,
         name="dashboard_contract_sign",
+    ),
+    path(
+        "orders/<slug:number>/monitoring/",
+        monitoring.order_monitoring,
+        name="dashboard_order_monitoring",
+    ),
+    path(
+        "orders/<slug:number>/monitoring/chart/<slug:metric>/",
+        monitoring.order_monitoring_chart,
+        name="dashboard_order_monitoring_chart",
+    ),
+    path(
+        "orders/<slug:number>/monitoring/export.<slug:fmt>",
+        monitoring.order_monitoring_export,
+        name="dashboard_order_monitoring_export",
+    ),
+    path(
+        "orders/<slug:number>/replacement-policy",
+        monitoring.order_replacement_policy,
+        name="dashboard_order_replacement_policy",
+    ),
+    path(
+        "orders/<slug:number>/incidents/<int:incident_id>/approve",
+        monitoring.order_incident_approve,
+        name="dashboard_order_incident_approve",
     ),
     path("orders/<slug:number>/terms", contracts.order_terms, name="dashboard_order_terms"),
     path(
