@@ -171,9 +171,18 @@ def _ip_allowed(key: ApiKey, ip: str | None) -> bool:
     return any(address in ipaddress.ip_network(net, strict=False) for net in key.allowed_ips)
 
 
+def _address(ip: str | None) -> str | None:
+    """A usable IP address, or None (a client whose address is unknown)."""
+    try:
+        return str(ipaddress.ip_address(ip)) if ip else None
+    except ValueError:
+        return None
+
+
 def api_key_authenticate(*, secret: str, ip: str | None) -> ApiKey:
     """The active key for ``secret`` used from ``ip``, with its organisation and user;
     records the last use (at most once a minute). Raises ``ApiKeyRefused``."""
+    ip = _address(ip)
     body = secret[len(KEY_PREFIX) :] if secret.startswith(KEY_PREFIX) else ""
     prefix, _sep, _rest = body.partition("_")
     key = (
@@ -225,5 +234,5 @@ def api_audit_record(
         path=path[:500],
         status_code=status_code,
         idempotency_key=idempotency_key[:200],
-        ip=ip,
+        ip=_address(ip),
     )

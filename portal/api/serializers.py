@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from accounts.models import (
@@ -540,3 +541,16 @@ class SizingQuery(serializers.Serializer):
 class DocumentPendingSerializer(serializers.Serializer):
     status = serializers.CharField()
     retry_after = serializers.IntegerField()
+
+
+def paged(serializer: type[serializers.Serializer]) -> serializers.Serializer:
+    """The schema of a cursor page of ``serializer`` (``{next, previous, results}``)."""
+    name = serializer.__name__.removesuffix("Serializer")
+    return inline_serializer(
+        name=f"{name}Page",
+        fields={
+            "next": serializers.URLField(allow_null=True),
+            "previous": serializers.URLField(allow_null=True),
+            "results": serializer(many=True),
+        },
+    )

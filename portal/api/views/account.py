@@ -25,7 +25,7 @@ class SshKeysView(ApiView):
 
 
 class SshKeyList(SshKeysView):
-    @extend_schema(operation_id="ssh_keys_list", responses=s.SshKeySerializer(many=True),
+    @extend_schema(operation_id="ssh_keys_list", responses=s.paged(s.SshKeySerializer),
                    summary="The organisation's SSH public keys / SSH 公钥")
     def get(self, request: Request) -> Response:
         qs = SshPublicKey.objects.filter(organisation=organisation(request))
@@ -76,7 +76,7 @@ def _endpoints(request: Request):  # noqa: ANN202
 
 class EndpointList(WebhooksView):
     @extend_schema(operation_id="webhook_endpoints_list",
-                   responses=s.WebhookEndpointSerializer(many=True),
+                   responses=s.paged(s.WebhookEndpointSerializer),
                    summary="Webhook endpoints / Webhook 端点")
     def get(self, request: Request) -> Response:
         return self.paginate(request, _endpoints(request), s.WebhookEndpointSerializer)
@@ -141,7 +141,7 @@ def _deliveries(request: Request):  # noqa: ANN202
 
 class DeliveryList(WebhooksView):
     @extend_schema(operation_id="webhook_deliveries_list",
-                   responses=s.WebhookDeliverySerializer(many=True),
+                   responses=s.paged(s.WebhookDeliverySerializer),
                    summary="The delivery log: status, attempts, response times / 投递记录")
     def get(self, request: Request) -> Response:
         return self.paginate(request, _deliveries(request), s.WebhookDeliverySerializer)

@@ -65,7 +65,7 @@ def _invoices(request: Request) -> Any:
 
 
 class InvoiceList(BillingView):
-    @extend_schema(operation_id="invoices_list", responses=s.InvoiceSerializer(many=True),
+    @extend_schema(operation_id="invoices_list", responses=s.paged(s.InvoiceSerializer),
                    summary="Invoices and payment requests / 发票与付款通知书")
     def get(self, request: Request) -> Response:
         return self.paginate(request, _invoices(request), s.InvoiceSerializer)
@@ -94,7 +94,7 @@ def _credit_notes(request: Request) -> Any:
 
 
 class CreditNoteList(BillingView):
-    @extend_schema(operation_id="credit_notes_list", responses=s.CreditNoteSerializer(many=True),
+    @extend_schema(operation_id="credit_notes_list", responses=s.paged(s.CreditNoteSerializer),
                    summary="Credit notes / 红字发票（贷项通知单）")
     def get(self, request: Request) -> Response:
         return self.paginate(request, _credit_notes(request), s.CreditNoteSerializer)
@@ -125,7 +125,7 @@ def _contracts(request: Request) -> Any:
 
 
 class ContractList(ContractsView):
-    @extend_schema(operation_id="contracts_list", responses=s.ContractSerializer(many=True),
+    @extend_schema(operation_id="contracts_list", responses=s.paged(s.ContractSerializer),
                    summary="Contracts / 合同")
     def get(self, request: Request) -> Response:
         return self.paginate(request, _contracts(request), s.ContractSerializer)

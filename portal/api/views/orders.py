@@ -102,7 +102,7 @@ class OrdersView(ApiView):
 
 
 class OrderList(OrdersView):
-    @extend_schema(operation_id="orders_list", responses=s.OrderSerializer(many=True),
+    @extend_schema(operation_id="orders_list", responses=s.paged(s.OrderSerializer),
                    summary="The organisation's orders, newest first / 订单")
     def get(self, request: Request) -> Response:
         qs = Order.objects.filter(organisation=organisation(request)).select_related(

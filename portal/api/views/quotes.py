@@ -164,7 +164,7 @@ def _period(config: selfservice.Configuration) -> tuple[Any, Any]:
 class QuoteList(QuotesView):
     @extend_schema(
         operation_id="quotes_list",
-        responses=s.QuoteSerializer(many=True),
+        responses=s.paged(s.QuoteSerializer),
         summary="The organisation's quotes, every version / 报价单",
     )
     def get(self, request: Request) -> Response:
