@@ -15,7 +15,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -71,7 +71,9 @@ def scopes_parse(text: str) -> dict[str, str]:
         family, _sep, level = part.partition(":")
         level = level or ApiScope.READ
         if level not in ApiScope.values:
-            raise DomainError(_("Unknown scope level “%(level)s”: use read or write.") % {"level": level})
+            raise DomainError(
+                _("Unknown scope level “%(level)s”: use read or write.") % {"level": level}
+            )
         families = list(API_FAMILIES) if family == "*" else [family]
         for name in families:
             if name not in API_FAMILIES:
@@ -99,7 +101,7 @@ def allowed_ips_parse(text: str) -> list[str]:
     return out
 
 
-def _check_manager(organisation: Organisation, actor: AbstractBaseUser) -> None:
+def _check_manager(organisation: Organisation, actor: User) -> None:
     if not Membership.objects.filter(
         organisation=organisation, user=actor, role__in=API_KEY_MANAGERS
     ).exists():
@@ -115,7 +117,7 @@ class NewKey:
 def api_key_create(
     *,
     organisation: Organisation,
-    actor: AbstractBaseUser,
+    actor: User,
     name: str,
     scopes: dict[str, str],
     expires_at: datetime | None = None,
@@ -128,7 +130,9 @@ def api_key_create(
         raise DomainError(_("Name the key (e.g. “CI pipeline”)."))
     if expires_at is not None and expires_at <= timezone.now():
         raise DomainError(_("The expiry must be in the future."))
-    bad = [f for f, level in scopes.items() if f not in API_FAMILIES or level not in ApiScope.values]
+    bad = [
+        f for f, level in scopes.items() if f not in API_FAMILIES or level not in ApiScope.values
+    ]
     if bad or not scopes:
         raise DomainError(_("Choose read or write for at least one resource family."))
     prefix = secrets.token_hex(6)
@@ -146,11 +150,13 @@ def api_key_create(
     return NewKey(api_key=key, secret=secret)
 
 
-def api_key_revoke(*, organisation: Organisation, key_id: int, actor: AbstractBaseUser) -> ApiKey:
+def api_key_revoke(*, organisation: Organisation, key_id: int, actor: User) -> ApiKey:
     """Revoke one of the organisation's keys at once (another organisation's: not found)."""
     _check_manager(organisation, actor)
     with transaction.atomic():
-        key = ApiKey.objects.select_for_update().filter(organisation=organisation, pk=key_id).first()
+        key = (
+            ApiKey.objects.select_for_update().filter(organisation=organisation, pk=key_id).first()
+        )
         if key is None:
             raise DomainError(_("No such key."))
         if key.revoked_at is None:
@@ -208,8 +214,10 @@ def api_key_authenticate(*, secret: str, ip: str | None) -> ApiKey:
             _("The member who created this API key has left the organisation."),
             code="api_key_orphaned",
         )
-    if key.last_used_at is None or (now - key.last_used_at).total_seconds() >= 60 or (
-        key.last_used_ip != ip
+    if (
+        key.last_used_at is None
+        or (now - key.last_used_at).total_seconds() >= 60
+        or (key.last_used_ip != ip)
     ):
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now, last_used_ip=ip)
         key.last_used_at, key.last_used_ip = now, ip

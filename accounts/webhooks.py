@@ -27,7 +27,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.serializers.json import DjangoJSONEncoder
 from django.core.validators import URLValidator
 from django.db import transaction
@@ -50,7 +50,7 @@ from core.errors import DomainError
 
 DELIVER_TASK = "accounts.tasks.webhook_deliver"
 SIGNATURE_HEADER = "Portal-Signature"
-SECRET_PREFIX = "whsec_"
+SECRET_PREFIX = "whsec_"  # noqa: S105 - a prefix, not a secret
 
 # The event types an endpoint may subscribe to (one source: the form, the API, the docs).
 EVENT_TYPES: dict[str, object] = {
@@ -72,7 +72,7 @@ EVENT_TYPES: dict[str, object] = {
 WEBHOOK_MANAGERS = (MemberRole.OWNER,)
 
 
-def _check_manager(organisation: Organisation, actor: AbstractBaseUser | None) -> None:
+def _check_manager(organisation: Organisation, actor: User | None) -> None:
     if actor is None:
         return
     if not Membership.objects.filter(
@@ -111,7 +111,7 @@ def endpoint_create(
     url: str,
     event_types: list[str],
     description: str = "",
-    actor: AbstractBaseUser | None,
+    actor: User | None,
 ) -> WebhookEndpoint:
     """A new endpoint with a fresh secret (``endpoint.secret``, shown once)."""
     _check_manager(organisation, actor)
@@ -128,7 +128,7 @@ def endpoint_create(
 def endpoint_update(
     *,
     endpoint: WebhookEndpoint,
-    actor: AbstractBaseUser | None,
+    actor: User | None,
     url: str | None = None,
     event_types: list[str] | None = None,
     active: bool | None = None,
@@ -145,7 +145,7 @@ def endpoint_update(
 
 
 def endpoint_rotate_secret(
-    *, endpoint: WebhookEndpoint, actor: AbstractBaseUser | None, overlap_hours: int = 24
+    *, endpoint: WebhookEndpoint, actor: User | None, overlap_hours: int = 24
 ) -> WebhookEndpoint:
     """A new secret at once; deliveries are signed with both until the overlap ends."""
     _check_manager(endpoint.organisation, actor)
@@ -160,7 +160,7 @@ def endpoint_rotate_secret(
     return locked
 
 
-def endpoint_delete(*, endpoint: WebhookEndpoint, actor: AbstractBaseUser | None) -> None:
+def endpoint_delete(*, endpoint: WebhookEndpoint, actor: User | None) -> None:
     _check_manager(endpoint.organisation, actor)
     endpoint.delete()
 
@@ -209,9 +209,7 @@ def emit_event(
     return event
 
 
-def delivery_replay(
-    *, delivery: WebhookDelivery, actor: AbstractBaseUser | None
-) -> WebhookDelivery:
+def delivery_replay(*, delivery: WebhookDelivery, actor: User | None) -> WebhookDelivery:
     """Send the delivery's event again to its endpoint (same event id: receivers that
     deduplicate by it process it once)."""
     _check_manager(delivery.endpoint.organisation, actor)
@@ -275,9 +273,7 @@ def delivery_attempt(*, delivery_id: int, final: bool) -> str:
     """POST the delivery once and log it. Raises ``DeliveryFailed`` for a retry unless
     ``final`` (then the delivery is marked failed). A delivery already succeeded is done."""
     delivery = (
-        WebhookDelivery.objects.select_related("endpoint", "event")
-        .filter(pk=delivery_id)
-        .first()
+        WebhookDelivery.objects.select_related("endpoint", "event").filter(pk=delivery_id).first()
     )
     if delivery is None or delivery.status in (
         WebhookDeliveryStatus.SUCCEEDED,

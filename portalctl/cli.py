@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -55,14 +55,22 @@ def cmd_availability(args: argparse.Namespace, client: Client) -> int:
     start = datetime.fromisoformat(args.start or f"{args.start_date}T00:00:00+08:00")
     end = datetime.fromisoformat(args.end) if args.end else start + timedelta(days=args.days)
     data = client.get(
-        "/availability/", site=args.site, node_type=args.node_type, count=args.count,
-        start=start.isoformat(), end=end.isoformat(),
+        "/availability/",
+        site=args.site,
+        node_type=args.node_type,
+        count=args.count,
+        start=start.isoformat(),
+        end=end.isoformat(),
     )
     text = (
         f"{data['free']} free of {data['node_type']} at {data['site']} "
         f"({data['start']} → {data['end']}); {data['requested']} "
-        + ("can be placed." if data["can_place"] else
-           f"cannot be placed; earliest full start {data['earliest_start'] or 'none in view'}.")
+        + (
+            "can be placed."
+            if data["can_place"]
+            else "cannot be placed; earliest full start "
+            f"{data['earliest_start'] or 'none in view'}."
+        )
     )
     _print(args, data, text)
     return 0
@@ -91,13 +99,21 @@ def cmd_quote(args: argparse.Namespace, client: Client) -> int:
     if args.action == "create":
         data = client.post("/quotes/", _config_body(args))
     elif args.action == "accept":
-        data = client.post(f"/quotes/{args.number}/accept/", {
-            "name": args.name, "payment_method": args.payment_method})
-        _print(args, data, f"Accepted: order {data['number']} ({data['status']}), "
-                           f"{data['gross_total']} {data['currency']}.")
+        data = client.post(
+            f"/quotes/{args.number}/accept/",
+            {"name": args.name, "payment_method": args.payment_method},
+        )
+        _print(
+            args,
+            data,
+            f"Accepted: order {data['number']} ({data['status']}), "
+            f"{data['gross_total']} {data['currency']}.",
+        )
         return 0
     elif args.action == "reject":
-        data = client.post(f"/quotes/{args.number}/reject/", {"name": args.name, "reason": args.reason})
+        data = client.post(
+            f"/quotes/{args.number}/reject/", {"name": args.name, "reason": args.reason}
+        )
     else:
         data = client.get(f"/quotes/{args.number}/")
     _print(args, data, _quote_text(data))
@@ -105,7 +121,9 @@ def cmd_quote(args: argparse.Namespace, client: Client) -> int:
 
 
 def _order_text(o: dict[str, Any]) -> str:
-    lines = [f"{o['number']} {o['status']} ({o['status_label']}) {o['gross_total']} {o['currency']}"]
+    lines = [
+        f"{o['number']} {o['status']} ({o['status_label']}) {o['gross_total']} {o['currency']}"
+    ]
     if o.get("gate", {}).get("missing"):
         lines.append("  waiting for: " + ", ".join(o["gate"]["missing"]))
     op = o.get("provisioning")
@@ -121,10 +139,15 @@ def cmd_order(args: argparse.Namespace, client: Client) -> int:
         data = client.post(f"/orders/{args.number}/ssh-keys/", {"ssh_key_ids": args.key_id})
     elif args.action == "pay":
         data = client.get(f"/orders/{args.number}/bank-transfer/")
-        _print(args, data, (
-            f"Transfer {data['amount']} {data['currency']} by {data['due_at']} to "
-            f"{data['account_name']}, {data['bank_name']}, account {data['account_number']} "
-            f"(SWIFT {data['swift_code']}), reference {data['reference']}."))
+        _print(
+            args,
+            data,
+            (
+                f"Transfer {data['amount']} {data['currency']} by {data['due_at']} to "
+                f"{data['account_name']}, {data['bank_name']}, account {data['account_number']} "
+                f"(SWIFT {data['swift_code']}), reference {data['reference']}."
+            ),
+        )
         return 0
     else:
         data = client.get(f"/orders/{args.number}/")
@@ -184,13 +207,17 @@ def cmd_download(args: argparse.Namespace, client: Client) -> int:
 
 def cmd_ssh_key(args: argparse.Namespace, client: Client) -> int:
     if args.action == "add":
-        data = client.post("/ssh-keys/", {
-            "name": args.name, "public_key": Path(args.file).read_text().strip()})
+        data = client.post(
+            "/ssh-keys/", {"name": args.name, "public_key": Path(args.file).read_text().strip()}
+        )
         _print(args, data, f"Added key {data['id']} {data['fingerprint']}.")
     else:
         data = client.get("/ssh-keys/")
-        _print(args, data, "\n".join(
-            f"{k['id']}\t{k['name']}\t{k['fingerprint']}" for k in data["results"]))
+        _print(
+            args,
+            data,
+            "\n".join(f"{k['id']}\t{k['name']}\t{k['fingerprint']}" for k in data["results"]),
+        )
     return 0
 
 
@@ -200,7 +227,9 @@ def _configuration_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nodes", type=int, required=True)
     p.add_argument("--term", default="month", choices=["day", "month", "quarter", "year"])
     p.add_argument("--duration", type=int, default=1)
-    p.add_argument("--start-date", default=str(date.today() + timedelta(days=7)))
+    p.add_argument(
+        "--start-date", default=str(datetime.now().astimezone().date() + timedelta(days=7))
+    )
     p.add_argument("--addon", action="append", help="CODE=QUANTITY")
 
 
@@ -219,7 +248,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--site", required=True)
     p.add_argument("--node-type", required=True)
     p.add_argument("--count", type=int, required=True)
-    p.add_argument("--start-date", default=str(date.today() + timedelta(days=7)))
+    p.add_argument(
+        "--start-date", default=str(datetime.now().astimezone().date() + timedelta(days=7))
+    )
     p.add_argument("--start", help="ISO 8601 with offset (instead of --start-date)")
     p.add_argument("--end")
     p.add_argument("--days", type=int, default=30)
@@ -239,8 +270,9 @@ def parser() -> argparse.ArgumentParser:
         if name != "show":
             q.add_argument("--name", required=True, help="who decides")
         if name == "accept":
-            q.add_argument("--payment-method", default="bank_transfer",
-                           choices=["bank_transfer", "card"])
+            q.add_argument(
+                "--payment-method", default="bank_transfer", choices=["bank_transfer", "card"]
+            )
         if name == "reject":
             q.add_argument("--reason", default="")
     p.set_defaults(func=cmd_quote)

@@ -67,7 +67,12 @@ class Client:
         self.timeout = timeout
 
     def _request(
-        self, method: str, path: str, *, body: Any = None, params: dict[str, Any] | None = None,
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: dict[str, Any] | None = None,
         raw: bool = False,
     ) -> Any:
         url = self.base + path

@@ -67,7 +67,7 @@ class ApiView(APIView):
     def check_throttles(self, request: Request) -> None:
         limit, remaining, reset, over = _rate_state(request)
         window = int(settings.PORTAL_API_RATE_WINDOW)
-        request._rate_headers = {  # type: ignore[attr-defined]
+        request._rate_headers = {
             "RateLimit-Policy": f'"default";q={limit};w={window}',
             "RateLimit": f'"default";r={remaining};t={reset}',
         }
@@ -147,7 +147,10 @@ def idempotent(handler: Callable[..., Response]) -> Callable[..., Response]:
             raise Problem(
                 400,
                 "idempotency_key_missing",
-                _("Send an Idempotency-Key header (1 to 200 characters, e.g. a UUID) with every POST."),
+                _(
+                    "Send an Idempotency-Key header (1 to 200 characters, e.g. a UUID) "
+                    "with every POST."
+                ),
             )
         api_key = request.auth
         assert isinstance(api_key, ApiKey)

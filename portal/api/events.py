@@ -6,7 +6,8 @@ calls, so billing and provisioning need no call-site edits for these.
 | --- | --- |
 | ``quote.sent`` / ``quote.accepted`` | a quote moves to sent / accepted |
 | ``quote.expiring`` | a sent quote expires within ``EXPIRING_WITHIN`` (beat sweep) |
-| ``order.paid`` / ``provisioning.started`` / ``order.ready`` | an order moves to paid / provisioning / ready |
+| ``order.paid`` / ``provisioning.started`` / ``order.ready`` | an order moves to paid /
+  provisioning / ready |
 | ``invoice.issued`` | an invoice is created (issued) |
 | ``invoice.overdue`` | the first dunning notice of an invoice |
 | ``contract.signed`` | the customer signs a contract |

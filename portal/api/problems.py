@@ -141,7 +141,13 @@ def _classify(exc: Exception) -> tuple[int, str, str, list[dict[str, str]], dict
     if isinstance(exc, DjangoPermissionDenied):
         return 403, "insufficient_scope", titles()["insufficient_scope"], [], {}
     if isinstance(exc, exceptions.ValidationError):
-        return 400, "validation_failed", _("The request is not valid."), _field_errors(exc.detail), {}
+        return (
+            400,
+            "validation_failed",
+            _("The request is not valid."),
+            _field_errors(exc.detail),
+            {},
+        )
     if isinstance(exc, exceptions.ParseError):
         return 400, "malformed_request", titles()["malformed_request"], [], {}
     if isinstance(exc, exceptions.AuthenticationFailed):

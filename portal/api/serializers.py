@@ -32,10 +32,11 @@ from billing.pricing.engine import TERM_DURATION
 from inventory.models import NodeType, Site
 
 
-
 def money() -> serializers.DecimalField:
     return serializers.DecimalField(
-        max_digits=settings.MONEY_MAX_DIGITS, decimal_places=settings.MONEY_DECIMAL_PLACES, read_only=True
+        max_digits=settings.MONEY_MAX_DIGITS,
+        decimal_places=settings.MONEY_DECIMAL_PLACES,
+        read_only=True,
     )
 
 
@@ -124,7 +125,9 @@ class ConfigurationSerializer(serializers.Serializer):
     node_type = serializers.SlugField(max_length=32)
     node_count = serializers.IntegerField(min_value=1, max_value=10_000)
     term = serializers.ChoiceField(choices=Term.choices)
-    duration = serializers.IntegerField(min_value=1, max_value=max(h for _l, h in TERM_DURATION.values()))
+    duration = serializers.IntegerField(
+        min_value=1, max_value=max(h for _l, h in TERM_DURATION.values())
+    )
     start_date = serializers.DateField()
     card_gpu_model_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     cards_per_node = serializers.IntegerField(required=False, default=0, min_value=0, max_value=16)
@@ -322,7 +325,14 @@ class OrderDetailSerializer(OrderSerializer):
     invoices = serializers.ListField(child=serializers.CharField(), source="api_invoices")
 
     class Meta(OrderSerializer.Meta):
-        fields = [*OrderSerializer.Meta.fields, "timeline", "nodes", "provisioning", "gate", "invoices"]
+        fields = [
+            *OrderSerializer.Meta.fields,
+            "timeline",
+            "nodes",
+            "provisioning",
+            "gate",
+            "invoices",
+        ]
 
 
 class AccessNodeSerializer(serializers.Serializer):
@@ -393,7 +403,16 @@ class CreditNoteSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = CreditNote
-        fields = ["number", "invoice", "order", "currency", "gross_total", "reason", "issued_at", "pdf_url"]
+        fields = [
+            "number",
+            "invoice",
+            "order",
+            "currency",
+            "gross_total",
+            "reason",
+            "issued_at",
+            "pdf_url",
+        ]
 
     def get_pdf_url(self, note: CreditNote) -> str:
         return f"/api/v1/credit-notes/{note.number}/pdf/"
@@ -423,7 +442,8 @@ class ContractSerializer(serializers.ModelSerializer):
 
     def get_signing_url(self, contract: Contract) -> str:
         """The dashboard page where a member signs (with a one-time code by email)."""
-        return f"/{self.context.get('language', 'en')}/account/orders/{contract.order.number}/contract/"
+        language = self.context.get("language", "en")
+        return f"/{language}/account/orders/{contract.order.number}/contract/"
 
     def get_pdf_url(self, contract: Contract) -> str:
         return f"/api/v1/contracts/{contract.number}/pdf/"

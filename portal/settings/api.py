@@ -20,7 +20,8 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU portal API",
     "DESCRIPTION": (
-        "Everything a customer does on the portal, for machines. / 门户的全部客户功能，供程序调用。\n\n"
+        "Everything a customer does on the portal, for machines. / "
+        "门户的全部客户功能，供程序调用。\n\n"
         "Authenticate with `Authorization: Bearer gpk_…` (an API key from the dashboard). "
         "Every POST takes an `Idempotency-Key`. Errors are RFC 9457 problem details "
         "(`application/problem+json`) in the request's `Accept-Language` (en, zh-Hans)."
@@ -35,9 +36,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "APPEND_COMPONENTS": {
-        "securitySchemes": {
-            "apiKey": {"type": "http", "scheme": "bearer", "bearerFormat": "gpk_…"}
-        }
+        "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer", "bearerFormat": "gpk_…"}}
     },
     "SECURITY": [{"apiKey": []}],
     "AUTHENTICATION_WHITELIST": [],

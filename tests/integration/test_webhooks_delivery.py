@@ -39,7 +39,9 @@ class Receiver:
                     receiver.secret, self.headers.get(webhooks.SIGNATURE_HEADER, ""), body
                 )
                 event = json.loads(body)
-                receiver.requests.append({"signed": signed, "id": event["id"], "type": event["type"]})
+                receiver.requests.append(
+                    {"signed": signed, "id": event["id"], "type": event["type"]}
+                )
                 failing = len(receiver.requests) <= receiver.fail_first
                 if signed and not failing:
                     receiver.processed.add(event["id"])  # idempotent by event id
@@ -81,13 +83,17 @@ def test_signed_delivery_with_retry_log_and_replay(demo, settings):
         assert all(r["signed"] for r in receiver.requests)
 
         # The same fact again emits nothing new; a replay sends the same event once more.
-        assert webhooks.emit_event(
-            demo["org"], "order.paid", {"order": order.number}, dedupe=f"order.paid:{order.pk}"
-        ) is None
+        assert (
+            webhooks.emit_event(
+                demo["org"], "order.paid", {"order": order.number}, dedupe=f"order.paid:{order.pk}"
+            )
+            is None
+        )
         again = webhooks.delivery_replay(delivery=delivery, actor=None)
         wait_until(
-            lambda: WebhookDelivery.objects.get(pk=again.pk).status
-            == WebhookDeliveryStatus.SUCCEEDED,
+            lambda: (
+                WebhookDelivery.objects.get(pk=again.pk).status == WebhookDeliveryStatus.SUCCEEDED
+            ),
             timeout=60,
             message="the replay delivered",
         )

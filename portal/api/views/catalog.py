@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -141,11 +141,18 @@ class Sizing(CatalogView):
         q: dict[str, Any] = dict(query.validated_data)
         code = q.pop("site", None)
         sites = selectors.catalog_sites()
-        site = next((x for x in sites if x.code == code), None) if code else (sites or [None])[0]
+        site: Site | None = (
+            next((x for x in sites if x.code == code), None)
+            if code
+            else (sites[0] if sites else None)
+        )
         if code and site is None:
-            raise Problem(400, "validation_failed", "Unknown site.", errors=[
-                {"field": "site", "message": "Unknown site.", "code": "invalid"}
-            ])
+            raise Problem(
+                400,
+                "validation_failed",
+                "Unknown site.",
+                errors=[{"field": "site", "message": "Unknown site.", "code": "invalid"}],
+            )
         try:
             options = pricing_selectors.sizing_options(site=site) if site else []
         except DomainError:
@@ -161,4 +168,3 @@ class Sizing(CatalogView):
                 errors=[{"field": exc.field, "message": exc.message, "code": "invalid"}],
             ) from None
         return Response(sizing.result_json(result))
-

@@ -65,8 +65,11 @@ def _invoices(request: Request) -> Any:
 
 
 class InvoiceList(BillingView):
-    @extend_schema(operation_id="invoices_list", responses=s.paged(s.InvoiceSerializer),
-                   summary="Invoices and payment requests / 发票与付款通知书")
+    @extend_schema(
+        operation_id="invoices_list",
+        responses=s.paged(s.InvoiceSerializer),
+        summary="Invoices and payment requests / 发票与付款通知书",
+    )
     def get(self, request: Request) -> Response:
         return self.paginate(request, _invoices(request), s.InvoiceSerializer)
 
@@ -78,13 +81,19 @@ class InvoiceDetail(BillingView):
 
 
 class InvoicePdf(PdfView, BillingView):
-    @extend_schema(operation_id="invoices_pdf", responses=PDF_RESPONSES,
-                   summary="The invoice's PDF in the request's language")
+    @extend_schema(
+        operation_id="invoices_pdf",
+        responses=PDF_RESPONSES,
+        summary="The invoice's PDF in the request's language",
+    )
     def get(self, request: Request, number: str) -> Any:
         invoice: Invoice = one_or_404(_invoices(request), number=number)
         kind, lang = invoice_documents.INVOICE, language()
-        return _pdf(kind.stored(invoice, language=lang), f"{invoice.number}.pdf",
-                    lambda: kind.ask(invoice, language=lang))
+        return _pdf(
+            kind.stored(invoice, language=lang),
+            f"{invoice.number}.pdf",
+            lambda: kind.ask(invoice, language=lang),
+        )
 
 
 def _credit_notes(request: Request) -> Any:
@@ -94,8 +103,11 @@ def _credit_notes(request: Request) -> Any:
 
 
 class CreditNoteList(BillingView):
-    @extend_schema(operation_id="credit_notes_list", responses=s.paged(s.CreditNoteSerializer),
-                   summary="Credit notes / 红字发票（贷项通知单）")
+    @extend_schema(
+        operation_id="credit_notes_list",
+        responses=s.paged(s.CreditNoteSerializer),
+        summary="Credit notes / 红字发票（贷项通知单）",
+    )
     def get(self, request: Request) -> Response:
         return self.paginate(request, _credit_notes(request), s.CreditNoteSerializer)
 
@@ -112,8 +124,11 @@ class CreditNotePdf(PdfView, BillingView):
     def get(self, request: Request, number: str) -> Any:
         note: CreditNote = one_or_404(_credit_notes(request), number=number)
         kind, lang = credit_note_documents.CREDIT_NOTE, language()
-        return _pdf(kind.stored(note, language=lang), f"{note.number}.pdf",
-                    lambda: kind.ask(note, language=lang))
+        return _pdf(
+            kind.stored(note, language=lang),
+            f"{note.number}.pdf",
+            lambda: kind.ask(note, language=lang),
+        )
 
 
 class ContractsView(ApiView):
@@ -125,28 +140,39 @@ def _contracts(request: Request) -> Any:
 
 
 class ContractList(ContractsView):
-    @extend_schema(operation_id="contracts_list", responses=s.paged(s.ContractSerializer),
-                   summary="Contracts / 合同")
+    @extend_schema(
+        operation_id="contracts_list",
+        responses=s.paged(s.ContractSerializer),
+        summary="Contracts / 合同",
+    )
     def get(self, request: Request) -> Response:
         return self.paginate(request, _contracts(request), s.ContractSerializer)
 
 
 class ContractDetail(ContractsView):
-    @extend_schema(operation_id="contracts_read", responses=s.ContractSerializer,
-                   summary="Status, signing link, sealed PDF / 合同状态、签署链接、已盖章 PDF")
+    @extend_schema(
+        operation_id="contracts_read",
+        responses=s.ContractSerializer,
+        summary="Status, signing link, sealed PDF / 合同状态、签署链接、已盖章 PDF",
+    )
     def get(self, request: Request, number: str) -> Response:
         contract = one_or_404(_contracts(request), number=number)
         return Response(s.ContractSerializer(contract, context={"language": language()}).data)
 
 
 class ContractPdf(PdfView, ContractsView):
-    @extend_schema(operation_id="contracts_pdf", responses=PDF_RESPONSES,
-                   summary="The sealed PDF once countersigned, before that the PDF to sign")
+    @extend_schema(
+        operation_id="contracts_pdf",
+        responses=PDF_RESPONSES,
+        summary="The sealed PDF once countersigned, before that the PDF to sign",
+    )
     def get(self, request: Request, number: str) -> Any:
         contract: Contract = one_or_404(_contracts(request), number=number)
         sealed = dashboard.contract_sealed(contract)
         document = sealed or contract_documents.DRAFT.stored(contract)
         kind = sealed.kind if sealed else "draft"
-        return _pdf(document, f"{contract.number}-{kind}.pdf",
-                    lambda: contract_documents.DRAFT.ask(contract))
-
+        return _pdf(
+            document,
+            f"{contract.number}-{kind}.pdf",
+            lambda: contract_documents.DRAFT.ask(contract),
+        )

@@ -28,7 +28,10 @@ from provisioning import selectors as provisioning_selectors
 from provisioning.models import ProvisioningRun, RunNodeState, RunStatus
 
 IDEMPOTENCY = OpenApiParameter(
-    "Idempotency-Key", str, OpenApiParameter.HEADER, required=True,
+    "Idempotency-Key",
+    str,
+    OpenApiParameter.HEADER,
+    required=True,
     description="A unique key per logical request (e.g. a UUID).",
 )
 OPERATION_DONE = {RunStatus.DELIVERED, RunStatus.FAILED, RunStatus.CANCELLED}
@@ -102,8 +105,11 @@ class OrdersView(ApiView):
 
 
 class OrderList(OrdersView):
-    @extend_schema(operation_id="orders_list", responses=s.paged(s.OrderSerializer),
-                   summary="The organisation's orders, newest first / 订单")
+    @extend_schema(
+        operation_id="orders_list",
+        responses=s.paged(s.OrderSerializer),
+        summary="The organisation's orders, newest first / 订单",
+    )
     def get(self, request: Request) -> Response:
         qs = Order.objects.filter(organisation=organisation(request)).select_related(
             "site", "quote"
@@ -112,15 +118,21 @@ class OrderList(OrdersView):
 
 
 class OrderDetail(OrdersView):
-    @extend_schema(operation_id="orders_read", responses=s.OrderDetailSerializer,
-                   summary="Status, timeline, nodes, provisioning progress / 订单详情")
+    @extend_schema(
+        operation_id="orders_read",
+        responses=s.OrderDetailSerializer,
+        summary="Status, timeline, nodes, provisioning progress / 订单详情",
+    )
     def get(self, request: Request, number: str) -> Response:
         return Response(order_detail_data(request, number))
 
 
 class OperationDetail(OrdersView):
-    @extend_schema(operation_id="operations_read", responses=s.OperationSerializer,
-                   summary="Long work to poll (a provisioning run) / 长时操作")
+    @extend_schema(
+        operation_id="operations_read",
+        responses=s.OperationSerializer,
+        summary="Long work to poll (a provisioning run) / 长时操作",
+    )
     def get(self, request: Request, operation_id: str) -> Response:
         prefix, _sep, pk = operation_id.partition("-")
         if prefix != "prov" or not pk.isdigit() or len(pk) > 18:
@@ -136,8 +148,11 @@ class OperationDetail(OrdersView):
 
 
 class OrderAccess(OrdersView):
-    @extend_schema(operation_id="orders_access", responses=s.AccessSerializer,
-                   summary="Access details: ssh config and hostfile of the delivered nodes / 访问信息")
+    @extend_schema(
+        operation_id="orders_access",
+        responses=s.AccessSerializer,
+        summary="Access details: ssh config and hostfile of the delivered nodes / 访问信息",
+    )
     def get(self, request: Request, number: str) -> Response:
         order = _order(organisation(request), number)
         run = provisioning_selectors.latest_run(order)
@@ -157,28 +172,45 @@ class OrderAccess(OrdersView):
                     gpus=rn.node.node_type.gpu_count if hasattr(rn.node, "node_type") else 0,
                 )
                 nodes.append(node)
-                lines.append({"hostname": node.hostname, "user": node.user,
-                              "addresses": list(node.addresses), "ssh": n.ssh_line})
-        return Response(s.AccessSerializer({
-            "delivered": delivered,
-            "jump_host": jump,
-            "nodes": lines,
-            "ssh_config": ssh_config(nodes, jump_host=jump, order=order.number) if nodes else "",
-            "hostfile": hostfile(nodes),
-        }).data)
+                lines.append(
+                    {
+                        "hostname": node.hostname,
+                        "user": node.user,
+                        "addresses": list(node.addresses),
+                        "ssh": n.ssh_line,
+                    }
+                )
+        return Response(
+            s.AccessSerializer(
+                {
+                    "delivered": delivered,
+                    "jump_host": jump,
+                    "nodes": lines,
+                    "ssh_config": ssh_config(nodes, jump_host=jump, order=order.number)
+                    if nodes
+                    else "",
+                    "hostfile": hostfile(nodes),
+                }
+            ).data
+        )
 
 
 class OrderSshKeys(OrdersView):
-    @extend_schema(operation_id="orders_set_ssh_keys", request=s.OrderKeysSerializer,
-                   responses=s.OrderDetailSerializer, parameters=[IDEMPOTENCY],
-                   summary="Choose the organisation's SSH keys the nodes get (until provisioning) / 选择 SSH 公钥")
+    @extend_schema(
+        operation_id="orders_set_ssh_keys",
+        request=s.OrderKeysSerializer,
+        responses=s.OrderDetailSerializer,
+        parameters=[IDEMPOTENCY],
+        summary="Choose the SSH keys the nodes get (until provisioning) / 选择 SSH 公钥",
+    )
     @idempotent
     def post(self, request: Request, number: str) -> Response:
         body = s.OrderKeysSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         order = _order(organisation(request), number)
         order_services.order_set_access(
-            order=order, ssh_key_ids=sorted(set(body.validated_data["ssh_key_ids"])),
+            order=order,
+            ssh_key_ids=sorted(set(body.validated_data["ssh_key_ids"])),
             actor=actor(request),
         )
         return Response(order_detail_data(request, number))
@@ -187,16 +219,21 @@ class OrderSshKeys(OrdersView):
 class OrderTerms(OrdersView):
     scope_family = "contracts"
 
-    @extend_schema(operation_id="orders_accept_terms", request=s.TermsAcceptSerializer,
-                   responses=s.OrderDetailSerializer, parameters=[IDEMPOTENCY],
-                   summary="Accept the standard terms (orders that need no contract) / 接受标准条款")
+    @extend_schema(
+        operation_id="orders_accept_terms",
+        request=s.TermsAcceptSerializer,
+        responses=s.OrderDetailSerializer,
+        parameters=[IDEMPOTENCY],
+        summary="Accept the standard terms (orders that need no contract) / 接受标准条款",
+    )
     @idempotent
     def post(self, request: Request, number: str) -> Response:
         body = s.TermsAcceptSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         order = _order(organisation(request), number)
-        gate.terms_accept(order=order, user=actor(request), name=body.validated_data["name"],
-                          ip=ip(request))
+        gate.terms_accept(
+            order=order, user=actor(request), name=body.validated_data["name"], ip=ip(request)
+        )
         return Response(order_detail_data(request, number))
 
 
@@ -212,39 +249,55 @@ def _open_invoice(order: Order) -> Invoice:
 class OrderBankTransfer(OrdersView):
     scope_family = "billing"
 
-    @extend_schema(operation_id="orders_bank_transfer", responses=s.BankTransferSerializer,
-                   summary="Bank transfer instructions for the open invoice / 银行转账信息")
+    @extend_schema(
+        operation_id="orders_bank_transfer",
+        responses=s.BankTransferSerializer,
+        summary="Bank transfer instructions for the open invoice / 银行转账信息",
+    )
     def get(self, request: Request, number: str) -> Response:
         order = _order(organisation(request), number)
         invoice = _open_invoice(order)
         bank = bank_details(order.site, language())
-        return Response(s.BankTransferSerializer({
-            "invoice": invoice.number,
-            "amount": invoice.amount_due,
-            "currency": invoice.currency,
-            "due_at": invoice.due_at,
-            "reference": invoice.bank_reference or invoice.number,
-            "account_name": bank["account_name"],
-            "account_number": bank["account_number"],
-            "bank_name": bank["bank_name"],
-            "swift_code": bank.get("swift", ""),
-        }).data)
+        return Response(
+            s.BankTransferSerializer(
+                {
+                    "invoice": invoice.number,
+                    "amount": invoice.amount_due,
+                    "currency": invoice.currency,
+                    "due_at": invoice.due_at,
+                    "reference": invoice.bank_reference or invoice.number,
+                    "account_name": bank["account_name"],
+                    "account_number": bank["account_number"],
+                    "bank_name": bank["bank_name"],
+                    "swift_code": bank.get("swift", ""),
+                }
+            ).data
+        )
 
 
 class OrderCardPayment(OrdersView):
     scope_family = "billing"
 
-    @extend_schema(operation_id="orders_card_payment", request=None,
-                   responses={201: s.CardPaymentSerializer}, parameters=[IDEMPOTENCY],
-                   summary="Start a card payment (a Stripe PaymentIntent's client secret) / 发起银行卡支付")
+    @extend_schema(
+        operation_id="orders_card_payment",
+        request=None,
+        responses={201: s.CardPaymentSerializer},
+        parameters=[IDEMPOTENCY],
+        summary="Start a card payment (a Stripe PaymentIntent's client secret) / 发起银行卡支付",
+    )
     @idempotent
     def post(self, request: Request, number: str) -> Response:
         order = _order(organisation(request), number)
         payment, secret = payment_services.payment_card_start(order=order, actor=actor(request))
-        return Response(s.CardPaymentSerializer({
-            "payment": payment.pk,
-            "client_secret": secret,
-            "publishable_key": settings.STRIPE_PUBLISHABLE_KEY,
-            "amount": payment.amount,
-            "currency": payment.currency,
-        }).data, status=201)
+        return Response(
+            s.CardPaymentSerializer(
+                {
+                    "payment": payment.pk,
+                    "client_secret": secret,
+                    "publishable_key": settings.STRIPE_PUBLISHABLE_KEY,
+                    "amount": payment.amount,
+                    "currency": payment.currency,
+                }
+            ).data,
+            status=201,
+        )

@@ -135,10 +135,24 @@ class Estimates(QuotesView):
             "duration": priced.duration,
             "lines": [
                 {
-                    **{k: getattr(line, k) for k in (
-                        "code", "description", "quantity", "unit", "unit_price", "periods",
-                        "period_unit", "list_amount", "net", "vat", "gross", "tax_category", "note",
-                    )},
+                    **{
+                        k: getattr(line, k)
+                        for k in (
+                            "code",
+                            "description",
+                            "quantity",
+                            "unit",
+                            "unit_price",
+                            "periods",
+                            "period_unit",
+                            "list_amount",
+                            "net",
+                            "vat",
+                            "gross",
+                            "tax_category",
+                            "note",
+                        )
+                    },
                     "kind": str(getattr(line.kind, "value", line.kind)),
                 }
                 for line in priced.lines
@@ -200,7 +214,6 @@ class QuoteList(QuotesView):
         return Response(s.QuoteSerializer(quote).data, status=201)
 
 
-
 class QuoteDetail(QuotesView):
     @extend_schema(
         operation_id="quotes_read",
@@ -234,7 +247,8 @@ class QuoteAccept(QuotesView):
         parameters=[IDEMPOTENCY],
         examples=[
             OpenApiExample(
-                "Accept", value={"name": "Li Wei", "payment_method": "bank_transfer"},
+                "Accept",
+                value={"name": "Li Wei", "payment_method": "bank_transfer"},
                 request_only=True,
             )
         ],

@@ -36,7 +36,9 @@ def test_a_wrong_missing_revoked_or_expired_key_is_401(demo, api_key):
     api_key.api_key.save()
     revoked = ApiClient(api_key.secret).get("/api/v1/sites/")
     assert revoked.status_code == 401 and revoked.json()["code"] == "api_key_revoked"
-    expired = make_key(demo["org"], demo["customer"], expires_at=timezone.now() + timedelta(seconds=1))
+    expired = make_key(
+        demo["org"], demo["customer"], expires_at=timezone.now() + timedelta(seconds=1)
+    )
     ApiKey.objects.filter(pk=expired.api_key.pk).update(expires_at=timezone.now())
     assert ApiClient(expired.secret).get("/api/v1/sites/").json()["code"] == "api_key_expired"
 
@@ -83,8 +85,17 @@ def test_the_command_prints_the_key_alone_on_its_last_line(demo):
     assert key.scopes == {"catalog": "read", "orders": "write"} and key.name == "CI"
     assert ApiClient(secret).get("/api/v1/sites/").status_code == 200
     by_id = io.StringIO()
-    call_command("api_key_create", "--organisation", str(demo["org"].pk), "--scopes", "*:read",
-                 "--name", "all", stdout=by_id, stderr=io.StringIO())
+    call_command(
+        "api_key_create",
+        "--organisation",
+        str(demo["org"].pk),
+        "--scopes",
+        "*:read",
+        "--name",
+        "all",
+        stdout=by_id,
+        stderr=io.StringIO(),
+    )
     assert by_id.getvalue().strip().startswith("gpk_")
 
 
@@ -110,5 +121,8 @@ def test_owners_create_keys_on_the_dashboard_shown_once_and_revoke_them(demo, cl
 def test_members_who_are_not_owners_cannot_create_keys(demo, client):
     Membership.objects.filter(user=demo["customer"], organisation=demo["org"]).update(role="member")
     client.force_login(demo["customer"])
-    assert client.post("/en/account/api-keys/new", {"name": "x", "scope_catalog": "read"}).status_code == 403
+    assert (
+        client.post("/en/account/api-keys/new", {"name": "x", "scope_catalog": "read"}).status_code
+        == 403
+    )
     assert not ApiKey.objects.filter(name="x").exists()

@@ -103,9 +103,7 @@ def test_rate_limits_answer_429_with_the_headers(demo, api, settings):
     assert int(limited["Retry-After"]) >= 1 and limited.json()["code"] == "rate_limited"
 
 
-@pytest.mark.parametrize(
-    ("lang", "detail"), [("en", "Not found."), ("zh-hans", "未找到。")]
-)
+@pytest.mark.parametrize(("lang", "detail"), [("en", "Not found."), ("zh-hans", "未找到。")])
 def test_problem_details_in_the_request_language(demo, api, lang, detail):
     response = api.get("/api/v1/orders/O-NOPE/", HTTP_ACCEPT_LANGUAGE=lang)
     assert response.status_code == 404
@@ -116,7 +114,8 @@ def test_problem_details_in_the_request_language(demo, api, lang, detail):
 
 def test_field_errors_in_chinese(demo, api, config):
     response = api.post(
-        "/api/v1/estimates/", {**config, "start_date": "2001-01-01"},
+        "/api/v1/estimates/",
+        {**config, "start_date": "2001-01-01"},
         HTTP_ACCEPT_LANGUAGE="zh-hans",
     )
     body = response.json()

@@ -22,7 +22,9 @@ def _objects(demo, api, config):
     run = runs.provisioning_begin(order_id=sales_order.pk)
     key = api.post("/api/v1/ssh-keys/", {"name": "k", "public_key": KEYS[0]}).json()
     endpoint = endpoint_create(
-        organisation=demo["org"], url="http://127.0.0.1:9/hook", event_types=["order.paid"],
+        organisation=demo["org"],
+        url="http://127.0.0.1:9/hook",
+        event_types=["order.paid"],
         actor=None,
     )
     event = emit_event(demo["org"], "order.paid", {"order": order["number"]})

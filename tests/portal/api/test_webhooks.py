@@ -37,7 +37,9 @@ def test_lifecycle_moves_emit_subscribed_events_once(demo, monkeypatch):
     order = make_order(demo, nodes=1)
     order_mark_paid(order=order)
     order_mark_paid(order=order)
-    types = sorted(WebhookEvent.objects.filter(organisation=demo["org"]).values_list("type", flat=True))
+    types = sorted(
+        WebhookEvent.objects.filter(organisation=demo["org"]).values_list("type", flat=True)
+    )
     assert types == ["contract.signed", "invoice.issued", "order.paid"]
     assert [s for s in queued if s[0][0] == webhooks.DELIVER_TASK]
     paid = WebhookEvent.objects.get(type="order.paid")
