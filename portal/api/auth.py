@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import SAFE_METHODS, BasePermission
@@ -29,7 +30,9 @@ class ApiKeyAuthentication(BaseAuthentication):
             return None
         scheme, _sep, secret = header.partition(" ")
         if scheme.lower() != "bearer" or not secret.strip():
-            raise KeyRefused("Send the API key as: Authorization: Bearer <key>.", "invalid_api_key")
+            raise KeyRefused(
+                _("Send the API key as: Authorization: Bearer <key>."), "invalid_api_key"
+            )
         try:
             key = api_keys.api_key_authenticate(secret=secret.strip(), ip=client_ip(request))
         except api_keys.ApiKeyRefused as exc:

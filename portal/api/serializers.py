@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
@@ -102,7 +103,7 @@ class AvailabilityQuery(serializers.Serializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["end"] <= attrs["start"]:
-            raise serializers.ValidationError({"end": "The end must be after the start."})
+            raise serializers.ValidationError({"end": _("The end must be after the start.")})
         return attrs
 
 

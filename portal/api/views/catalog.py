@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -147,11 +148,12 @@ class Sizing(CatalogView):
             else (sites[0] if sites else None)
         )
         if code and site is None:
+            message = _("Unknown site.")
             raise Problem(
                 400,
                 "validation_failed",
-                "Unknown site.",
-                errors=[{"field": "site", "message": "Unknown site.", "code": "invalid"}],
+                message,
+                errors=[{"field": "site", "message": message, "code": "invalid"}],
             )
         try:
             options = pricing_selectors.sizing_options(site=site) if site else []

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.http import Http404
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -242,7 +243,7 @@ def _open_invoice(order: Order) -> Invoice:
     if order.status != OrderStatus.AWAITING_PAYMENT:
         invoices = [i for i in invoices if i.period_seq != 1]
     if not invoices:
-        raise DomainError(f"Order {order.number} has no invoice open for payment.")
+        raise DomainError(_("Order %(n)s has no invoice open for payment.") % {"n": order.number})
     return invoices[0]
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -55,9 +56,9 @@ def _config(data: dict[str, Any]) -> tuple[selfservice.Configuration, Any]:
     node_type = next((x for x in shop.node_types if x.code == data["node_type"]), None)
     errors = {}
     if site is None:
-        errors["site"] = "Unknown site."
+        errors["site"] = _("Unknown site.")
     if node_type is None:
-        errors["node_type"] = "Unknown node type."
+        errors["node_type"] = _("Unknown node type.")
     if errors:
         raise selfservice.ConfigurationInvalid(errors)
     selfservice.configuration_check(
@@ -82,7 +83,7 @@ def _config(data: dict[str, Any]) -> tuple[selfservice.Configuration, Any]:
     )
     snapshot = shop.snapshot(site)
     if snapshot is None:
-        raise DomainError("No price book is in force at this site.")
+        raise DomainError(_("No price book is in force at this site."))
     return config, snapshot
 
 
