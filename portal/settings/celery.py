@@ -81,6 +81,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "billing.tasks.documents_sweep_task",
         "schedule": 300.0,
     },
+    "webhooks-quote-expiring": {
+        "task": "portal.tasks.webhooks_quote_expiring_task",
+        "schedule": 600.0,
+    },
     "expire-quotes": {
         "task": "billing.tasks.quote_expire_due_task",
         "schedule": 300.0,
