@@ -30,3 +30,6 @@ class ProvisioningConfig(AppConfig):
         from provisioning.validation import system_checks  # noqa: F401 - registers them
 
         post_migrate.connect(seed_validation_rules, sender=self)
+        from provisioning.health.signals import connect
+
+        connect()
