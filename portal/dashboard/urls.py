@@ -36,6 +36,11 @@ urlpatterns = [
         documents.acceptance_report_pdf,
         name="dashboard_acceptance_report",
     ),
+    path(
+        "orders/<slug:number>/acceptance/<int:run_id>/raw/<int:node_id>.zip",
+        documents.acceptance_raw_outputs,
+        name="dashboard_acceptance_raw",
+    ),
     path("invoices/<slug:number>.pdf", documents.invoice_pdf, name="dashboard_invoice_pdf"),
     path(
         "credit-notes/<slug:number>.pdf",

@@ -59,6 +59,9 @@ VALIDATION_SSH_KNOWN_HOSTS = env.str("VALIDATION_SSH_KNOWN_HOSTS", default="")
 VALIDATION_SSH_CONNECT_TIMEOUT_S = env.float("VALIDATION_SSH_CONNECT_TIMEOUT_S", default=15.0)
 VALIDATION_SSH_PYTHON = env.str("VALIDATION_SSH_PYTHON", default="python3")
 VALIDATION_AGENT_TIMEOUT_S = env.float("VALIDATION_AGENT_TIMEOUT_S", default=600.0)
+# An agent document whose GEMM/copy figures were injected (the test seam,
+# PROVISIONING_AGENT_INJECT_FIGURES) is rejected unless this is on: tests only.
+VALIDATION_ALLOW_INJECTED_FIGURES = False
 VALIDATION_AGENT_SIZES = env.list("VALIDATION_AGENT_SIZES", default=[])
 # Beat runs the quick profile on idle nodes this often (hours); a node booked now or within
 # the margin (minutes) is never touched.

@@ -3,6 +3,7 @@ service and the order is ready; rejected ones are swapped and the canvas relaunc
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -144,11 +145,11 @@ def _validation_measure(
     simulated = (
         run.driver == HardwareDriverKind.SIMULATED or settings.PORTAL_REDFISH_IN_BAND == "simulated"
     )
-    targets = []
-    for step in state.todo:
-        gpu_model = by_node[step.node_id].node.node_type.gpu_model
-        model = "cpu" if simulated or gpu_model is None else gpu_model.name
-        targets.append(interface.NodeTarget(step.node_id, step.node.hostname, model))
+    # The node type's GPU model, fabric and figures; "cpu" only for simulated hardware
+    # (validation_services.judged_on_cpu): no setting judges a GPU node as a CPU.
+    targets = [validation_services.node_target(by_node[step.node_id].node) for step in state.todo]
+    if simulated:  # the run drives simulated hardware (its driver, or the emulator's in-band)
+        targets = [dataclasses.replace(t, gpu_model="cpu") for t in targets]
     try:
         return interface.validate_nodes(
             targets,
@@ -157,6 +158,7 @@ def _validation_measure(
             # A spare replacing a failed node mid-rental gets the quick health check.
             profile=ValidationProfile.QUICK if run.kind == RunKind.REPLACE else "acceptance",
             persist=validation_services.validation_persister(order_id=run.order_id),
+            allow_injected=settings.VALIDATION_ALLOW_INJECTED_FIGURES,
         )
     except Exception as exc:
         logger.exception("validation of run %s failed to run", run.pk)
