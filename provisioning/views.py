@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import DomainError
-from provisioning import runs, selectors
+from provisioning import access, runs, selectors
 from provisioning.models import NodeStep, ProvisioningRun
 from provisioning.validation.reasons import annotate_progress
 
@@ -51,6 +51,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(ProvisioningRun.objects.select_related("order"), pk=run_id)
     context = {
         "progress": annotate_progress(selectors.run_progress(run)),
+        "delivery_access": access.order_access(run.order, run) if run.order_id else None,
         "staff": True,
         "poll_url": reverse("provisioning_run", args=[run.pk]),
         "events": run.events.order_by("-created_at", "-id")[:50],

@@ -48,6 +48,7 @@ from billing.models import (
 )
 from billing.pricing import schedule as schedule_engine
 from core import jobs, lifecycle
+from core.texts import Text
 from core.types import Actor
 
 logger = logging.getLogger(__name__)
@@ -363,7 +364,7 @@ def _invoice_create(
         reason=(
             _("Issued for billing period %(seq)s.") % {"seq": period.seq}
             if period
-            else _("Issued for metered usage.")
+            else Text("Issued for metered usage.")
         ),
     )
     jobs.enqueue("billing.tasks.document_render_invoice", invoice.pk, order.quote.language)

@@ -53,6 +53,7 @@ from billing.payments.services import (
 )
 from billing.pricing.terms import CARD_METHODS
 from core import jobs, lifecycle
+from core.texts import Text, label
 
 logger = logging.getLogger(__name__)
 
@@ -292,7 +293,7 @@ def _payment_for_intent(intent: dict[str, Any]) -> Payment | None:
     )
     if created:
         lifecycle.record_creation(
-            [made], reason=_("Created from a PaymentIntent not made by the portal.")
+            [made], reason=Text("Created from a PaymentIntent not made by the portal.")
         )
     return Payment.objects.select_for_update().get(stripe_payment_intent=pi_id)
 
@@ -420,8 +421,11 @@ def _intent_succeeded_record(payment: Payment, intent: dict[str, Any], stamped: 
     lifecycle.transition(
         payment,
         to=PaymentStatus.SUCCEEDED,
-        reason=_("Paid by %(method)s (Stripe %(pi)s).")
-        % {"method": payment.get_method_display(), "pi": intent.get("id")},
+        reason=Text(
+            "Paid by %(method)s (Stripe %(pi)s).",
+            method=label(PaymentMethod, payment.method),
+            pi=intent.get("id"),
+        ),
         updates={
             **{name: getattr(payment, name) for name in stamped},
             "succeeded_at": timezone.now(),
@@ -434,8 +438,10 @@ def _intent_succeeded_record(payment: Payment, intent: dict[str, Any], stamped: 
         lifecycle.transition(
             payment,
             to=PaymentStatus.REFUNDED,
-            reason=_("Payment %(pi)s was refunded in full before it was processed; order not paid.")
-            % {"pi": intent.get("id")},
+            reason=Text(
+                "Payment %(pi)s was refunded in full before it was processed; order not paid.",
+                pi=intent.get("id"),
+            ),
             locked=True,
         )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
+from ipaddress import IPv4Address
 from typing import Any
 
 from django.conf import settings
@@ -122,6 +123,7 @@ SITES: list[dict[str, Any]] = [
         "timezone": "Asia/Shanghai",
         "currency": "CNY",
         "vat_rate": Decimal("0.0600"),
+        "ssh_jump_host": "jump.sz.gpu-cloud.example",
     },
     {
         "code": "HK",
@@ -132,6 +134,7 @@ SITES: list[dict[str, Any]] = [
         "timezone": "Asia/Hong_Kong",
         "currency": "HKD",
         "vat_rate": Decimal("0.0000"),
+        "ssh_jump_host": "jump.hk.gpu-cloud.example",
     },
 ]
 
@@ -355,6 +358,10 @@ class Command(BaseCommand):
                     hostname=hostname,
                     serial=f"DEMO-{site.code}-{pod.short.upper()}-{number:04d}",
                     bmc_address=f"https://bmc-{hostname}.oob.internal",
+                    # Demo addresses: public from the benchmarking range (RFC 2544),
+                    # fabric (IPoIB / RoCE) from a private one; unique per pod and node.
+                    ip_address=str(IPv4Address("198.18.0.0") + 256 * PODS.index(pod) + number),
+                    fabric_address=str(IPv4Address("10.200.0.0") + 256 * PODS.index(pod) + number),
                     status=DEMO_STATUSES.get((site.code, pod.short, number), NodeStatus.AVAILABLE),
                 )
             )
