@@ -20,6 +20,9 @@ class OutboxMessageAdmin(ReadOnlyAdmin):
     list_filter = ("status",)
     ordering = ("-created_at",)
     actions = ("publish_now",)
+    # The work in words (``tasks``), not the raw steps with their task names.
+    fields = ("tasks", "status", "attempts", "next_attempt_at", "last_error", "created_at")
+    readonly_fields = fields
 
     @admin.display(description=gettext_lazy("tasks"))
     def tasks(self, obj: OutboxMessage) -> str:
