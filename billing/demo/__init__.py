@@ -240,6 +240,7 @@ SELLERS: dict[str, dict[str, Any]] = {
         "account_number": "755900000000001",
         "cnaps_code": "308584001234",
         "swift_code": "CMBCCNBS",
+        "telecom_licence": "B1-20260000",
         "issues_fapiao": True,
     },
     "HK": {
@@ -255,6 +256,7 @@ SELLERS: dict[str, dict[str, Any]] = {
         "account_number": "004-123-456789-838",
         "cnaps_code": "",
         "swift_code": "HSBCHKHHHKH",
+        "telecom_licence": "SBO-0000-00",
         "issues_fapiao": False,
     },
 }

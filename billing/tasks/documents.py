@@ -62,3 +62,10 @@ def document_seal_contract(contract_id: int, language: str) -> str:
     sealed = contract_documents.sealed_document(contract=contract, language=language)
     contract_services.contract_sealed(contract=contract, document=sealed.document)
     return sealed.document.sha256
+
+
+@shared_task(name=contract_documents.AUDIT.render_task, **DOCUMENT_TASK_OPTIONS)
+def document_render_contract_audit(contract_id: int, language: str) -> str:
+    """Render and seal a sealed contract's audit record; return its SHA-256. Idempotent."""
+    contract = Contract.objects.get(pk=contract_id)
+    return contract_documents.AUDIT.document(contract, language=language).sha256

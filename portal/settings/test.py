@@ -40,3 +40,7 @@ if os.environ.get("PORTAL_BROKER_VISIBILITY_TIMEOUT"):
 # a worker). Simulated hardware takes no time here.
 PORTAL_PROVISIONING_AUTOSTART = env.bool("PORTAL_PROVISIONING_AUTOSTART", default=False)
 PORTAL_SIMULATED_TIME_SCALE = env.float("PORTAL_SIMULATED_TIME_SCALE", default=0.0)
+
+# Contracts: demo signing material (a CA and a seal per seller entity) is made on first
+# use in the test's own var dir; tests that check timestamps start a local TSA.
+PORTAL_SIGNING_CREATE_DEMO_KEYS = True

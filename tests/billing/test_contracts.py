@@ -37,9 +37,8 @@ PROVISIONING = "provisioning.tasks.provisioning_start"
 
 
 @pytest.fixture(autouse=True)
-def signing_key(settings, tmp_path_factory):
-    settings.PORTAL_SIGNING_P12 = str(tmp_path_factory.getbasetemp() / "seal" / "seal.p12")
-    signatures.demo_certificate_ensure()
+def _signing(signing, signatory):
+    return signing
 
 
 def make_order(demo, *, term="month", duration=3, actor=None, start=None):
@@ -89,11 +88,16 @@ def sign(contract, user, *, code=None, sha=None, title="CTO"):
     )
 
 
+def signatory_of(demo):
+    manager = demo["manager"]
+    return type(manager).objects.get(pk=manager.pk)
+
+
 def signed_contract(demo):
     order = make_order(demo)
     contract = Contract.objects.get(order=order)
     sign(contract, demo["customer"])
-    cs.contract_countersign(contract=contract, actor=demo["manager"])
+    cs.contract_countersign(contract=contract, actor=signatory_of(demo))
     sealed = contract_documents.sealed_document(contract=contract)
     cs.contract_sealed(contract=contract, document=sealed.document)
     contract.refresh_from_db()
@@ -205,7 +209,7 @@ def test_provisioning_waits_for_payment_and_the_countersignature(demo):
     assert [str(m) for m in gate.gate_state(order).missing] == ["the signed contract"]
     sign(contract, demo["customer"])
     assert provisioning_enqueued(order) == 0
-    cs.contract_countersign(contract=contract, actor=demo["manager"])
+    cs.contract_countersign(contract=contract, actor=signatory_of(demo))
     assert provisioning_enqueued(order) == 1
     # Idempotent.
     assert gate.order_release_for_provisioning(order=order) is False
