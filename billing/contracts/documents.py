@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from datetime import UTC, timedelta
 from decimal import Decimal
 from typing import Any
@@ -54,6 +55,15 @@ REPLACEMENT_HOURS = 4
 LATE_FEE_PER_DAY = Decimal("0.05")  # percent of the overdue amount per day
 # The acceptance check: measured against the GPU model's reference figures.
 ACCEPTANCE_SHARE = Decimal("90")  # percent of the reference figure, at least
+# The terms' figures (clauses of ``templates/pdf/contract_terms/<version>/``).
+ACCEPTANCE_PERIOD_DAYS = 3  # days after delivery to object (验收期), else deemed accepted
+CONFIDENTIALITY_YEARS = 3  # after the term
+INCIDENT_NOTICE_HOURS = 24  # a security incident is notified within
+LIABILITY_CAP_MONTHS = 12  # charges of this many months before the event
+FORCE_MAJEURE_TERMINATION_DAYS = 30
+FAPIAO_WORKING_DAYS = 10  # after each payment is received
+NOTICE_CHANGE_DAYS = 3  # to notify a changed service address
+BREACH_CURE_DAYS = 15
 
 
 def is_restricted(gpu_name: str) -> bool:
@@ -121,12 +131,39 @@ def _gpus(equipment: list[dict[str, Any]]) -> list[Any]:
 
 
 def _governing(contract: Contract) -> dict[str, str]:
+    """Law, arbitration institution, rules, seat and language, in the active language."""
     if contract.site.code == "HK":
-        return {"law": _("the laws of the Hong Kong SAR"), "forum": _("HKIAC in Hong Kong")}
+        return {
+            "law": _("the laws of the Hong Kong SAR"),
+            "forum": _("the Hong Kong International Arbitration Centre (HKIAC)"),
+            "rules": _("HKIAC Administered Arbitration Rules"),
+            "seat": _("Hong Kong"),
+            "language": _("English"),
+        }
     return {
         "law": _("the laws of the People's Republic of China"),
         "forum": _("the Shenzhen Court of International Arbitration (SCIA)"),
+        "rules": _("SCIA Arbitration Rules"),
+        "seat": _("Shenzhen"),
+        "language": _("Chinese"),
     }
+
+
+def prevailing_language(contract: Contract) -> str:
+    """The version that prevails: Chinese for a mainland seller, English in Hong Kong."""
+    seller = seller_for(contract.site)
+    mainland = seller.issues_fapiao if seller is not None else contract.site.code != "HK"
+    return "zh-hans" if mainland else "en"
+
+
+def terms_template(contract: Contract, language: str) -> str:
+    """The clauses of the contract's terms version in ``language`` (the latest version's
+    when a contract predates versioned texts)."""
+    folder = Path(settings.BASE_DIR) / "templates" / "pdf" / "contract_terms"
+    version = contract.terms_version
+    if not (folder / version).is_dir():
+        version = settings.PORTAL_TERMS_VERSION
+    return f"pdf/contract_terms/{version}/{language}.html"
 
 
 def audit_rows(contract: Contract) -> list[ContractAuditEntry]:
@@ -150,14 +187,7 @@ def audit_context(contract: Contract, *, language: str) -> dict[str, Any]:
                 "body": body,
             }
         )
-    chain = [
-        {
-            "seq": x["entry"].seq,
-            "body": x["body"],
-            "hash": x["entry"].hash,
-        }
-        for x in entries
-    ]
+    links = [{"seq": x["entry"].seq, "body": x["body"], "hash": x["entry"].hash} for x in entries]
     with translation.override(language):
         the_provider = provider(language, contract.site)
         docs = {d.kind: d for d in contract.documents.all()}
@@ -179,7 +209,7 @@ def audit_context(contract: Contract, *, language: str) -> dict[str, Any]:
             ),
             "chain_json_b64": base64.b64encode(
                 json.dumps(
-                    {"contract": contract.number, "genesis": chain.GENESIS, "entries": chain},
+                    {"contract": contract.number, "genesis": chain.GENESIS, "entries": links},
                     ensure_ascii=False,
                     indent=1,
                 ).encode()
@@ -217,7 +247,36 @@ def contract_context(contract: Contract, *, language: str, sealed: bool = False)
         gpus = _gpus(equipment)
         periods = contract_schedule(contract)
         customer = contract.parties.get("customer", {})
+        prevailing = prevailing_language(contract)
+        parts = []
+        for lang in (prevailing, *(x for x in ("zh-hans", "en") if x != prevailing)):
+            with translation.override(lang):
+                parts.append(
+                    {
+                        "language": lang,
+                        "template": terms_template(contract, lang),
+                        "provider": provider(lang, contract.site),
+                        "bank": bank_details(contract.site, lang),
+                        "term_label": quote.get_term_display(),
+                        "duration_label": duration_label(quote.term, quote.duration),
+                        "governing": _governing(contract),
+                    }
+                )
+        seller = seller_for(contract.site)
         return {
+            "parts": parts,
+            "prevailing": prevailing,
+            "mainland": seller.issues_fapiao if seller is not None else True,
+            "telecom_licence": seller.telecom_licence if seller is not None else "",
+            "priced_lines": [line for line in quote.lines.all() if line.kind != "free"],
+            "acceptance_days": ACCEPTANCE_PERIOD_DAYS,
+            "confidentiality_years": CONFIDENTIALITY_YEARS,
+            "incident_notice_hours": INCIDENT_NOTICE_HOURS,
+            "liability_cap_months": LIABILITY_CAP_MONTHS,
+            "force_majeure_days": FORCE_MAJEURE_TERMINATION_DAYS,
+            "fapiao_working_days": FAPIAO_WORKING_DAYS,
+            "notice_change_days": NOTICE_CHANGE_DAYS,
+            "cure_days": BREACH_CURE_DAYS,
             "contract": contract,
             "quote": quote,
             "order": order,

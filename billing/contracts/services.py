@@ -525,16 +525,16 @@ def contract_countersign(*, contract: Contract, actor: Actor) -> CountersignOutc
                 raise DomainError(_("The signatory who approved no longer has authority."))
             signatory_user, approver = first.actor, actor
         now = timezone.now()
+        name, title = authority.localized(locked.language)
         lifecycle.transition(
             locked,
             to=ContractStatus.COUNTERSIGNED,
             actor=actor,
-            reason=_("Countersigned by %(name)s (%(title)s).")
-            % {"name": authority.name, "title": authority.title},
+            reason=_("Countersigned by %(name)s (%(title)s).") % {"name": name, "title": title},
             updates={
                 "countersigner": signatory_user,
-                "countersigner_name": authority.name,
-                "countersigner_title": authority.title,
+                "countersigner_name": name,
+                "countersigner_title": title,
                 "approver": approver,
                 "countersigned_at": now,
             },
@@ -544,8 +544,8 @@ def contract_countersign(*, contract: Contract, actor: Actor) -> CountersignOutc
             contract=locked,
             kind="countersigned",
             actor=signatory_user,
-            name=authority.name,
-            title=authority.title,
+            name=name,
+            title=title,
             approver=approver.pk if approver else "",
             signed_sha256=locked.signed_sha256,
             customer_signed_sha256=locked.customer_signed_sha256,

@@ -13,6 +13,7 @@ from django.db.models import Q
 from accounts.models import Organisation
 from billing.contracts import documents as contract_documents
 from billing.contracts import services as contract_services
+from billing import demo as billing_demo
 from billing.contracts import signatures
 from billing.models import CONTRACT_SIGNED, Contract, ContractStatus
 from billing.orders import acceptance
@@ -31,6 +32,8 @@ def demo_signed_contract() -> Contract:
     )
     if existing is not None and existing.final_sha256:
         return existing
+    billing_demo.seed_sellers()
+    billing_demo.seed_signatories()
     signatures.demo_certificate_ensure()
     users = get_user_model().objects
     sales, manager, customer = (users.get(username=n) for n in ("sales", "manager", "customer"))
@@ -75,7 +78,9 @@ def demo_signed_contract() -> Contract:
         )
         contract.refresh_from_db()
     if contract.status == ContractStatus.CUSTOMER_SIGNED:
-        contract_services.contract_countersign(contract=contract, actor=manager)
+        contract_services.contract_countersign(
+            contract=contract, actor=users.get(pk=manager.pk)
+        )
     sealed = contract_documents.sealed_document(contract=contract)
     contract_services.contract_sealed(contract=contract, document=sealed.document)
     contract.refresh_from_db()

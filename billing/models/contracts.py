@@ -267,6 +267,14 @@ class ContractSignatory(models.Model):
     def __str__(self) -> str:
         return f"{self.name}, {self.title}"
 
+    def localized(self, language: str) -> tuple[str, str]:
+        """(name, title) as printed in a document of ``language``."""
+        zh = language.lower().startswith("zh")
+        return (
+            (self.name_zh if zh else "") or self.name,
+            (self.title_zh if zh else "") or self.title,
+        )
+
 
 class ContractDocument(StoredDocument):
     """A contract's PDF: the draft the customer signs, then the sealed final one."""

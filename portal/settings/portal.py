@@ -2,7 +2,7 @@
 estimates, the provider on documents, Stripe and the bank account, contracts, invoices
 over the term, the inventory's CSV import."""
 
-from portal.settings.base import VAR_DIR, env
+from portal.settings.base import DEBUG, VAR_DIR, env
 
 # Self-service starts are priced up to this many months ahead (the price book horizon).
 PRICE_BOOK_HORIZON_MONTHS = env.int("PRICE_BOOK_HORIZON_MONTHS", default=12)
@@ -87,7 +87,8 @@ PORTAL_SIGNING_PROVIDER = env.str(
     "PORTAL_SIGNING_PROVIDER", default="billing.contracts.signatures.PortalCAProvider"
 )
 PORTAL_SIGNING_CREATE_DEMO_KEYS = env.bool("PORTAL_SIGNING_CREATE_DEMO_KEYS", default=False)
-PORTAL_SIGNING_TSA_URL = env.str("PORTAL_SIGNING_TSA_URL", default="")
+# `make run` (DJANGO_DEBUG) timestamps with the demo TSA; production names a real one.
+PORTAL_SIGNING_TSA_URL = env.str("PORTAL_SIGNING_TSA_URL", default="demo" if DEBUG else "")
 PORTAL_SIGNING_TSA_TIMEOUT_S = env.int("PORTAL_SIGNING_TSA_TIMEOUT_S", default=10)
 PORTAL_SIGNING_TRUST_ROOTS = env.list("PORTAL_SIGNING_TRUST_ROOTS", default=[])
 # Countersigning a contract whose total (VAT included) is above this needs a second
@@ -96,7 +97,11 @@ PORTAL_COUNTERSIGN_SECOND_APPROVAL_ABOVE = {
     "CNY": env.int("PORTAL_COUNTERSIGN_SECOND_APPROVAL_ABOVE_CNY", default=1_000_000),
     "HKD": env.int("PORTAL_COUNTERSIGN_SECOND_APPROVAL_ABOVE_HKD", default=1_000_000),
 }
-PORTAL_TERMS_VERSION = env.str("PORTAL_TERMS_VERSION", default="2026-01")
+# The public contract verification page: the largest file it checks, and checks per
+# client and hour.
+CONTRACT_VERIFY_MAX_BYTES = env.int("CONTRACT_VERIFY_MAX_BYTES", default=10 * 1024 * 1024)
+CONTRACT_VERIFY_PER_HOUR = env.int("CONTRACT_VERIFY_PER_HOUR", default=30)
+PORTAL_TERMS_VERSION = env.str("PORTAL_TERMS_VERSION", default="2026-12")
 PORTAL_RENEWAL_DAYS = env.int("PORTAL_RENEWAL_DAYS", default=30)
 # seed_demo makes one signed contract (two PDF renderings; the test suite turns it off).
 PORTAL_SEED_DEMO_CONTRACT = env.bool("PORTAL_SEED_DEMO_CONTRACT", default=True)
