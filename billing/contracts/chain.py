@@ -12,7 +12,9 @@ from typing import Any
 GENESIS = "0" * 64
 
 
-def entry_body(*, prev_hash: str, seq: int, at: str, kind: str, actor: Any, detail: dict[str, Any]) -> str:
+def entry_body(
+    *, prev_hash: str, seq: int, at: str, kind: str, actor: Any, detail: dict[str, Any]
+) -> str:
     """Canonical JSON (sorted keys, no spaces, UTF-8 text) of one entry; ``at`` is the
     entry's time in ISO 8601 with microseconds and offset, ``actor`` the user's id."""
     return json.dumps(
@@ -27,7 +29,9 @@ def body_hash(body: str) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def entry_hash(*, prev_hash: str, seq: int, at: str, kind: str, actor: Any, detail: dict[str, Any]) -> str:
+def entry_hash(
+    *, prev_hash: str, seq: int, at: str, kind: str, actor: Any, detail: dict[str, Any]
+) -> str:
     return body_hash(
         entry_body(prev_hash=prev_hash, seq=seq, at=at, kind=kind, actor=actor, detail=detail)
     )

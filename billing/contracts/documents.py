@@ -18,9 +18,9 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from datetime import UTC, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings

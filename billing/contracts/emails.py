@@ -59,10 +59,8 @@ def _send(contract: Contract, *, field: str, template: str, attachments: list) -
 
 
 def contract_ready_email_send(*, contract_id: int) -> str:
-    """"Your contract is ready to sign", once, while it is open for signature."""
-    contract = Contract.objects.select_related("order", "quote", "organisation").get(
-        pk=contract_id
-    )
+    """ "Your contract is ready to sign", once, while it is open for signature."""
+    contract = Contract.objects.select_related("order", "quote", "organisation").get(pk=contract_id)
     if contract.status != ContractStatus.DRAFTED or contract.ready_emailed_at:
         return "skipped"
     return _send(contract, field="ready_emailed_at", template="contract_ready", attachments=[])
@@ -70,9 +68,7 @@ def contract_ready_email_send(*, contract_id: int) -> str:
 
 def contract_sealed_email_send(*, contract_id: int) -> str:
     """The sealed contract (and its audit record once made) attached, once."""
-    contract = Contract.objects.select_related("order", "quote", "organisation").get(
-        pk=contract_id
-    )
+    contract = Contract.objects.select_related("order", "quote", "organisation").get(pk=contract_id)
     if not contract.final_sha256 or contract.sealed_emailed_at:
         return "skipped"
     sealed = contract_documents.SEALED.stored(contract)

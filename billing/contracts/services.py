@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-import json
 import logging
 import secrets
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from billing.contracts import documents as contract_documents
 from billing.contracts import signatures
 from billing.contracts.chain import GENESIS, entry_hash
 from billing.contracts.gate import needs_contract, order_release_for_provisioning
+from billing.documents.common import provider, seller_for
 from billing.documents.numbers import next_number
 from billing.models import (
     Contract,
@@ -45,7 +45,6 @@ from billing.models import (
     Order,
     SigningCode,
 )
-from billing.documents.common import provider, seller_for
 from billing.pricing.periods import site_today
 from core import jobs, lifecycle
 from core.errors import DomainError
@@ -480,8 +479,8 @@ def contract_countersign(*, contract: Contract, actor: Actor) -> CountersignOutc
     if actor is None or not actor.is_staff or not actor.has_perm(COUNTERSIGN_PERMISSION):
         raise DomainError(_("You are not authorised to countersign contracts."))
     with transaction.atomic():
-        locked = Contract.objects.select_for_update().select_related("quote", "site").get(
-            pk=contract.pk
+        locked = (
+            Contract.objects.select_for_update().select_related("quote", "site").get(pk=contract.pk)
         )
         if locked.status != ContractStatus.CUSTOMER_SIGNED:
             raise DomainError(_("Only a contract the customer has signed can be countersigned."))
@@ -510,7 +509,9 @@ def contract_countersign(*, contract: Contract, actor: Actor) -> CountersignOutc
                 lifecycle.record_note(
                     [locked],
                     actor=actor,
-                    reason=_("Approved for countersignature by %(name)s; a second approver must confirm.")
+                    reason=_(
+                        "Approved for countersignature by %(name)s; a second approver must confirm."
+                    )
                     % {"name": authority.name},
                 )
                 return CountersignOutcome(locked, False)

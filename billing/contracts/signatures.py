@@ -53,8 +53,8 @@ from django.utils.module_loading import import_string
 from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
 from pyhanko.pdf_utils.reader import PdfFileReader
 from pyhanko.sign import fields, signers, timestamps
-from pyhanko.sign.signers import pdf_signer
 from pyhanko.sign.general import load_cert_from_pemder
+from pyhanko.sign.signers import pdf_signer
 from pyhanko.sign.timestamps.dummy_client import DummyTimeStamper
 from pyhanko.sign.validation import validate_pdf_signature, validate_pdf_timestamp
 from pyhanko_certvalidator import ValidationContext
@@ -214,7 +214,8 @@ def identity_ensure(seller: Any = None) -> bool:
         )
         enc = serialization.BestAvailableEncryption(_passphrase())
         _write_private(
-            folder / "ca.p12", pkcs12.serialize_key_and_certificates(b"ca", ca_key, ca_cert, None, enc)
+            folder / "ca.p12",
+            pkcs12.serialize_key_and_certificates(b"ca", ca_key, ca_cert, None, enc),
         )
         _write_private(
             folder / "tsa.p12",
@@ -299,7 +300,7 @@ def _trust_roots() -> list[asn1_x509.Certificate]:
     return [*_our_roots(), *extra]
 
 
-def _validation_context(*, crls: list[bytes] = ()) -> ValidationContext:  # type: ignore[assignment]
+def _validation_context(*, crls: tuple[bytes, ...] = ()) -> ValidationContext:
     return ValidationContext(
         trust_roots=_trust_roots(),
         crls=list(crls),
@@ -345,7 +346,7 @@ def _sign(
         md_algorithm="sha256",
         embed_validation_info=timestamper is not None,
         use_pades_lta=timestamper is not None,
-        validation_context=_validation_context(crls=[crl]),
+        validation_context=_validation_context(crls=(crl,)),
         # The validation data (chain, CRL) of the signature and of the document
         # timestamp go in before that timestamp, so the timestamp is the file's last
         # revision and covers all of it (``pdfsig``: "Total document signed").
@@ -491,7 +492,9 @@ class PortalCAProvider:
 def _free_field(data: bytes, base: str) -> str:
     """``base``, or ``base2``... when a signature field of that name is already filled."""
     try:
-        taken = {s.field_name for s in PdfFileReader(io.BytesIO(data), strict=False).embedded_signatures}
+        taken = {
+            s.field_name for s in PdfFileReader(io.BytesIO(data), strict=False).embedded_signatures
+        }
     except Exception:
         taken = set()
     name, n = base, 1
@@ -503,7 +506,9 @@ def _free_field(data: bytes, base: str) -> str:
 
 def provider() -> SigningProvider:
     """The configured signing provider (``PORTAL_SIGNING_PROVIDER``, a dotted path)."""
-    return import_string(settings.PORTAL_SIGNING_PROVIDER)()  # type: ignore[no-any-return]
+    provider_class = import_string(settings.PORTAL_SIGNING_PROVIDER)
+    instance: SigningProvider = provider_class()
+    return instance
 
 
 def customer_sign(data: bytes, *, seller: Any, evidence: SignerEvidence) -> bytes:
@@ -570,8 +575,8 @@ def _report(sig: Any, context: ValidationContext, our_roots: set[bytes]) -> Sign
     root = path.trust_anchor.authority.certificate if path is not None else None
     ours = root is not None and root.dump() in our_roots
     ts = None if is_timestamp else status.timestamp_validity
-    kind = "timestamp" if is_timestamp else (
-        "certification" if _is_certification(sig) else "approval"
+    kind = (
+        "timestamp" if is_timestamp else ("certification" if _is_certification(sig) else "approval")
     )
     level = getattr(status, "modification_level", None)
     return SignatureReport(
@@ -647,8 +652,6 @@ def verify_pdf(data: bytes | BinaryIO) -> Verdict:
         detail="; ".join(problems),
         signatures=tuple(reports),
     )
-
-
 
 
 def embedded_files(data: bytes) -> list[bytes]:

@@ -11,9 +11,9 @@ from django.contrib.auth.models import Permission
 
 from accounts.models import MemberRole, Membership, Organisation
 from billing.models import (
-    ContractSignatory,
     AddonPrice,
     CardOptionPrice,
+    ContractSignatory,
     DiscountRule,
     FreeService,
     NodePrice,

@@ -11,9 +11,9 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 
 from accounts.models import Organisation
+from billing import demo as billing_demo
 from billing.contracts import documents as contract_documents
 from billing.contracts import services as contract_services
-from billing import demo as billing_demo
 from billing.contracts import signatures
 from billing.models import CONTRACT_SIGNED, Contract, ContractStatus
 from billing.orders import acceptance
@@ -78,9 +78,7 @@ def demo_signed_contract() -> Contract:
         )
         contract.refresh_from_db()
     if contract.status == ContractStatus.CUSTOMER_SIGNED:
-        contract_services.contract_countersign(
-            contract=contract, actor=users.get(pk=manager.pk)
-        )
+        contract_services.contract_countersign(contract=contract, actor=users.get(pk=manager.pk))
     sealed = contract_documents.sealed_document(contract=contract)
     contract_services.contract_sealed(contract=contract, document=sealed.document)
     contract.refresh_from_db()

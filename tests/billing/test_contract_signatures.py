@@ -24,7 +24,7 @@ from billing.contracts import documents as contract_documents
 from billing.contracts import emails as contract_emails
 from billing.contracts import services as cs
 from billing.contracts import signatures
-from billing.models import Contract, ContractSignatory, ContractStatus, SigningCode
+from billing.models import Contract, ContractStatus, SigningCode
 from billing.orders import acceptance
 from billing.quotes import services as qs
 from core.errors import DomainError
@@ -110,8 +110,15 @@ def _appended_update(data: bytes) -> bytes:
         b"xref\n0 1\n0000000000 65535 f \n" + root + b" 1\n" + f"{offset:010d} 00000 n \n".encode()
     )
     update += (
-        b"trailer\n<< /Size " + str(size).encode() + b" /Root " + root + b" 0 R /Prev "
-        + str(startxref).encode() + b" >>\nstartxref\n" + str(xref_at).encode() + b"\n%%EOF\n"
+        b"trailer\n<< /Size "
+        + str(size).encode()
+        + b" /Root "
+        + root
+        + b" 0 R /Prev "
+        + str(startxref).encode()
+        + b" >>\nstartxref\n"
+        + str(xref_at).encode()
+        + b"\n%%EOF\n"
     )
     return data + update
 
@@ -145,7 +152,10 @@ def test_the_customer_signs_the_bytes_shown_and_the_seal_is_appended_to_that_fil
     assert verdict.status == "valid", verdict.detail
     kinds = [r.kind for r in verdict.signatures]
     assert kinds[0] == "certification" and "approval" in kinds and "timestamp" in kinds
-    customer, seal = verdict.signatures[0], next(r for r in verdict.signatures if r.kind == "approval")
+    customer, seal = (
+        verdict.signatures[0],
+        next(r for r in verdict.signatures if r.kind == "approval"),
+    )
     assert "Li Wei" in customer.signer and "CTO" in customer.signer
     assert contract.parties["customer"]["legal_name"] in customer.signer
     assert "contract seal" in seal.signer
@@ -193,7 +203,9 @@ def test_the_audit_record_prints_what_recomputes_its_chain(demo, signatory, tmp_
         assert entry.hash in flat
         # The exact text hashed: id of the actor and the microsecond time included.
         assert re.sub(r"\s+", "", contract_documents.chain_body(entry)) in flat
-    assert ("Time (UTC)" in text and "Site time" in text) or ("时间（UTC）" in text and "站点时间" in text)
+    assert ("Time (UTC)" in text and "Site time" in text) or (
+        "时间（UTC）" in text and "站点时间" in text
+    )
     out = io.StringIO()
     call_command("contract_verify_chain", "--audit-pdf", str(path), stdout=out)
     assert f"{contract.number}: ok ({contract.audit.count()} entries" in out.getvalue()
@@ -245,7 +257,7 @@ def test_signing_codes_have_a_cool_down_and_a_cap_per_contract_and_hour(demo):
     contract = _contract(demo)
     customer = demo["customer"]
     cs.signing_code_send(contract=contract, user=customer)
-    with pytest.raises(DomainError, match="in \\d+ seconds"):
+    with pytest.raises(DomainError, match=r"in \d+ seconds"):
         cs.signing_code_send(contract=contract, user=customer)
     sent = sum(1 for m in mail.outbox if "signing code" in m.subject)
     for _ in range(cs.CODES_PER_CONTRACT_HOUR - 1):
@@ -307,7 +319,9 @@ def test_the_verify_page_caps_the_size_limits_each_client_and_labels_times(
     settings.CONTRACT_VERIFY_PER_HOUR = 2
     kwargs = {"REMOTE_ADDR": "198.51.100.77"}
     codes = [
-        client.post(url, {"file": SimpleUploadedFile("x.pdf", b"%PDF-1.4", "application/pdf")}, **kwargs).status_code
+        client.post(
+            url, {"file": SimpleUploadedFile("x.pdf", b"%PDF-1.4", "application/pdf")}, **kwargs
+        ).status_code
         for _ in range(3)
     ]
     assert codes == [200, 200, 429]

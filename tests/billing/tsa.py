@@ -70,7 +70,7 @@ class LocalTSA:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's name
+            def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 response = stamper.request_tsa_response(tsp.TimeStampReq.load(body)).dump()
                 outer.requests += 1

@@ -75,11 +75,12 @@ def contract_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
     order = order_or_404(request, number)
     contract = _contract(order)
     current = selectors.contract_current_document(contract)
+    kind = current.kind if current else ContractDocumentKind.DRAFT
     return stored_or_preparing(
         request,
         find=lambda since: current or contract_documents.DRAFT.stored(contract),
         ask=lambda: contract_documents.DRAFT.ask(contract),
-        filename=f"{contract.number}-{(current.kind if current else ContractDocumentKind.DRAFT)}.pdf",
+        filename=f"{contract.number}-{kind}.pdf",
         title=_("%(number)s: PDF being prepared") % {"number": contract.number},
         heading=contract.number,
         back_url=reverse("dashboard_order", args=[number]),
