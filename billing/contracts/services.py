@@ -48,13 +48,13 @@ from billing.models import (
 from billing.pricing.periods import site_today
 from core import jobs, lifecycle
 from core.errors import DomainError
+from core.texts import Text
 from core.types import Actor
 from core.validators import name_check
 
 logger = logging.getLogger(__name__)
 
 SIGNERS = (MemberRole.OWNER, MemberRole.BILLING)
-COUNTERSIGN_PERMISSION = "billing.countersign_contract"
 READY_EMAIL_TASK = "billing.tasks.contract_ready_email"
 SEALED_EMAIL_TASK = "billing.tasks.contract_sealed_email"
 CODE_TTL = timedelta(minutes=10)
@@ -156,9 +156,9 @@ def contract_draft(
         terms_version=settings.PORTAL_TERMS_VERSION,
     )
     reason = (
-        _("Drafted from quote %(n)s v%(v)s.") % {"n": quote.number, "v": quote.version}
+        Text("Drafted from quote %(n)s v%(v)s.", n=quote.number, v=quote.version)
         if amends is None
-        else _("Amendment of contract %(n)s.") % {"n": amends.number}
+        else Text("Amendment of contract %(n)s.", n=amends.number)
     )
     lifecycle.record_creation([contract], actor=actor, reason=reason)
     audit_append(
@@ -414,7 +414,7 @@ def contract_sign(
             locked,
             to=ContractStatus.CUSTOMER_SIGNED,
             actor=user,
-            reason=_("Signed by %(name)s (%(title)s).") % {"name": full_name, "title": title},
+            reason=Text("Signed by %(name)s (%(title)s).", name=full_name, title=title),
             updates={
                 "signer": user,
                 "signer_name": full_name,
@@ -433,6 +433,9 @@ def contract_sign(
 
 
 # --- The provider's countersignature and seal -------------------------------------------
+
+#: Who may countersign (the admin's action and this service check it).
+COUNTERSIGN_PERMISSION = "billing.countersign_contract"
 
 
 def contract_total(contract: Contract) -> Decimal:
@@ -509,10 +512,11 @@ def contract_countersign(*, contract: Contract, actor: Actor) -> CountersignOutc
                 lifecycle.record_note(
                     [locked],
                     actor=actor,
-                    reason=_(
-                        "Approved for countersignature by %(name)s; a second approver must confirm."
-                    )
-                    % {"name": authority.name},
+                    reason=Text(
+                        "Approved for countersignature by %(name)s; "
+                        "a second approver must confirm.",
+                        name=authority.name,
+                    ),
                 )
                 return CountersignOutcome(locked, False)
             signatory_user, approver = actor, None
@@ -531,7 +535,7 @@ def contract_countersign(*, contract: Contract, actor: Actor) -> CountersignOutc
             locked,
             to=ContractStatus.COUNTERSIGNED,
             actor=actor,
-            reason=_("Countersigned by %(name)s (%(title)s).") % {"name": name, "title": title},
+            reason=Text("Countersigned by %(name)s (%(title)s).", name=name, title=title),
             updates={
                 "countersigner": signatory_user,
                 "countersigner_name": name,
@@ -568,8 +572,7 @@ def contract_sealed(*, contract: Contract, document: ContractDocument) -> None:
         audit_append(contract=locked, kind="sealed", sha256=document.sha256)
         lifecycle.record_note(
             [locked],
-            reason=_("Sealed with the provider's signature (SHA-256 %(h)s).")
-            % {"h": document.sha256},
+            reason=Text("Sealed with the provider's signature (SHA-256 %(h)s).", h=document.sha256),
         )
         contract_documents.AUDIT.ask(locked)
         jobs.enqueue(SEALED_EMAIL_TASK, locked.pk)
@@ -588,7 +591,7 @@ def contracts_activate_and_end(*, now: Any = None) -> int:
             locked = Contract.objects.select_for_update().get(pk=c.pk)
             if locked.status == ContractStatus.COUNTERSIGNED:
                 lifecycle.transition(
-                    locked, to=target, reason=_("The rental period began."), locked=True
+                    locked, to=target, reason=Text("The rental period began."), locked=True
                 )
                 moved += 1
     for c in Contract.objects.filter(
@@ -598,7 +601,7 @@ def contracts_activate_and_end(*, now: Any = None) -> int:
             locked = Contract.objects.select_for_update().get(pk=c.pk)
             if locked.status in (ContractStatus.ACTIVE, ContractStatus.SUSPENDED):
                 lifecycle.transition(
-                    locked, to=ContractStatus.ENDED, reason=_("The rental ended."), locked=True
+                    locked, to=ContractStatus.ENDED, reason=Text("The rental ended."), locked=True
                 )
                 moved += 1
     return moved

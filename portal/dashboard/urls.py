@@ -2,12 +2,13 @@
 
 from django.urls import path
 
-from portal.dashboard.views import continuity, contracts, documents, orders
+from portal.dashboard.views import cancellation, continuity, contracts, documents, orders
 
 urlpatterns = [
     path("", orders.dashboard, name="dashboard"),
     path("orders/<slug:number>/", orders.order_detail, name="dashboard_order"),
     path("orders/<slug:number>/access", orders.order_access, name="dashboard_order_access"),
+    path("orders/<slug:number>/cancel", cancellation.order_cancel, name="dashboard_order_cancel"),
     path("orders/<slug:number>/progress/", orders.order_progress, name="dashboard_order_progress"),
     path("orders/<slug:number>/quote.pdf", documents.order_quote_pdf, name="dashboard_quote_pdf"),
     path(

@@ -6,6 +6,7 @@ store names). Importing this package registers them all."""
 
 from provisioning.tasks.power import order_power_sync
 from provisioning.tasks.runs import (
+    order_cancelled_clean,
     provisioning_clean_finish,
     provisioning_deliver,
     provisioning_email,
@@ -20,6 +21,7 @@ from provisioning.tasks.runs import (
 from provisioning.tasks.sla import sla_credits_sweep_task
 
 __all__ = [
+    "order_cancelled_clean",
     "order_power_sync",
     "provisioning_clean_finish",
     "provisioning_deliver",

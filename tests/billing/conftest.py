@@ -114,3 +114,16 @@ def signatory(demo):
         user=manager, defaults={"name": "Wang Fang", "title": "Chief Financial Officer"}
     )
     return type(manager).objects.get(pk=manager.pk)  # a fresh permission cache
+
+
+@pytest.fixture
+def paid_order(demo):
+    """A three-month order whose first invoice is paid (by bank transfer)."""
+    from billing.orders import services as orders
+    from tests.billing.test_contracts import make_order
+
+    order = make_order(demo, term="month", duration=3)
+    orders.invoice_mark_paid_by_transfer(
+        invoice=order.invoices.get(), reference="T-1", actor=demo["admin"]
+    )
+    return order
