@@ -210,3 +210,7 @@ class NodeValidationAdmin(admin.ModelAdmin):
                 )
                 % {"count": started},
             )
+
+
+# Day two's admin pages (spare pools, incidents, faults, policies, utilisation alerts).
+from provisioning.health import admin as health_admin  # noqa: E402, F401

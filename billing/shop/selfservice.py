@@ -23,7 +23,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from accounts.models import Membership, Organisation
-from billing.models import ItemKind, Order, OrderStatus, Term
+from billing.models import ItemKind, Order, OrderStatus, Quote, Term
 from billing.orders.acceptance import quote_accept
 from billing.pricing import catalog
 from billing.pricing import engine as pricing
@@ -390,6 +390,83 @@ def order_self_service(
         return existing
     if payment_method not in payment_methods_offered():
         raise DomainError(_("Choose a payment method."))
+    placed = _self_service_place(
+        user=user,
+        organisation=organisation,
+        site=site,
+        node_type=node_type,
+        node_count=node_count,
+        card_gpu_model_id=card_gpu_model_id,
+        cards_per_node=cards_per_node,
+        term=term,
+        duration=duration,
+        start_date=start_date,
+        addons=addons,
+        payment_method=payment_method,
+        ip=ip,
+        idempotency_key=idempotency_key,
+    )
+    assert isinstance(placed, Order)
+    return placed
+
+
+def quote_self_service(
+    *,
+    user: Actor,
+    organisation: Organisation,
+    site: Site,
+    node_type: NodeType,
+    node_count: int,
+    card_gpu_model_id: int | None,
+    cards_per_node: int,
+    term: str,
+    duration: int,
+    start_date: date,
+    addons: dict[str, Decimal],
+) -> Quote:
+    """A firm quote without accepting it (the API's ``POST /quotes/``): priced, sent, and
+    holding the placed nodes until it expires; the same rules and retries as
+    ``order_self_service``."""
+    if not Membership.objects.filter(user=user, organisation=organisation).exists():
+        raise DomainError(_("You are not a member of this organisation."))
+    placed = _self_service_place(
+        user=user,
+        organisation=organisation,
+        site=site,
+        node_type=node_type,
+        node_count=node_count,
+        card_gpu_model_id=card_gpu_model_id,
+        cards_per_node=cards_per_node,
+        term=term,
+        duration=duration,
+        start_date=start_date,
+        addons=addons,
+        payment_method=None,
+        ip=None,
+        idempotency_key="",
+    )
+    assert isinstance(placed, Quote)
+    return placed
+
+
+def _self_service_place(
+    *,
+    user: Actor,
+    organisation: Organisation,
+    site: Site,
+    node_type: NodeType,
+    node_count: int,
+    card_gpu_model_id: int | None,
+    cards_per_node: int,
+    term: str,
+    duration: int,
+    start_date: date,
+    addons: dict[str, Decimal],
+    payment_method: str | None,
+    ip: str | None,
+    idempotency_key: str,
+) -> Order | Quote:
+    """Check, place and hold with retries; accept too unless ``payment_method`` is None."""
     configuration_check(
         site=site,
         node_type=node_type,
@@ -462,11 +539,12 @@ def _order_place(
     items: list[ItemSpec],
     organisation: Organisation,
     user: Actor,
-    payment_method: str,
+    payment_method: str | None,
     ip: str | None,
     idempotency_key: str,
-) -> Order:
-    """One try, in its own transaction: hold the nodes, then quote, send and accept."""
+) -> Order | Quote:
+    """One try, in its own transaction: hold the nodes, then quote, send and accept (only
+    send when ``payment_method`` is None)."""
     site, term, duration, start_date = config.site, config.term, config.duration, config.start_date
     name, email = _contact(user, organisation)
     language = translation.get_language() or "zh-hans"
@@ -508,6 +586,8 @@ def _order_place(
             notes=_("Self-service order."),
         )
         quote = quote_send(quote=quote, actor=user, held=held)
+        if payment_method is None:
+            return quote
         order = quote_accept(
             quote=quote, user=user, name=name, ip=ip, payment_method=payment_method
         )

@@ -40,6 +40,9 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_htmx",
     "import_export",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files (no CDN)
     "core",
     "accounts",
     "inventory",

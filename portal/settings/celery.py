@@ -3,7 +3,7 @@
 
 from core.queues import CeleryQueue
 from portal.settings.base import REDIS_URL, VAR_DIR, env
-from portal.settings.provisioning import VALIDATION_IDLE_SWEEP_HOURS
+from portal.settings.provisioning import PORTAL_HEALTH_EVALUATE_EVERY_S, VALIDATION_IDLE_SWEEP_HOURS
 
 # With REDIS_URL the broker and result backend are Redis; without it, kombu's filesystem
 # transport under var/celery, which needs no server (the embedded default).
@@ -81,6 +81,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "billing.tasks.documents_sweep_task",
         "schedule": 300.0,
     },
+    "webhooks-quote-expiring": {
+        "task": "portal.tasks.webhooks_quote_expiring_task",
+        "schedule": 600.0,
+    },
     "expire-quotes": {
         "task": "billing.tasks.quote_expire_due_task",
         "schedule": 300.0,
@@ -121,6 +125,18 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
     },
     # --- provisioning
+    # Day two: the health rules over Prometheus (new incidents, deadlines, re-validations)
+    # and the low-utilisation check (provisioning/health).
+    "health-evaluate": {
+        "task": "provisioning.tasks.health_evaluate_task",
+        "schedule": PORTAL_HEALTH_EVALUATE_EVERY_S,
+        "options": {"expires": PORTAL_HEALTH_EVALUATE_EVERY_S},
+    },
+    "low-utilisation": {
+        "task": "provisioning.tasks.low_utilisation_task",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
     # SLA credits of ended billing periods (computed once per node and period).
     "sla-credits-sweep": {"task": "provisioning.tasks.sla_credits_sweep_task", "schedule": 3600.0},
     "provisioning-reaper": {

@@ -26,15 +26,17 @@ from provisioning.models import (
     NodeStep,
     NodeSwap,
     ProvisioningRun,
+    RunKind,
     RunNode,
     RunNodeState,
     RunStatus,
     StepName,
     StepStatus,
+    ValidationProfile,
 )
 from provisioning.runs.drivers import driver_for
 from provisioning.runs.failure import run_fail
-from provisioning.runs.plan import EMAIL_TASK, LOG_EXCERPT_CHARS, STEP_LIMIT_S
+from provisioning.runs.plan import EMAIL_TASK, HANDOVER_TASK, LOG_EXCERPT_CHARS, STEP_LIMIT_S
 from provisioning.runs.records import run_back_to_running, run_launch, step_move
 from provisioning.runs.swaps import node_swap
 from provisioning.validation import interface
@@ -152,6 +154,8 @@ def _validation_measure(
             targets,
             runner=runner or validation_services.agent_runner(simulated=simulated),
             rules=validation_selectors.rules_from_db(),
+            # A spare replacing a failed node mid-rental gets the quick health check.
+            profile=ValidationProfile.QUICK if run.kind == RunKind.REPLACE else "acceptance",
             persist=validation_services.validation_persister(order_id=run.order_id),
         )
     except Exception as exc:
@@ -332,5 +336,8 @@ def run_deliver(*, run_id: int, launch: int | None = None) -> str:
                 Decimal("0.01"), rounding=ROUND_HALF_UP
             )
             NodeSwap.objects.filter(pk=swap.pk).update(restored_at=now, hours_lost=hours)
-        jobs.enqueue(EMAIL_TASK, run.pk, "ready")
+        if run.kind == RunKind.REPLACE:
+            jobs.enqueue(HANDOVER_TASK, run.pk)
+        else:
+            jobs.enqueue(EMAIL_TASK, run.pk, "ready")
     return "delivered"
