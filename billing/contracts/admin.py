@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils.translation import gettext_lazy, ngettext
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from billing.contracts import services as contract_services
-from billing.models import Contract, ContractAuditEntry, ContractEvent
+from billing.models import Contract, ContractAuditEntry, ContractEvent, ContractSignatory
 from core.admin_base import LifecycleEventInline, ReadOnlyAdmin, ReadOnlyInline
 from core.errors import DomainError, IllegalTransition
 
@@ -54,10 +54,23 @@ class ContractAdmin(ReadOnlyAdmin):
         done = 0
         for contract in queryset:
             try:
-                contract_services.contract_countersign(contract=contract, actor=request.user)
-                done += 1
+                outcome = contract_services.contract_countersign(
+                    contract=contract, actor=request.user
+                )
             except (DomainError, IllegalTransition) as exc:
                 messages.error(request, f"{contract.number}: {exc.message}")
+                continue
+            if outcome.countersigned:
+                done += 1
+            else:
+                messages.warning(
+                    request,
+                    gettext(
+                        "%(n)s: approved; above the approval threshold a second approver "
+                        "countersigns it too."
+                    )
+                    % {"n": contract.number},
+                )
         if done:
             messages.success(
                 request,
@@ -68,3 +81,14 @@ class ContractAdmin(ReadOnlyAdmin):
                 )
                 % {"n": done},
             )
+
+
+@admin.register(ContractSignatory)
+class ContractSignatoryAdmin(admin.ModelAdmin):
+    """Who may countersign for which seller entity (with the ``countersign_contract``
+    permission), and the name and title printed on the seal."""
+
+    list_display = ("name", "title", "user", "seller", "active")
+    list_filter = ("active", "seller")
+    search_fields = ("name", "user__username")
+    autocomplete_fields = ()

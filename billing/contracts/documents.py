@@ -15,17 +15,20 @@ accepted quote (immutable) and its order, so re-rendering gives the same clauses
 
 from __future__ import annotations
 
+import base64
+import json
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from billing.contracts import signatures
-from billing.documents.common import bank_details, duration_label, provider
+from billing.contracts import chain, signatures
+from billing.documents.common import bank_details, duration_label, provider, seller_for
 from billing.models import (
     Contract,
     ContractAuditEntry,
@@ -39,6 +42,7 @@ from core.documents import DocumentKind, register
 from core.pdf import css_content, normalise_language
 
 TEMPLATE = "pdf/contract.html"
+AUDIT_TEMPLATE = "pdf/contract_audit.html"
 
 # GPUs under export controls (US EAR 3A090/4A090 and their China variants): the contract
 # carries the end-use attestation when any of these is rented.
@@ -51,6 +55,15 @@ REPLACEMENT_HOURS = 4
 LATE_FEE_PER_DAY = Decimal("0.05")  # percent of the overdue amount per day
 # The acceptance check: measured against the GPU model's reference figures.
 ACCEPTANCE_SHARE = Decimal("90")  # percent of the reference figure, at least
+# The terms' figures (clauses of ``templates/pdf/contract_terms/<version>/``).
+ACCEPTANCE_PERIOD_DAYS = 3  # days after delivery to object (验收期), else deemed accepted
+CONFIDENTIALITY_YEARS = 3  # after the term
+INCIDENT_NOTICE_HOURS = 24  # a security incident is notified within
+LIABILITY_CAP_MONTHS = 12  # charges of this many months before the event
+FORCE_MAJEURE_TERMINATION_DAYS = 30
+FAPIAO_WORKING_DAYS = 10  # after each payment is received
+NOTICE_CHANGE_DAYS = 3  # to notify a changed service address
+BREACH_CURE_DAYS = 15
 
 
 def is_restricted(gpu_name: str) -> bool:
@@ -118,16 +131,105 @@ def _gpus(equipment: list[dict[str, Any]]) -> list[Any]:
 
 
 def _governing(contract: Contract) -> dict[str, str]:
+    """Law, arbitration institution, rules, seat and language, in the active language."""
     if contract.site.code == "HK":
-        return {"law": _("the laws of the Hong Kong SAR"), "forum": _("HKIAC in Hong Kong")}
+        return {
+            "law": _("the laws of the Hong Kong SAR"),
+            "forum": _("the Hong Kong International Arbitration Centre (HKIAC)"),
+            "rules": _("HKIAC Administered Arbitration Rules"),
+            "seat": _("Hong Kong"),
+            "language": _("English"),
+        }
     return {
         "law": _("the laws of the People's Republic of China"),
         "forum": _("the Shenzhen Court of International Arbitration (SCIA)"),
+        "rules": _("SCIA Arbitration Rules"),
+        "seat": _("Shenzhen"),
+        "language": _("Chinese"),
     }
+
+
+def prevailing_language(contract: Contract) -> str:
+    """The version that prevails: Chinese for a mainland seller, English in Hong Kong."""
+    seller = seller_for(contract.site)
+    mainland = seller.issues_fapiao if seller is not None else contract.site.code != "HK"
+    return "zh-hans" if mainland else "en"
+
+
+def terms_template(contract: Contract, language: str) -> str:
+    """The clauses of the contract's terms version in ``language`` (the latest version's
+    when a contract predates versioned texts)."""
+    folder = Path(settings.BASE_DIR) / "templates" / "pdf" / "contract_terms"
+    version = contract.terms_version
+    if not (folder / version).is_dir():
+        version = settings.PORTAL_TERMS_VERSION
+    return f"pdf/contract_terms/{version}/{language}.html"
 
 
 def audit_rows(contract: Contract) -> list[ContractAuditEntry]:
     return list(contract.audit.order_by("seq"))
+
+
+def audit_context(contract: Contract, *, language: str) -> dict[str, Any]:
+    """What the audit record prints: enough to recompute every hash of the chain."""
+    contract = Contract.objects.select_related("site", "signer", "countersigner", "approver").get(
+        pk=contract.pk
+    )
+    tz = contract.site.tzinfo
+    entries = []
+    for e in audit_rows(contract):
+        body = chain_body(e)
+        entries.append(
+            {
+                "entry": e,
+                "utc": e.at.astimezone(UTC),
+                "local": timezone.localtime(e.at, tz),
+                "body": body,
+            }
+        )
+    links = [{"seq": x["entry"].seq, "body": x["body"], "hash": x["entry"].hash} for x in entries]
+    with translation.override(language):
+        the_provider = provider(language, contract.site)
+        docs = {d.kind: d for d in contract.documents.all()}
+        return {
+            "contract": contract,
+            "provider": the_provider,
+            "entries": entries,
+            "documents": docs,
+            "site_timezone": contract.site.timezone,
+            "signed_at_utc": contract.signed_at.astimezone(UTC) if contract.signed_at else None,
+            "signed_at": timezone.localtime(contract.signed_at, tz) if contract.signed_at else None,
+            "countersigned_at_utc": (
+                contract.countersigned_at.astimezone(UTC) if contract.countersigned_at else None
+            ),
+            "countersigned_at": (
+                timezone.localtime(contract.countersigned_at, tz)
+                if contract.countersigned_at
+                else None
+            ),
+            "chain_json_b64": base64.b64encode(
+                json.dumps(
+                    {"contract": contract.number, "genesis": chain.GENESIS, "entries": links},
+                    ensure_ascii=False,
+                    indent=1,
+                ).encode()
+            ).decode(),
+            "running_left_css": css_content(f"{the_provider.brand} · {_('Audit record')}"),
+            "running_right_css": css_content(contract.number),
+            "footer_left_css": css_content(f"{the_provider.name} · {the_provider.website}"),
+        }
+
+
+def chain_body(entry: ContractAuditEntry) -> str:
+    """The exact text an entry's hash covers."""
+    return chain.entry_body(
+        prev_hash=entry.prev_hash,
+        seq=entry.seq,
+        at=entry.at.isoformat(),
+        kind=entry.kind,
+        actor=entry.actor_id,
+        detail=entry.detail,
+    )
 
 
 def contract_context(contract: Contract, *, language: str, sealed: bool = False) -> dict[str, Any]:
@@ -145,7 +247,36 @@ def contract_context(contract: Contract, *, language: str, sealed: bool = False)
         gpus = _gpus(equipment)
         periods = contract_schedule(contract)
         customer = contract.parties.get("customer", {})
+        prevailing = prevailing_language(contract)
+        parts = []
+        for lang in (prevailing, *(x for x in ("zh-hans", "en") if x != prevailing)):
+            with translation.override(lang):
+                parts.append(
+                    {
+                        "language": lang,
+                        "template": terms_template(contract, lang),
+                        "provider": provider(lang, contract.site),
+                        "bank": bank_details(contract.site, lang),
+                        "term_label": quote.get_term_display(),
+                        "duration_label": duration_label(quote.term, quote.duration),
+                        "governing": _governing(contract),
+                    }
+                )
+        seller = seller_for(contract.site)
         return {
+            "parts": parts,
+            "prevailing": prevailing,
+            "mainland": seller.issues_fapiao if seller is not None else True,
+            "telecom_licence": seller.telecom_licence if seller is not None else "",
+            "priced_lines": [line for line in quote.lines.all() if line.kind != "free"],
+            "acceptance_days": ACCEPTANCE_PERIOD_DAYS,
+            "confidentiality_years": CONFIDENTIALITY_YEARS,
+            "incident_notice_hours": INCIDENT_NOTICE_HOURS,
+            "liability_cap_months": LIABILITY_CAP_MONTHS,
+            "force_majeure_days": FORCE_MAJEURE_TERMINATION_DAYS,
+            "fapiao_working_days": FAPIAO_WORKING_DAYS,
+            "notice_change_days": NOTICE_CHANGE_DAYS,
+            "cure_days": BREACH_CURE_DAYS,
             "contract": contract,
             "quote": quote,
             "order": order,
@@ -201,6 +332,7 @@ def render_contract_pdf(*, contract: Contract, language: str, sealed: bool = Fal
 
 RENDER_TASK = "billing.tasks.document_render_contract"
 SEAL_TASK = "billing.tasks.document_seal_contract"
+AUDIT_TASK = "billing.tasks.document_render_contract_audit"
 
 
 class ContractDraftKind(DocumentKind[Contract, ContractDocument]):
@@ -229,10 +361,32 @@ class ContractDraftKind(DocumentKind[Contract, ContractDocument]):
     def language(self, owner: Contract, language: str | None) -> str:
         return normalise_language(language or owner.language)
 
+    def refreshed(self, owner: Contract) -> Contract:
+        return Contract.objects.get(pk=owner.pk)  # signatures and hashes as stored now
+
+
+class ContractSignedKind(ContractDraftKind):
+    """The draft plus the customer's PAdES signature: made when the customer signs
+    (``services.contract_sign``), stored here, never rendered."""
+
+    name = "contract_signed"
+    document_kind = ContractDocumentKind.SIGNED
+    file_suffix = "customer-signed"
+
+    def render(self, owner: Contract, *, language: str) -> bytes:
+        raise RuntimeError("the customer's signed PDF is made by contract_sign, not rendered")
+
+
+def _read(document: ContractDocument) -> bytes:
+    with document.file.open("rb") as fh:
+        return fh.read()
+
 
 class ContractSealedKind(ContractDraftKind):
-    """After the countersignature: the contract with its audit page and the provider's
-    PAdES seal (``billing.contracts.signatures``). Rendered once; never replaced."""
+    """After the countersignature: the customer's signed file with the seller's seal
+    appended as an incremental update (``billing.contracts.signatures``), naming the
+    authorised signatory. Its first revisions are the exact bytes the customer was shown
+    and signed. Made once; never replaced."""
 
     name = "contract_sealed"
     render_task = SEAL_TASK
@@ -240,15 +394,48 @@ class ContractSealedKind(ContractDraftKind):
     file_suffix = "signed"
 
     def render(self, owner: Contract, *, language: str) -> bytes:
+        signed = SIGNED.stored(owner, language=language)
+        if signed is None or signed.sha256 != owner.customer_signed_sha256:
+            raise RuntimeError(f"{owner.number}: no PDF signed by the customer to countersign")
+        data = _read(signed)
+        the_provider = provider("en", owner.site)
+        signatory = f"{owner.countersigner_name}, {owner.countersigner_title}"
+        return signatures.seal_pdf(
+            data,
+            reason=f"{owner.number} countersigned for {the_provider.name} by {signatory}",
+            location=owner.site.code,
+            seller=seller_for(owner.site),
+            signatory=signatory,
+        )
+
+
+class ContractAuditKind(ContractDraftKind):
+    """The audit record of a sealed contract: both signatures, the files' hashes and
+    every entry of the hash chain with the exact text that was hashed (and the chain as
+    an embedded JSON file), sealed by the seller."""
+
+    name = "contract_audit"
+    template = AUDIT_TEMPLATE
+    render_task = AUDIT_TASK
+    document_kind = ContractDocumentKind.AUDIT
+    file_suffix = "audit"
+
+    def context(self, owner: Contract, *, language: str) -> dict[str, Any]:
+        return audit_context(owner, language=language)
+
+    def render(self, owner: Contract, *, language: str) -> bytes:
         return signatures.seal_pdf(
             super().render(owner, language=language),
-            reason=f"{owner.number} countersigned by {provider('en', owner.site).name}",
+            reason=f"Audit record of {owner.number}",
             location=owner.site.code,
+            seller=seller_for(owner.site),
         )
 
 
 DRAFT = register(ContractDraftKind())
+SIGNED = ContractSignedKind()  # stored by the signature, never rendered by a task
 SEALED = register(ContractSealedKind())
+AUDIT = register(ContractAuditKind())
 
 
 def draft_document(*, contract: Contract, language: str | None = None) -> ContractDocument:

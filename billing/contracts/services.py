@@ -13,55 +13,59 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-import json
+import logging
 import secrets
+from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from accounts.models import MemberRole, Membership
 from billing.contracts import documents as contract_documents
+from billing.contracts import signatures
+from billing.contracts.chain import GENESIS, entry_hash
 from billing.contracts.gate import needs_contract, order_release_for_provisioning
+from billing.documents.common import provider, seller_for
 from billing.documents.numbers import next_number
 from billing.models import (
     Contract,
     ContractAuditEntry,
     ContractDocument,
     ContractDocumentKind,
+    ContractSignatory,
     ContractStatus,
     Order,
     SigningCode,
 )
 from billing.pricing.periods import site_today
-from core import lifecycle
+from core import jobs, lifecycle
 from core.errors import DomainError
 from core.texts import Text
 from core.types import Actor
 from core.validators import name_check
 
+logger = logging.getLogger(__name__)
+
 SIGNERS = (MemberRole.OWNER, MemberRole.BILLING)
+READY_EMAIL_TASK = "billing.tasks.contract_ready_email"
+SEALED_EMAIL_TASK = "billing.tasks.contract_sealed_email"
 CODE_TTL = timedelta(minutes=10)
 CODE_MAX_ATTEMPTS = 5
-GENESIS = "0" * 64
+# A fresh code at most once a minute per signer, and at most this many per contract and
+# hour (each is an email, and each fresh code is another five guesses).
+CODE_RESEND_COOLDOWN = timedelta(seconds=60)
+CODES_PER_CONTRACT_HOUR = 5
 
 
 # --- The audit chain --------------------------------------------------------------------
-
-
-def entry_hash(*, prev_hash: str, seq: int, at: str, kind: str, actor: Any, detail: dict) -> str:
-    body = json.dumps(
-        {"prev": prev_hash, "seq": seq, "at": at, "kind": kind, "actor": actor, "detail": detail},
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(body.encode()).hexdigest()
 
 
 def audit_append(
@@ -188,6 +192,8 @@ def contract_document_rendered(*, contract: Contract, document: ContractDocument
             language=document.language,
             sha256=document.sha256,
         )
+        if contract.status == ContractStatus.DRAFTED:
+            jobs.enqueue(READY_EMAIL_TASK, contract.pk)
 
 
 # --- The customer's signature -----------------------------------------------------------
@@ -217,6 +223,33 @@ def signing_code_issue(*, contract: Contract, user: Actor) -> tuple[SigningCode,
     code = f"{secrets.randbelow(10**6):06d}"
     with transaction.atomic():
         contract = Contract.objects.select_for_update().get(pk=contract.pk)
+        now = timezone.now()
+        last = (
+            SigningCode.objects.filter(contract=contract, user=user)
+            .order_by("-created_at", "-pk")
+            .first()
+        )
+        if last is not None and last.created_at > now - CODE_RESEND_COOLDOWN:
+            wait = int((last.created_at + CODE_RESEND_COOLDOWN - now).total_seconds()) + 1
+            raise DomainError(
+                ngettext(
+                    "A code was just sent: ask for another one in %(n)s second.",
+                    "A code was just sent: ask for another one in %(n)s seconds.",
+                    wait,
+                )
+                % {"n": wait}
+            )
+        recent = SigningCode.objects.filter(
+            contract=contract, created_at__gt=now - timedelta(hours=1)
+        ).count()
+        if recent >= CODES_PER_CONTRACT_HOUR:
+            raise DomainError(
+                _(
+                    "%(n)s codes were sent for this contract in the last hour: ask for "
+                    "another one later, or write to us."
+                )
+                % {"n": recent}
+            )
         SigningCode.objects.filter(contract=contract, used_at__isnull=True).update(
             expires_at=timezone.now()
         )
@@ -254,7 +287,8 @@ def signing_code_send(*, contract: Contract, user: Actor) -> SigningCode:
 
 def _verify_code(contract: Contract, user: Actor, code: str) -> SigningCode | str:
     """Check the latest open code of this signer and count the attempt (saved even when
-    the code is wrong); returns the used code's row, or why it failed. Single use."""
+    the code is wrong); returns the code's row, or why it failed. The signature marks it
+    used (single use) in the same transaction as the signature itself."""
     now = timezone.now()
     row = (
         SigningCode.objects.select_for_update()
@@ -267,11 +301,9 @@ def _verify_code(contract: Contract, user: Actor, code: str) -> SigningCode | st
     if row.attempts >= CODE_MAX_ATTEMPTS:
         return _("Too many wrong codes: ask for a new one.")
     row.attempts += 1
+    row.save(update_fields=["attempts"])
     if not hmac.compare_digest(row.code_hash, _code_hash(row.pk, code.strip())):
-        row.save(update_fields=["attempts"])
         return _("The code is not right.")
-    row.used_at = now
-    row.save(update_fields=["attempts", "used_at"])
     return row
 
 
@@ -320,7 +352,43 @@ def contract_sign(
         locked = Contract.objects.select_for_update().get(pk=contract.pk)
         if locked.status != ContractStatus.DRAFTED:
             raise DomainError(_("This contract is no longer open for signature."))
+        code_row = SigningCode.objects.select_for_update().get(pk=code_row.pk)
+        if code_row.used_at is not None:
+            raise DomainError(_("The code has expired or was used: ask for a new one."))
         now = timezone.now()
+        code_row.used_at = now
+        code_row.save(update_fields=["used_at"])
+        # The customer's PAdES signature on the very bytes they were shown, with a
+        # certificate the seller's signing CA issues now for this signature.
+        with document.file.open("rb") as fh:
+            shown = fh.read()
+        evidence = signatures.SignerEvidence(
+            name=full_name,
+            title=title,
+            email=user.email,
+            organisation=str(locked.parties.get("customer", {}).get("legal_name", "")),
+            user_id=user.pk,
+            code_id=code_row.pk,
+            ip=ip or "",
+            at=now,
+            contract_number=locked.number,
+        )
+        try:
+            signed_pdf = signatures.customer_sign(
+                shown, seller=seller_for(locked.site), evidence=evidence
+            )
+        except signatures.SigningFailed as exc:
+            logger.warning("contract %s: customer signature failed: %s", locked.number, exc)
+            raise DomainError(
+                _(
+                    "Your signature could not be applied just now (the timestamping "
+                    "service did not answer). Nothing was signed and your code still "
+                    "works: try again in a minute."
+                )
+            ) from exc
+        signed_doc = contract_documents.SIGNED.store(
+            locked, language=document.language, data=signed_pdf
+        )
         audit_append(
             contract=locked,
             kind="code_verified",
@@ -338,6 +406,7 @@ def contract_sign(
             ip=ip or "",
             user_agent=user_agent[:400],
             pdf_sha256=pdf_sha256,
+            signed_pdf_sha256=signed_doc.sha256,
             language=document.language,
             consent=True,
         )
@@ -356,6 +425,7 @@ def contract_sign(
                 "signed_user_agent": user_agent[:400],
                 "signed_sha256": pdf_sha256,
                 "signed_code": code_row,
+                "customer_signed_sha256": signed_doc.sha256,
             },
             locked=True,
         )
@@ -368,46 +438,144 @@ def contract_sign(
 COUNTERSIGN_PERMISSION = "billing.countersign_contract"
 
 
-def contract_countersign(*, contract: Contract, actor: Actor) -> Contract:
-    """Staff countersign; the sealed PDF is made on the documents queue; a paid order is
-    released for provisioning."""
+def contract_total(contract: Contract) -> Decimal:
+    """What the contract is worth: the accepted quote's total with VAT."""
+    return Decimal(contract.quote.gross_total)
+
+
+def approval_threshold(currency: str) -> Decimal | None:
+    """Above this total a second approver must confirm the countersignature (None: no
+    threshold for the currency)."""
+    value = settings.PORTAL_COUNTERSIGN_SECOND_APPROVAL_ABOVE.get(currency)
+    return Decimal(str(value)) if value is not None else None
+
+
+def needs_second_approval(contract: Contract) -> bool:
+    threshold = approval_threshold(contract.quote.currency)
+    return threshold is not None and contract_total(contract) > threshold
+
+
+def signatory_for(*, user: Actor, contract: Contract) -> ContractSignatory | None:
+    """The user's active signatory authority for the contract's seller, if any."""
+    if user is None:
+        return None
+    seller = seller_for(contract.site)
+    return (
+        ContractSignatory.objects.filter(user=user, active=True)
+        .filter(Q(seller__isnull=True) | Q(seller=seller))
+        .first()
+    )
+
+
+@dataclass(frozen=True)
+class CountersignOutcome:
+    contract: Contract
+    countersigned: bool  # False: approved, waiting for a second approver
+
+
+def contract_countersign(*, contract: Contract, actor: Actor) -> CountersignOutcome:
+    """The provider countersigns: an authorised signatory (``countersign_contract`` and a
+    ``ContractSignatory`` for the seller) signs; above the approval threshold a second,
+    different user with the permission must confirm before the seal is applied. The
+    sealed PDF (the customer's signed file plus the seal) is made on the documents queue;
+    a paid order is released for provisioning."""
     if actor is None or not actor.is_staff or not actor.has_perm(COUNTERSIGN_PERMISSION):
-        raise DomainError(_("Only staff countersign contracts."))
+        raise DomainError(_("You are not authorised to countersign contracts."))
     with transaction.atomic():
-        locked = Contract.objects.select_for_update().get(pk=contract.pk)
+        locked = (
+            Contract.objects.select_for_update().select_related("quote", "site").get(pk=contract.pk)
+        )
+        if locked.status != ContractStatus.CUSTOMER_SIGNED:
+            raise DomainError(_("Only a contract the customer has signed can be countersigned."))
+        approvals = list(locked.audit.filter(kind="countersign_approved").order_by("seq"))
+        first = approvals[0] if approvals else None
+        if first is None:
+            authority = signatory_for(user=actor, contract=locked)
+            if authority is None:
+                raise DomainError(
+                    _(
+                        "You have no signatory authority for %(seller)s: an administrator "
+                        "adds you under Authorised signatories."
+                    )
+                    % {"seller": provider("en", locked.site).name}
+                )
+            if needs_second_approval(locked):
+                audit_append(
+                    contract=locked,
+                    kind="countersign_approved",
+                    actor=actor,
+                    name=authority.name,
+                    title=authority.title,
+                    total=str(contract_total(locked)),
+                    threshold=str(approval_threshold(locked.quote.currency)),
+                )
+                lifecycle.record_note(
+                    [locked],
+                    actor=actor,
+                    reason=Text(
+                        "Approved for countersignature by %(name)s; "
+                        "a second approver must confirm.",
+                        name=authority.name,
+                    ),
+                )
+                return CountersignOutcome(locked, False)
+            signatory_user, approver = actor, None
+        else:
+            if first.actor_id == getattr(actor, "pk", None):
+                raise DomainError(
+                    _("A second approver, not the signatory, must confirm this countersignature.")
+                )
+            authority = signatory_for(user=first.actor, contract=locked)
+            if authority is None:
+                raise DomainError(_("The signatory who approved no longer has authority."))
+            signatory_user, approver = first.actor, actor
         now = timezone.now()
+        name, title = authority.localized(locked.language)
         lifecycle.transition(
             locked,
             to=ContractStatus.COUNTERSIGNED,
             actor=actor,
-            reason=Text("Countersigned."),
-            updates={"countersigner": actor, "countersigned_at": now},
+            reason=Text("Countersigned by %(name)s (%(title)s).", name=name, title=title),
+            updates={
+                "countersigner": signatory_user,
+                "countersigner_name": name,
+                "countersigner_title": title,
+                "approver": approver,
+                "countersigned_at": now,
+            },
             locked=True,
         )
         audit_append(
             contract=locked,
             kind="countersigned",
-            actor=actor,
-            name=actor.get_full_name() or actor.get_username(),
+            actor=signatory_user,
+            name=name,
+            title=title,
+            approver=approver.pk if approver else "",
             signed_sha256=locked.signed_sha256,
+            customer_signed_sha256=locked.customer_signed_sha256,
         )
         contract_documents.SEALED.ask(locked)
     order_release_for_provisioning(order=locked.order, actor=actor)
-    return locked
+    return CountersignOutcome(locked, True)
 
 
 def contract_sealed(*, contract: Contract, document: ContractDocument) -> None:
-    """Record the sealed PDF's hash on the contract (once)."""
+    """Record the sealed PDF's hash on the contract and in the chain (once), ask for the
+    audit record and email the sealed PDF to the customer."""
     with transaction.atomic():
         locked = Contract.objects.select_for_update().get(pk=contract.pk)
         if locked.final_sha256:
             return
         locked.final_sha256 = document.sha256
         locked.save(update_fields=["final_sha256"])
+        audit_append(contract=locked, kind="sealed", sha256=document.sha256)
         lifecycle.record_note(
             [locked],
             reason=Text("Sealed with the provider's signature (SHA-256 %(h)s).", h=document.sha256),
         )
+        contract_documents.AUDIT.ask(locked)
+        jobs.enqueue(SEALED_EMAIL_TASK, locked.pk)
 
 
 def contracts_activate_and_end(*, now: Any = None) -> int:

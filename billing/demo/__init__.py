@@ -7,11 +7,13 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 
 from accounts.models import MemberRole, Membership, Organisation
 from billing.models import (
     AddonPrice,
     CardOptionPrice,
+    ContractSignatory,
     DiscountRule,
     FreeService,
     NodePrice,
@@ -245,6 +247,7 @@ SELLERS: dict[str, dict[str, Any]] = {
         "account_number": "755900000000001",
         "cnaps_code": "308584001234",
         "swift_code": "CMBCCNBS",
+        "telecom_licence": "B1-20260000",
         "issues_fapiao": True,
     },
     "HK": {
@@ -260,9 +263,30 @@ SELLERS: dict[str, dict[str, Any]] = {
         "account_number": "004-123-456789-838",
         "cnaps_code": "",
         "swift_code": "HSBCHKHHHKH",
+        "telecom_licence": "SBO-0000-00",
         "issues_fapiao": False,
     },
 }
+
+
+def seed_signatories() -> None:
+    """The demo's authorised signatory: the sales manager countersigns for every seller
+    entity (the ``countersign_contract`` permission and a signatory record)."""
+    manager = get_user_model().objects.filter(username="manager").first()
+    if manager is None:
+        return
+    manager.user_permissions.add(
+        Permission.objects.get(codename="countersign_contract", content_type__app_label="billing")
+    )
+    ContractSignatory.objects.update_or_create(
+        user=manager,
+        defaults={
+            "name": "Wang Fang",
+            "name_zh": "王芳",
+            "title": "Chief Financial Officer",
+            "title_zh": "首席财务官",
+        },
+    )
 
 
 def seed_sellers() -> None:

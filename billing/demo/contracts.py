@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 
 from accounts.models import Organisation
+from billing import demo as billing_demo
 from billing.contracts import documents as contract_documents
 from billing.contracts import services as contract_services
 from billing.contracts import signatures
@@ -32,6 +33,8 @@ def demo_signed_contract() -> Contract:
     )
     if existing is not None and existing.final_sha256:
         return existing
+    billing_demo.seed_sellers()
+    billing_demo.seed_signatories()
     signatures.demo_certificate_ensure()
     users = get_user_model().objects
     sales, manager, customer = (users.get(username=n) for n in ("sales", "manager", "customer"))
@@ -78,7 +81,7 @@ def demo_signed_contract() -> Contract:
         )
         contract.refresh_from_db()
     if contract.status == ContractStatus.CUSTOMER_SIGNED:
-        contract_services.contract_countersign(contract=contract, actor=manager)
+        contract_services.contract_countersign(contract=contract, actor=users.get(pk=manager.pk))
     sealed = contract_documents.sealed_document(contract=contract)
     contract_services.contract_sealed(contract=contract, document=sealed.document)
     contract.refresh_from_db()

@@ -38,6 +38,7 @@ __all__ = [
     "ContractDocument",
     "ContractDocumentKind",
     "ContractEvent",
+    "ContractSignatory",
     "ContractStatus",
     "ProvisioningRelease",
     "SigningCode",
@@ -141,7 +142,26 @@ class Contract(models.Model):
         verbose_name=_("countersigner"),
     )
     countersigned_at = models.DateTimeField(_("countersigned"), null=True, blank=True)
+    # The provider's authorised signatory as printed on the seal, and the second
+    # approver a contract above the approval threshold needs.
+    countersigner_name = models.CharField(_("provider's signatory"), max_length=200, blank=True)
+    countersigner_title = models.CharField(_("signatory's title"), max_length=200, blank=True)
+    approver = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("second approver"),
+    )
+    # The file after the customer's signature (the draft plus their PAdES signature).
+    customer_signed_sha256 = models.CharField(
+        _("SHA-256 of the PDF with the customer's signature"), max_length=64, blank=True
+    )
     final_sha256 = models.CharField(_("SHA-256 of the sealed PDF"), max_length=64, blank=True)
+    # The emails "ready to sign" and "sealed contract attached", claimed once each.
+    ready_emailed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    sealed_emailed_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     lifecycle = Lifecycle(
         choices=ContractStatus,
@@ -210,7 +230,50 @@ class ContractAuditEntry(models.Model):
 
 class ContractDocumentKind(models.TextChoices):
     DRAFT = "draft", _("for signature")
+    SIGNED = "signed", _("signed by the customer")
     SEALED = "sealed", _("signed and sealed")
+    AUDIT = "audit", _("audit record")
+
+
+class ContractSignatory(models.Model):
+    """A staff user authorised to countersign for a seller entity (all sellers when
+    empty): the name and title printed on the seal. The user also needs the
+    ``billing.countersign_contract`` permission."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="contract_signatory",
+        verbose_name=_("user"),
+    )
+    seller = models.ForeignKey(
+        "billing.SellerEntity",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="signatories",
+        verbose_name=_("seller entity"),
+    )
+    name = models.CharField(_("full name"), max_length=200)
+    name_zh = models.CharField(_("full name (Chinese)"), max_length=200, blank=True)
+    title = models.CharField(_("title"), max_length=200)
+    title_zh = models.CharField(_("title (Chinese)"), max_length=200, blank=True)
+    active = models.BooleanField(_("active"), default=True)
+
+    class Meta:
+        verbose_name = _("authorised signatory")
+        verbose_name_plural = _("authorised signatories")
+
+    def __str__(self) -> str:
+        return f"{self.name}, {self.title}"
+
+    def localized(self, language: str) -> tuple[str, str]:
+        """(name, title) as printed in a document of ``language``."""
+        zh = language.lower().startswith("zh")
+        return (
+            (self.name_zh if zh else "") or self.name,
+            (self.title_zh if zh else "") or self.title,
+        )
 
 
 class ContractDocument(StoredDocument):

@@ -449,6 +449,15 @@ class SellerEntity(models.Model):
         blank=True,
         validators=[RegexValidator(SWIFT_RE, _("A SWIFT/BIC code has 8 or 11 characters."))],
     )
+    telecom_licence = models.CharField(
+        _("telecom licence"),
+        max_length=64,
+        blank=True,
+        help_text=_(
+            "Mainland: the number of the value-added telecom business licence for IDC "
+            "services (增值电信业务经营许可证); Hong Kong: the OFCA licence number."
+        ),
+    )
     issues_fapiao = models.BooleanField(
         _("mainland entity"),
         default=True,

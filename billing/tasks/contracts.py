@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from billing.contracts import emails as contract_emails
 from billing.contracts import services as contract_services
-from billing.tasks.options import SWEEP_LIMITS
+from billing.tasks.options import MAIL_TASK_OPTIONS, SWEEP_LIMITS
 from core.queues import CeleryQueue
 
 
@@ -15,3 +16,15 @@ from core.queues import CeleryQueue
 def contracts_activate_task() -> int:
     """Countersigned contracts become active at the start and end at the end (beat)."""
     return contract_services.contracts_activate_and_end()
+
+
+@shared_task(name="billing.tasks.contract_ready_email", **MAIL_TASK_OPTIONS)
+def contract_ready_email(contract_id: int) -> str:
+    """Tell the customer's signers that the contract is ready to sign (once)."""
+    return contract_emails.contract_ready_email_send(contract_id=contract_id)
+
+
+@shared_task(name="billing.tasks.contract_sealed_email", **MAIL_TASK_OPTIONS)
+def contract_sealed_email(contract_id: int) -> str:
+    """Send the sealed contract and its audit record to the customer (once)."""
+    return contract_emails.contract_sealed_email_send(contract_id=contract_id)

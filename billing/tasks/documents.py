@@ -7,6 +7,7 @@ from celery import shared_task
 
 from billing.contracts import documents as contract_documents
 from billing.contracts import services as contract_services
+from billing.contracts import signatures
 from billing.credits import documents as credit_note_documents
 from billing.invoicing import documents as invoice_documents
 from billing.models import Contract, CreditNote, Invoice, Quote
@@ -54,7 +55,14 @@ def document_render_contract(contract_id: int, language: str) -> str:
     return document.sha256
 
 
-@shared_task(name=contract_documents.SEALED.render_task, **DOCUMENT_TASK_OPTIONS)
+# Sealing calls the timestamping authority: an outage is retried with backoff too.
+SIGNING_TASK_OPTIONS = {
+    **DOCUMENT_TASK_OPTIONS,
+    "autoretry_for": (*DOCUMENT_TASK_OPTIONS["autoretry_for"], signatures.SigningFailed),
+}
+
+
+@shared_task(name=contract_documents.SEALED.render_task, **SIGNING_TASK_OPTIONS)
 def document_seal_contract(contract_id: int, language: str) -> str:
     """Render the countersigned contract with its audit page and seal it (PAdES); return
     the SHA-256. Idempotent: a sealed document is never made twice."""
@@ -62,3 +70,10 @@ def document_seal_contract(contract_id: int, language: str) -> str:
     sealed = contract_documents.sealed_document(contract=contract, language=language)
     contract_services.contract_sealed(contract=contract, document=sealed.document)
     return sealed.document.sha256
+
+
+@shared_task(name=contract_documents.AUDIT.render_task, **SIGNING_TASK_OPTIONS)
+def document_render_contract_audit(contract_id: int, language: str) -> str:
+    """Render and seal a sealed contract's audit record; return its SHA-256. Idempotent."""
+    contract = Contract.objects.get(pk=contract_id)
+    return contract_documents.AUDIT.document(contract, language=language).sha256

@@ -358,6 +358,19 @@ def contract_draft(contract: Contract) -> ContractDocument | None:
     ).first()
 
 
+def contract_current_document(contract: Contract) -> ContractDocument | None:
+    """The most signed file of the contract: sealed, else signed by the customer, else
+    None (the draft)."""
+    found = {
+        d.kind: d
+        for d in ContractDocument.objects.filter(
+            contract=contract,
+            kind__in=(ContractDocumentKind.SEALED, ContractDocumentKind.SIGNED),
+        )
+    }
+    return found.get(ContractDocumentKind.SEALED) or found.get(ContractDocumentKind.SIGNED)
+
+
 def contract_sealed(contract: Contract) -> ContractDocument | None:
     """The contract's first sealed document (once countersigned), or ``None``."""
     return (

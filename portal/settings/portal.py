@@ -2,7 +2,7 @@
 estimates, the provider on documents, Stripe and the bank account, contracts, invoices
 over the term, the inventory's CSV import."""
 
-from portal.settings.base import VAR_DIR, env
+from portal.settings.base import DEBUG, VAR_DIR, env
 
 # Self-service starts are priced up to this many months ahead (the price book horizon).
 PRICE_BOOK_HORIZON_MONTHS = env.int("PRICE_BOOK_HORIZON_MONTHS", default=12)
@@ -73,15 +73,35 @@ PORTAL_BANK_NAME = env.str(
 )
 PORTAL_BANK_SWIFT = env.str("PORTAL_BANK_SWIFT", default="CMBCCNBS")
 
-# Contracts: the provider's PAdES seal (a PKCS#12 file and its passphrase; `make run`
-# creates a demo key and self-signed certificate there once), an RFC 3161 timestamping
-# authority when set, the standard terms' version, days before the end to offer renewal.
-PORTAL_SIGNING_P12 = env.str("PORTAL_SIGNING_P12", default=str(VAR_DIR / "signing" / "seal.p12"))
+# Contracts: signing material per seller entity (``<dir>/<site code>/`` and ``default/``:
+# ``ca.p12`` + ``ca.pem`` the seller's signing CA, ``seal.p12`` its seal; `make run`
+# creates demo ones once), the PKCS#12 passphrase, the signing provider (a dotted path),
+# an RFC 3161 timestamping authority ("" none, "demo" an in-process demo TSA, else its
+# URL) and the roots that make its certificate trusted (PEM files), the standard terms'
+# version, days before the end to offer renewal.
+PORTAL_SIGNING_DIR = env.str("PORTAL_SIGNING_DIR", default=str(VAR_DIR / "signing"))
 PORTAL_SIGNING_P12_PASSPHRASE = env.str(
     "PORTAL_SIGNING_P12_PASSPHRASE", default="demo-seal-passphrase"
 )
-PORTAL_SIGNING_TSA_URL = env.str("PORTAL_SIGNING_TSA_URL", default="")
-PORTAL_TERMS_VERSION = env.str("PORTAL_TERMS_VERSION", default="2026-01")
+PORTAL_SIGNING_PROVIDER = env.str(
+    "PORTAL_SIGNING_PROVIDER", default="billing.contracts.signatures.PortalCAProvider"
+)
+PORTAL_SIGNING_CREATE_DEMO_KEYS = env.bool("PORTAL_SIGNING_CREATE_DEMO_KEYS", default=False)
+# `make run` (DJANGO_DEBUG) timestamps with the demo TSA; production names a real one.
+PORTAL_SIGNING_TSA_URL = env.str("PORTAL_SIGNING_TSA_URL", default="demo" if DEBUG else "")
+PORTAL_SIGNING_TSA_TIMEOUT_S = env.int("PORTAL_SIGNING_TSA_TIMEOUT_S", default=10)
+PORTAL_SIGNING_TRUST_ROOTS = env.list("PORTAL_SIGNING_TRUST_ROOTS", default=[])
+# Countersigning a contract whose total (VAT included) is above this needs a second
+# approver besides the authorised signatory (per currency; a currency not named: never).
+PORTAL_COUNTERSIGN_SECOND_APPROVAL_ABOVE = {
+    "CNY": env.int("PORTAL_COUNTERSIGN_SECOND_APPROVAL_ABOVE_CNY", default=1_000_000),
+    "HKD": env.int("PORTAL_COUNTERSIGN_SECOND_APPROVAL_ABOVE_HKD", default=1_000_000),
+}
+# The public contract verification page: the largest file it checks, and checks per
+# client and hour.
+CONTRACT_VERIFY_MAX_BYTES = env.int("CONTRACT_VERIFY_MAX_BYTES", default=10 * 1024 * 1024)
+CONTRACT_VERIFY_PER_HOUR = env.int("CONTRACT_VERIFY_PER_HOUR", default=30)
+PORTAL_TERMS_VERSION = env.str("PORTAL_TERMS_VERSION", default="2026-12")
 PORTAL_RENEWAL_DAYS = env.int("PORTAL_RENEWAL_DAYS", default=30)
 # seed_demo makes one signed contract (two PDF renderings; the test suite turns it off).
 PORTAL_SEED_DEMO_CONTRACT = env.bool("PORTAL_SEED_DEMO_CONTRACT", default=True)

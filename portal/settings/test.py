@@ -43,3 +43,8 @@ PORTAL_SIMULATED_TIME_SCALE = env.float("PORTAL_SIMULATED_TIME_SCALE", default=0
 
 # The end-to-end validation tests inject torch's GEMM/copy figures (no GPU here).
 VALIDATION_ALLOW_INJECTED_FIGURES = True
+
+# Contracts: demo signing material (a CA and a seal per seller entity) is made on first
+# use in the test's own var dir; tests that check timestamps start a local TSA.
+PORTAL_SIGNING_CREATE_DEMO_KEYS = True
+PORTAL_SIGNING_TSA_URL = ""

@@ -81,6 +81,41 @@ def provisioning_calls(monkeypatch):
     return results
 
 
+@pytest.fixture(scope="session")
+def local_tsa(tmp_path_factory):
+    """An RFC 3161 timestamping authority on 127.0.0.1 (tests/billing/tsa.py)."""
+    from tests.billing.tsa import LocalTSA
+
+    tsa = LocalTSA(tmp_path_factory.mktemp("tsa"))
+    yield tsa
+    tsa.close()
+
+
+@pytest.fixture
+def signing(settings, tmp_path_factory, local_tsa):
+    """Contract signing with this process's demo CAs and seals (made on first use) and
+    timestamps from the local TSA, whose root is trusted."""
+    settings.PORTAL_SIGNING_DIR = str(tmp_path_factory.getbasetemp() / "signing")
+    settings.PORTAL_SIGNING_TSA_URL = local_tsa.url
+    settings.PORTAL_SIGNING_TRUST_ROOTS = [str(local_tsa.root_pem)]
+    return local_tsa
+
+
+@pytest.fixture
+def signatory(demo):
+    """The demo manager as the provider's authorised signatory (all seller entities)."""
+    from django.contrib.auth.models import Permission
+
+    from billing.models import ContractSignatory
+
+    manager = demo["manager"]
+    manager.user_permissions.add(Permission.objects.get(codename="countersign_contract"))
+    ContractSignatory.objects.update_or_create(
+        user=manager, defaults={"name": "Wang Fang", "title": "Chief Financial Officer"}
+    )
+    return type(manager).objects.get(pk=manager.pk)  # a fresh permission cache
+
+
 @pytest.fixture
 def paid_order(demo):
     """A three-month order whose first invoice is paid (by bank transfer)."""

@@ -37,9 +37,8 @@ PROVISIONING = "provisioning.tasks.provisioning_start"
 
 
 @pytest.fixture(autouse=True)
-def signing_key(settings, tmp_path_factory):
-    settings.PORTAL_SIGNING_P12 = str(tmp_path_factory.getbasetemp() / "seal" / "seal.p12")
-    signatures.demo_certificate_ensure()
+def _signing(signing, signatory):
+    return signing
 
 
 def make_order(demo, *, term="month", duration=3, actor=None, start=None):
@@ -89,11 +88,16 @@ def sign(contract, user, *, code=None, sha=None, title="CTO"):
     )
 
 
+def signatory_of(demo):
+    manager = demo["manager"]
+    return type(manager).objects.get(pk=manager.pk)
+
+
 def signed_contract(demo):
     order = make_order(demo)
     contract = Contract.objects.get(order=order)
     sign(contract, demo["customer"])
-    cs.contract_countersign(contract=contract, actor=demo["manager"])
+    cs.contract_countersign(contract=contract, actor=signatory_of(demo))
     sealed = contract_documents.sealed_document(contract=contract)
     cs.contract_sealed(contract=contract, document=sealed.document)
     contract.refresh_from_db()
@@ -115,19 +119,40 @@ def test_a_sales_quote_order_gets_a_contract_and_a_short_self_service_one_does_n
 def test_the_contract_pdf_has_every_clause_in_both_languages(demo):
     order = make_order(demo)
     contract = Contract.objects.get(order=order)
-    for language, words in (
-        ("en", ["Equipment schedule", "Article 13", "Export control", "Annex A", "99.9%"]),
-        ("zh-hans", ["H100"]),
-    ):
-        html = contract_documents.contract_context(contract, language=language)
-        assert html["restricted"], "H100 is export-controlled"
-        from core.pdf import render_html
+    from core.pdf import render_html
 
-        text = render_html(contract_documents.TEMPLATE, html, language=language)
+    context = contract_documents.contract_context(contract, language=contract.language)
+    assert context["restricted"], "H100 is export-controlled"
+    text = render_html(contract_documents.TEMPLATE, context, language=contract.language)
+    # One document, both versions; Shenzhen: the Chinese one first and prevailing.
+    assert text.index("中文文本") < text.index("English version")
+    assert "两种文本如有不一致，以中文文本为准" in text
+    assert "the Chinese version prevails" in text
+    for words in (
+        # Confidentiality with the three laws' duties and incident notice.
+        ["保密", "《网络安全法》《数据安全法》《个人信息保护法》", "24 小时内通知"],
+        ["Cybersecurity Law", "Data Security Law", "Personal Information Protection Law"],
+        # Liability cap, indirect loss, sole remedy, exclusions, force majeure.
+        ["累计责任", "间接损失", "唯一且排他的救济", "除外情形", "第五百九十条"],
+        ["total liability", "indirect or consequential loss", "sole and exclusive remedy"],
+        ["Article 590 of the Civil Code"],
+        # Acceptance period, deemed acceptance.
+        ["验收期", "视为验收合格", "deemed accepted"],
+        # Fapiao type and timing; tax classification per item.
+        ["增值税专用发票", "信息技术服务", "基础电信服务", "information technology services"],
+        # Cancellation, entire agreement, precedence, amendment, notices, formation.
+        ["免费取消", "cancel the order free of charge", "完整协议", "entire agreement"],
+        ["优先于", "prevails over", "变更", "送达地址", "成立并生效", "takes effect"],
+        # Signatories, IDC licence, arbitration seat, rules and language.
+        ["授权签署人", "Authorised signatories", "增值电信业务经营许可证", "B1-20260000"],
+        ["深圳国际仲裁院", "仲裁地为深圳", "仲裁语言为中文", "SCIA Arbitration Rules"],
+        ["the seat of arbitration is Shenzhen", "the language of the arbitration is Chinese"],
+        ["Article 13", "export control", "出口管制", "Annex A", "附件 A", "99.9%"],
+    ):
         for word in words:
-            assert word in text, (language, word)
-        for hostname in order.quote.placement["groups"][0]["hostnames"]:
-            assert hostname in text
+            assert word in text, word
+    for hostname in order.quote.placement["groups"][0]["hostnames"]:
+        assert text.count(hostname) >= 2  # in both versions
 
 
 def test_signed_sealed_contract_verifies_and_a_changed_byte_does_not(demo, client):
@@ -148,7 +173,7 @@ def test_signed_sealed_contract_verifies_and_a_changed_byte_does_not(demo, clien
     url = reverse("contract_verify")
     page = client.post(url, {"file": SimpleUploadedFile("c.pdf", data, "application/pdf")})
     assert page.status_code == 200
-    assert "signed by us, unchanged" in page.content.decode()
+    assert "signed through this portal, unchanged" in page.content.decode()
     assert contract.number in page.content.decode()
     page = client.post(url, {"file": SimpleUploadedFile("c.pdf", tampered, "application/pdf")})
     assert "modified" in page.content.decode()
@@ -179,7 +204,8 @@ def test_the_one_time_code_is_single_use_expires_and_counts_attempts(demo):
     # Another signer than an owner/billing member is refused.
     with pytest.raises(DomainError):
         cs.signing_code_send(contract=contract, user=demo["sales"])
-    # A fresh code works once.
+    # A fresh code (after the resend cool-down) works once.
+    SigningCode.objects.update(created_at=timezone.now() - timedelta(minutes=2))
     sign(contract, customer)
     contract.refresh_from_db()
     assert contract.status == ContractStatus.CUSTOMER_SIGNED
@@ -205,7 +231,7 @@ def test_provisioning_waits_for_payment_and_the_countersignature(demo):
     assert [str(m) for m in gate.gate_state(order).missing] == ["the signed contract"]
     sign(contract, demo["customer"])
     assert provisioning_enqueued(order) == 0
-    cs.contract_countersign(contract=contract, actor=demo["manager"])
+    cs.contract_countersign(contract=contract, actor=signatory_of(demo))
     assert provisioning_enqueued(order) == 1
     # Idempotent.
     assert gate.order_release_for_provisioning(order=order) is False

@@ -17,6 +17,7 @@ KINDS = {
     "credit_note",
     "contract_draft",
     "contract_sealed",
+    "contract_audit",
     "acceptance_report",
 }
 

@@ -32,11 +32,15 @@ def _contract(order: Order) -> Contract:
     return contract
 
 
-@customer_required
-@require_GET
-def contract_page(request: HttpRequest, number: str) -> HttpResponse:
-    order = order_or_404(request, number)
-    contract = _contract(order)
+def _page(
+    request: HttpRequest,
+    order: Order,
+    contract: Contract,
+    *,
+    typed: dict[str, str] | None = None,
+    error: str = "",
+    status: int = 200,
+) -> HttpResponse:
     draft = selectors.contract_draft(contract)
     return render(
         request,
@@ -45,25 +49,38 @@ def contract_page(request: HttpRequest, number: str) -> HttpResponse:
             "order": order,
             "contract": contract,
             "draft": draft,
+            "current": selectors.contract_current_document(contract) or draft,
             "can_sign": request.membership.role in SIGNERS
             and contract.status == ContractStatus.DRAFTED,
             "gate": gate.gate_state(order),
+            "typed": typed or {},
+            "sign_error": error,
         },
+        status=status,
     )
 
 
 @customer_required
 @require_GET
+def contract_page(request: HttpRequest, number: str) -> HttpResponse:
+    order = order_or_404(request, number)
+    return _page(request, order, _contract(order))
+
+
+@customer_required
+@require_GET
 def contract_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
-    """The sealed PDF once countersigned; before that, the exact PDF for signature."""
+    """The sealed PDF once countersigned, the customer's signed PDF once signed, before
+    that the exact PDF for signature."""
     order = order_or_404(request, number)
     contract = _contract(order)
-    sealed = selectors.contract_sealed(contract)
+    current = selectors.contract_current_document(contract)
+    kind = current.kind if current else ContractDocumentKind.DRAFT
     return stored_or_preparing(
         request,
-        find=lambda since: sealed or contract_documents.DRAFT.stored(contract),
+        find=lambda since: current or contract_documents.DRAFT.stored(contract),
         ask=lambda: contract_documents.DRAFT.ask(contract),
-        filename=f"{contract.number}-{(sealed.kind if sealed else ContractDocumentKind.DRAFT)}.pdf",
+        filename=f"{contract.number}-{kind}.pdf",
         title=_("%(number)s: PDF being prepared") % {"number": contract.number},
         heading=contract.number,
         back_url=reverse("dashboard_order", args=[number]),
@@ -91,6 +108,10 @@ def contract_code(request: HttpRequest, number: str) -> HttpResponse:
 def contract_sign(request: HttpRequest, number: str) -> HttpResponse:
     order = order_or_404(request, number)
     contract = _contract(order)
+    typed = {
+        "full_name": request.POST.get("full_name", "")[:200],
+        "title": request.POST.get("title", "")[:200],
+    }
     try:
         contract_services.contract_sign(
             contract=contract,
@@ -103,9 +124,10 @@ def contract_sign(request: HttpRequest, number: str) -> HttpResponse:
             ip=client_ip(request),
             user_agent=request.META.get("HTTP_USER_AGENT", ""),
         )
-        messages.success(request, _("Signed. We countersign and send you the sealed PDF."))
     except DomainError as exc:
-        messages.error(request, exc.message)
+        # The page again with what was typed (name and title), the error beside the form.
+        return _page(request, order, contract, typed=typed, error=exc.message, status=400)
+    messages.success(request, _("Signed. We countersign and send you the sealed PDF."))
     return redirect("dashboard_contract", number=order.number)
 
 

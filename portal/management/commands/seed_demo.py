@@ -283,11 +283,12 @@ class Command(BaseCommand):
         billing_demo.seed_price_books()
         billing_demo.seed_sales_and_customers()
         validation_rules_seed()
+        billing_demo.seed_sellers()
+        billing_demo.seed_signatories()
         signatures.demo_certificate_ensure()
         if settings.PORTAL_SEED_DEMO_CONTRACT:
             contract = demo_contracts.demo_signed_contract()
             self.stdout.write(f"signed demo contract: {contract.number}")
-        billing_demo.seed_sellers()
         self.stdout.write(
             self.style.SUCCESS(
                 f"Demo data ready: {Site.objects.count()} sites, {NodeType.objects.count()} "
