@@ -21,7 +21,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
 from billing.contracts.signatures import seal_pdf
-from billing.documents.common import provider
+from billing.documents.common import provider, seller_for
 from core.documents import DocumentKind, register
 from core.pdf import css_content, normalise_language, render_pdf
 from provisioning.models import (
@@ -585,12 +585,13 @@ class AcceptanceReportKind(DocumentKind[ValidationRun, ValidationReport]):
 
 
 def seal(run: ValidationRun, data: bytes) -> bytes:
-    """The report with the same PAdES seal as contracts (billing.contracts.signatures).
-    When ``seal_pdf`` takes ``seller=`` (per-seller-entity certificates, engineer
-    ``contract``), pass ``seller=seller_for(run.order.site)`` here."""
+    """The report with the same PAdES seal as contracts (billing.contracts.signatures),
+    made with the seal certificate of the site's seller entity (the default identity for a
+    run without an order)."""
     site = run.order.site if run.order else None
     return seal_pdf(
         data,
+        seller=seller_for(site) if site else None,
         reason=f"Acceptance report of validation run {run.pk}"
         + (f", order {run.order.number}" if run.order else ""),
         location=site.code if site else "",
