@@ -17,6 +17,7 @@ urlpatterns = [
     path("stripe/", include(payment_urls.webhook_urlpatterns)),
     path("api/v1/", include("portal.api.urls")),
     path("api/", include("billing.invoicing.urls")),
+    path("telemetry/", include("provisioning.telemetry.urls")),
 ]
 urlpatterns += i18n_patterns(
     path("", shop_views.catalog, name="catalog"),

@@ -300,8 +300,21 @@ def hold_limits(organisation: Organisation) -> dict[str, int]:
     return limits[key]
 
 
+def organisation_lock(organisation: Organisation) -> Organisation:
+    """Lock the organisation's row until the caller's transaction ends, so that two of its
+    orders are checked against the hold limits one after the other, never side by side.
+
+    PostgreSQL: ``SELECT … FOR UPDATE`` on the row. SQLite has no row locks (Django
+    drops ``FOR UPDATE``), but the embedded default's transactions are ``IMMEDIATE``
+    (``portal.settings.base``): each takes the database's write lock when it begins, so
+    writers run one at a time and the check and the write are in the same one."""
+    return Organisation.objects.select_for_update().get(pk=organisation.pk)
+
+
 def hold_limits_check(*, organisation: Organisation, node_count: int) -> None:
-    """Refuse an order that would take the organisation past its hold limits."""
+    """Refuse an order that would take the organisation past its hold limits. Call it
+    inside the transaction that places the order, after ``organisation_lock``: a check
+    outside it would let parallel requests each see the limit not yet reached."""
     limits = hold_limits(organisation)
     unpaid = Order.objects.filter(
         organisation=organisation, status=OrderStatus.AWAITING_PAYMENT
@@ -474,6 +487,8 @@ def _self_service_place(
         cards_per_node=cards_per_node,
         addons=tuple(sorted((c, q) for c, q in addons.items() if q > 0)),
     )
+    # A quick refusal before any placement; the check that counts is repeated under the
+    # organisation's lock inside each try (``_order_place``).
     hold_limits_check(organisation=organisation, node_count=node_count)
     items = configuration_items(config)
     last: DomainError | None = None
@@ -534,6 +549,10 @@ def _order_place(
     name, email = _contact(user, organisation)
     language = translation.get_language() or "zh-hans"
     with transaction.atomic():
+        # The organisation's orders one at a time: counted under its lock, so five
+        # accepts sent at once cannot each see the limit not yet reached.
+        organisation = organisation_lock(organisation)
+        hold_limits_check(organisation=organisation, node_count=config.node_count)
         # Place and hold first: the search is the slow part, and it needs no
         # number. The gapless numbers (quote, order, invoice) are taken after
         # it, so their sequence rows stay locked only for the short rest of the

@@ -2,7 +2,15 @@
 
 from django.urls import path
 
-from portal.dashboard.views import api, continuity, contracts, documents, orders
+from portal.dashboard.views import (
+    api,
+    cancellation,
+    continuity,
+    contracts,
+    documents,
+    monitoring,
+    orders,
+)
 
 urlpatterns = [
     path("", orders.dashboard, name="dashboard"),
@@ -20,6 +28,7 @@ urlpatterns = [
     ),
     path("orders/<slug:number>/", orders.order_detail, name="dashboard_order"),
     path("orders/<slug:number>/access", orders.order_access, name="dashboard_order_access"),
+    path("orders/<slug:number>/cancel", cancellation.order_cancel, name="dashboard_order_cancel"),
     path("orders/<slug:number>/progress/", orders.order_progress, name="dashboard_order_progress"),
     path("orders/<slug:number>/quote.pdf", documents.order_quote_pdf, name="dashboard_quote_pdf"),
     path(
@@ -57,6 +66,31 @@ urlpatterns = [
         "orders/<slug:number>/contract/sign",
         contracts.contract_sign,
         name="dashboard_contract_sign",
+    ),
+    path(
+        "orders/<slug:number>/monitoring/",
+        monitoring.order_monitoring,
+        name="dashboard_order_monitoring",
+    ),
+    path(
+        "orders/<slug:number>/monitoring/chart/<slug:metric>/",
+        monitoring.order_monitoring_chart,
+        name="dashboard_order_monitoring_chart",
+    ),
+    path(
+        "orders/<slug:number>/monitoring/export.<slug:fmt>",
+        monitoring.order_monitoring_export,
+        name="dashboard_order_monitoring_export",
+    ),
+    path(
+        "orders/<slug:number>/replacement-policy",
+        monitoring.order_replacement_policy,
+        name="dashboard_order_replacement_policy",
+    ),
+    path(
+        "orders/<slug:number>/incidents/<int:incident_id>/approve",
+        monitoring.order_incident_approve,
+        name="dashboard_order_incident_approve",
     ),
     path("orders/<slug:number>/terms", contracts.order_terms, name="dashboard_order_terms"),
     path(
