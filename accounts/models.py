@@ -538,7 +538,12 @@ class WebhookDelivery(models.Model):
     )
     attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
     replay_of = models.ForeignKey(
-        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("replay of"),
     )
     last_status_code = models.PositiveSmallIntegerField(_("last HTTP status"), null=True)
     last_response_ms = models.PositiveIntegerField(_("last response time (ms)"), null=True)

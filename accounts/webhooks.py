@@ -28,6 +28,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.core.serializers.json import DjangoJSONEncoder
 from django.core.validators import URLValidator
 from django.db import transaction
@@ -70,6 +71,7 @@ EVENT_TYPES: dict[str, object] = {
 }
 
 WEBHOOK_MANAGERS = (MemberRole.OWNER,)
+SUBSCRIPTIONS_TTL = 60  # seconds
 
 
 def _check_manager(organisation: Organisation, actor: User | None) -> None:
@@ -85,7 +87,7 @@ def _event_types_check(event_types: list[str]) -> list[str]:
     unknown = [t for t in event_types if t not in EVENT_TYPES]
     if unknown:
         raise DomainError(
-            _("Unknown event type(s): %(types)s.") % {"types": ", ".join(sorted(unknown))}
+            _("Unknown event types: %(types)s.") % {"types": ", ".join(sorted(unknown))}
         )
     if not event_types:
         raise DomainError(_("Choose at least one event type."))
@@ -97,8 +99,33 @@ def _url_check(url: str) -> str:
     try:
         URLValidator(schemes=["http", "https"])(url)
     except Exception:
-        raise DomainError(_("Enter the endpoint's full http(s) URL.")) from None
+        raise DomainError(_("Enter the endpoint's full URL (http or https).")) from None
     return url
+
+
+def _cache_key(org_id: int) -> str:
+    return f"webhook-endpoints:{org_id}"
+
+
+def _forget(org_id: int) -> None:
+    """Drop the organisation's cached subscriptions now and again after the commit."""
+    cache.delete(_cache_key(org_id))
+    transaction.on_commit(lambda: cache.delete(_cache_key(org_id)))
+
+
+def _subscriptions(org_id: int) -> list[tuple[int, list[str]]]:
+    """(endpoint id, event types) of the organisation's active endpoints, kept in the cache
+    (``SUBSCRIPTIONS_TTL``) so that the many lifecycle moves of organisations without
+    endpoints cost no query; the services that change endpoints drop it."""
+    key = _cache_key(org_id)
+    found = cache.get(key)
+    if found is None:
+        found = [
+            (e.pk, list(e.event_types))
+            for e in WebhookEndpoint.objects.filter(organisation_id=org_id, active=True)
+        ]
+        cache.set(key, found, SUBSCRIPTIONS_TTL)
+    return found
 
 
 def _new_secret() -> str:
@@ -115,6 +142,7 @@ def endpoint_create(
 ) -> WebhookEndpoint:
     """A new endpoint with a fresh secret (``endpoint.secret``, shown once)."""
     _check_manager(organisation, actor)
+    _forget(organisation.pk)
     return WebhookEndpoint.objects.create(
         organisation=organisation,
         url=_url_check(url),
@@ -141,6 +169,7 @@ def endpoint_update(
     if active is not None:
         endpoint.active = active
     endpoint.save(update_fields=["url", "event_types", "active"])
+    _forget(endpoint.organisation_id)
     return endpoint
 
 
@@ -162,6 +191,7 @@ def endpoint_rotate_secret(
 
 def endpoint_delete(*, endpoint: WebhookEndpoint, actor: User | None) -> None:
     _check_manager(endpoint.organisation, actor)
+    _forget(endpoint.organisation_id)
     endpoint.delete()
 
 
@@ -180,16 +210,18 @@ def emit_event(
     Call it inside the transaction that made the change: the deliveries are enqueued
     after its commit (a rollback drops them). ``dedupe`` (e.g. ``"order.paid:ORD-1"``)
     makes a second emission of the same fact a no-op. With no subscribed endpoint it
-    writes nothing (one query). Returns the event, or ``None`` when nothing was sent.
+    writes and reads nothing (the subscriptions are cached). Returns the event, or
+    ``None`` when nothing was sent.
     """
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown webhook event type {event_type!r}")
     org_id = organisation if isinstance(organisation, int) else organisation.pk
-    endpoints = [
-        e
-        for e in WebhookEndpoint.objects.filter(organisation_id=org_id, active=True)
-        if event_type in e.event_types
-    ]
+    wanted = [pk for pk, types in _subscriptions(org_id) if event_type in types]
+    if not wanted:
+        return None
+    endpoints = list(
+        WebhookEndpoint.objects.filter(organisation_id=org_id, active=True, pk__in=wanted)
+    )
     if not endpoints:
         return None
     with transaction.atomic():

@@ -40,7 +40,13 @@ SPECTACULAR_SETTINGS = {
     },
     "SECURITY": [{"apiKey": []}],
     "AUTHENTICATION_WHITELIST": [],
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {
+        "QuoteStatusEnum": "billing.models.QuoteStatus",
+        "OrderStatusEnum": "billing.models.OrderStatus",
+        "InvoiceStatusEnum": "billing.models.InvoiceStatus",
+        "ContractStatusEnum": "billing.models.ContractStatus",
+        "WebhookDeliveryStatusEnum": "accounts.models.WebhookDeliveryStatus",
+    },
 }
 
 # Requests per key per window (IETF RateLimit headers; 429 with Retry-After past it).
