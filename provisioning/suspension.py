@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from django.utils import translation
 from django.utils.translation import gettext as _
 
 from billing.models import Order, OrderStatus, Suspension, SuspensionStatus
@@ -61,7 +62,7 @@ def order_power_target(order: Order) -> str:
 
 def order_power_sync(*, order_id: int) -> PowerSync:
     """Power the order's nodes to match its suspension state (see the module docstring)."""
-    order = Order.objects.get(pk=order_id)
+    order = Order.objects.select_related("quote").get(pk=order_id)
     result = PowerSync(target=order_power_target(order))
     if not result.target:
         return result
@@ -89,6 +90,15 @@ def order_power_sync(*, order_id: int) -> PowerSync:
             continue
         result.changed.append(node.hostname)
         lifecycle.record_note([node], reason=note % {"n": order.number})
+    if result.changed:
+        # The order's history says what was done to its nodes (the customer reads it).
+        with translation.override(order.quote.language):
+            done = (
+                _("Nodes powered on again: %(nodes)s.")
+                if result.target == "on"
+                else _("Nodes powered off: %(nodes)s (no data deleted).")
+            )
+            lifecycle.record_note([order], reason=done % {"nodes": ", ".join(result.changed)})
     if result.failed and not result.transient:
         lifecycle.record_note(
             [order],
