@@ -284,10 +284,13 @@ def suspension_resume(
         with translation.override(_customer_language(locked.order)):
             if invoice.status not in SETTLED and paid_period is not None:
                 reason = _(
-                    "Billing period %(seq)s is paid (invoice %(paid)s): order %(order)s is "
-                    "resumed and its nodes powered on for it. Invoice %(n)s is still unpaid."
+                    "The billing period from %(start)s is paid (invoice %(paid)s): order "
+                    "%(order)s is resumed and its nodes powered on for it. Invoice %(n)s is "
+                    "still unpaid."
                 ) % {
-                    "seq": paid_period.period_seq,
+                    "start": timezone.localtime(
+                        invoice_service_start(paid_period), locked.order.site.tzinfo
+                    ).strftime("%Y-%m-%d"),
                     "paid": paid_period.number,
                     "order": locked.order.number,
                     "n": invoice.number,
