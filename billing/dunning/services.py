@@ -16,11 +16,11 @@ at most one thing per run:
 A period already paid is never suspended: the suspension date is never before the unpaid
 invoice's own period starts (``invoice_service_start``), no suspension starts while a paid
 period runs, and a suspension ends (nodes powered on) once a paid period begins
-(``suspensions_resume_paid_period``, every run) or its invoice is paid. Every step is recorded once per
-(invoice, step) under the invoice's row lock and a unique constraint, so a run twice, or
-two runs at once, send and create nothing twice. An invoice paid (or voided) resumes its
-order's suspension: ``dunning_invoice_paid`` from the payment path, and the beat job as a
-backstop.
+(``suspensions_resume_paid_period``, every run) or its invoice is paid. Every step is
+recorded once per (invoice, step) under the invoice's row lock and a unique constraint,
+so a run twice, or two runs at once, send and create nothing twice. An invoice paid (or
+voided) resumes its order's suspension: ``dunning_invoice_paid`` from the payment path,
+and the beat job as a backstop.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from core.money import money_field
 from inventory.models import Currency, GPUModel, NodeType, Site
 
 __all__ = [
+    "TAX_CLASSIFICATION",
     "AddonPrice",
     "AddonUnit",
     "Bilingual",
@@ -34,7 +35,6 @@ __all__ = [
     "PriceBook",
     "PriceChange",
     "Promotion",
-    "TAX_CLASSIFICATION",
     "TaxCategory",
     "Term",
     "fraction_field",

@@ -185,7 +185,7 @@ def test_a_payment_naming_no_invoice_pays_the_oldest_open_first(demo):
         (third.number, D("38000.00")),
     ]
     # More than everything due (174,000) is refused and nothing is recorded.
-    with pytest.raises(DomainError, match="more than the 174000.00"):
+    with pytest.raises(DomainError, match=r"more than the 174000\.00"):
         orders.transfer_record(
             organisation_id=order.organisation_id,
             currency="CNY",
