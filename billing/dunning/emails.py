@@ -82,9 +82,7 @@ def _send_once(
         if attach is not None:
             document = invoice_documents.invoice_document(invoice=attach, language=language)
             with document.file.open("rb") as handle:
-                message.attach(
-                    Path(document.file.name).name, handle.read(), "application/pdf"
-                )
+                message.attach(Path(document.file.name).name, handle.read(), "application/pdf")
         message.send()
     except Exception:
         model._default_manager.filter(pk=pk).update(**{field: None})
@@ -193,9 +191,10 @@ def payment_receipt_email_send(*, payment_id: int) -> str:
 
     def context() -> dict[str, Any]:
         tz = order.site.tzinfo
-        received = payment.value_date or timezone.localtime(
-            payment.succeeded_at or payment.created_at, tz
-        ).date()
+        received = (
+            payment.value_date
+            or timezone.localtime(payment.succeeded_at or payment.created_at, tz).date()
+        )
         return {
             **_payment_context(invoice, order),
             "payment": payment,

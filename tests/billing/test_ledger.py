@@ -16,6 +16,7 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.urls import reverse
 
 from billing.credits import services as credits
 from billing.dunning import services as dunning
@@ -70,7 +71,7 @@ def paid_monthly_order(demo, duration=3):
     return order
 
 
-def test_a_credit_note_lowers_an_open_invoice_and_the_rest_is_balance_for_the_next(demo):
+def test_a_credit_note_lowers_an_open_invoice_and_the_rest_is_balance_for_the_next(demo, client):
     order = paid_monthly_order(demo)
     p = invoicing.order_schedule(order)
     second = invoicing.invoice_issue_period(order=order, seq=2, now=p[1].start - timedelta(days=14))
@@ -83,6 +84,14 @@ def test_a_credit_note_lowers_an_open_invoice_and_the_rest_is_balance_for_the_ne
     second.refresh_from_db()
     assert second.amount_credited == D("10600.00")
     assert second.amount_due == D("201400.00")  # 212,000 − 10,600: what the pay page asks
+    client.force_login(demo["customer"])
+    page = client.get(reverse("order_pay", args=[order.number])).content.decode()
+    assert "201,400.00" in page
+    page = client.get(reverse("dashboard_order", args=[order.number])).content.decode()
+    assert "¥201,400.00 still due" in page and "(issued)" not in page
+    # Only period 3 is still planned; issued periods are their invoices' rows.
+    assert "Still to be invoiced (planned)" in page and "period 3 from 2027-03-01" in page
+    assert "period 2 from" not in page
     # Paying the total minus the credit pays it.
     recorded = orders.transfer_record(
         organisation_id=order.organisation_id,
