@@ -22,6 +22,9 @@ from inventory import services as inventory_services
 from inventory.models import Reservation, ReservationStatus
 
 pytestmark = pytest.mark.django_db
+EGRESS_NOTE = (
+    "Prepaid allowance for the term, on the first invoice; use beyond it billed monthly in arrears"
+)
 
 
 def make_quote(demo, *, nodes=2, discount="0", term="month", duration=1, site="sz", **kw):
@@ -340,12 +343,18 @@ def test_lines_keep_their_notes_in_both_languages(demo):
         ],
     )
     egress = quote.lines.get(code="egress")
-    assert (egress.note, egress.note_zh) == ("Estimated; billed on use", "预估用量，按实际用量计费")
+    assert (egress.note, egress.note_zh) == (
+        EGRESS_NOTE,
+        "整个租期的预付流量额度，随首期付款通知书收取；超出部分按月按实际用量后付",
+    )
     from billing.templatetags.billing_tags import line_note
 
     with override("zh-hans"):
-        assert line_note(egress) == "预估用量，按实际用量计费"
-    assert line_note(egress) == "Estimated; billed on use"
+        assert (
+            line_note(egress)
+            == "整个租期的预付流量额度，随首期付款通知书收取；超出部分按月按实际用量后付"
+        )
+    assert line_note(egress) == EGRESS_NOTE
 
 
 def test_an_unpaid_order_expires_and_frees_its_nodes(demo, online_payments):
