@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import Sum
+from django.db.models import DecimalField, F, OuterRef, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Organisation
@@ -45,13 +46,24 @@ def credit_note_unapplied(note: CreditNote) -> Decimal:
 def credit_balance(*, organisation: Organisation | int, currency: str) -> Decimal:
     """The customer's credit balance in ``currency``: credit notes not yet applied."""
     org_id = organisation if isinstance(organisation, int) else organisation.pk
-    notes = CreditNote.objects.filter(organisation_id=org_id, currency=currency)
-    credited = -(notes.aggregate(s=Sum("gross_total"))["s"] or ZERO)
     applied = (
-        CreditApplication.objects.filter(credit_note__in=notes).aggregate(s=Sum("amount"))["s"]
-        or ZERO
+        CreditApplication.objects.filter(credit_note=OuterRef("pk"))
+        .values("credit_note")
+        .annotate(s=Sum("amount"))
+        .values("s")
     )
-    return credited - applied
+    left = (
+        CreditNote.objects.filter(organisation_id=org_id, currency=currency)
+        .annotate(
+            applied=Coalesce(
+                Subquery(applied),
+                Value(ZERO),
+                output_field=DecimalField(max_digits=16, decimal_places=2),
+            )
+        )
+        .aggregate(left=Sum(-F("gross_total") - F("applied")))["left"]
+    )  # one query
+    return left or ZERO
 
 
 def invoice_due(invoice: Invoice) -> Decimal:
@@ -94,6 +106,8 @@ def credit_balance_apply(*, invoice: Invoice, now: datetime | None = None) -> De
     """Apply the customer's credit balance (oldest credit notes first) to an open invoice
     in the same currency, at most what is due on it; returns the amount applied."""
     now = now or timezone.now()
+    if credit_balance(organisation=invoice.organisation_id, currency=invoice.currency) <= 0:
+        return ZERO  # the usual case: one query
     invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
     if invoice.status != InvoiceStatus.ISSUED:
         return ZERO

@@ -133,8 +133,7 @@ def order_create_from_quote(
     # (``billing.invoicing.services``).
     first = invoice_issue_first(order=order, due_at=due, actor=actor)
     contract_draft_if_needed(order=order, actor=actor)
-    first.refresh_from_db()
-    if first.amount_credited and first.amount_due <= 0:
+    if first.amount_credited and first.amount_due <= 0:  # refreshed when credit applied
         invoice_settle(  # the customer's credit balance paid it all
             invoice=first, actor=actor, comment=_("Paid from the credit balance.")
         )
@@ -275,8 +274,8 @@ def invoice_settle(*, invoice: Invoice, actor: Actor = None, comment: str = "") 
         invoice.save(update_fields=["amount_paid"])
     # Paid in full by payments although a credit was applied: the credit goes back to the
     # customer's balance (for the next invoice) instead of being lost.
-    ledger.credit_overlap_release(invoice=invoice)
-    invoice.refresh_from_db()
+    if invoice.amount_credited and ledger.credit_overlap_release(invoice=invoice):
+        invoice.refresh_from_db()
     if (
         invoice.status != InvoiceStatus.ISSUED
         or paid + invoice.amount_credited < invoice.gross_total
@@ -449,7 +448,11 @@ def invoice_mark_paid_by_transfer(
     # Lock order, then invoice: the same order as the card path, so the two never deadlock
     # and never both record a payment unseen by the other.
     Order.objects.select_for_update().get(pk=invoice.order_id)
-    invoice = Invoice.objects.select_for_update().select_related("order").get(pk=invoice.pk)
+    invoice = (
+        Invoice.objects.select_for_update(of=("self",))
+        .select_related("order__site")
+        .get(pk=invoice.pk)
+    )
     if invoice.status == InvoiceStatus.PAID:
         raise DomainError(
             _("Invoice %(n)s is already paid (%(ref)s).")
