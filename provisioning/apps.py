@@ -28,3 +28,6 @@ class ProvisioningConfig(AppConfig):
 
     def ready(self) -> None:
         post_migrate.connect(seed_validation_rules, sender=self)
+        from provisioning.health.signals import connect
+
+        connect()

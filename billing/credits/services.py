@@ -18,7 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone, translation
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing.documents.numbers import next_number
@@ -40,6 +40,7 @@ from billing.orders import services as order_services
 from billing.payments import services as payment_services
 from core import jobs, lifecycle
 from core.errors import DomainError
+from core.texts import Text
 from core.types import Actor
 
 CENT = Decimal("0.01")
@@ -91,12 +92,13 @@ def refund_record(
             reference=reference.strip(),
             created_by=actor,
         )
-        note = _("Refund %(n)s: %(amount)s %(cur)s returned by bank transfer %(ref)s.") % {
-            "n": refund.number,
-            "amount": amount,
-            "cur": refund.currency,
-            "ref": reference,
-        }
+        note = Text(
+            "Refund %(n)s: %(amount)s %(cur)s returned by bank transfer %(ref)s.",
+            n=refund.number,
+            amount=amount,
+            cur=refund.currency,
+            ref=reference,
+        )
         refunded = payment.amount_refunded + amount
         if refunded >= payment.amount:
             lifecycle.transition(
@@ -224,23 +226,29 @@ def credit_note_issue(
         lifecycle.record_note(
             [invoice],
             actor=actor,
-            reason=_("Credit note %(cn)s issued: %(amount)s %(cur)s. %(why)s")
-            % {"cn": note.number, "amount": gross, "cur": note.currency, "why": reason},
+            reason=Text(
+                "Credit note %(cn)s issued: %(amount)s %(cur)s. %(why)s",
+                cn=note.number,
+                amount=gross,
+                cur=note.currency,
+                why=reason,
+            ),
         )
         # A credit note lowers what is due on its invoice while that is open; the rest is
         # the customer's credit balance, applied to their next invoice by itself.
         applied = ledger.credit_note_apply(note=note)
-        with translation.override(order.quote.language):
-            left = -gross - applied
-            lifecycle.record_note(
-                [invoice],
-                actor=actor,
-                reason=_(
-                    "Credit note %(cn)s: %(applied)s %(cur)s lowers what is due here; "
-                    "%(left)s %(cur)s goes to the customer's credit balance."
-                )
-                % {"cn": note.number, "applied": applied, "left": left, "cur": note.currency},
-            )
+        lifecycle.record_note(
+            [invoice],
+            actor=actor,
+            reason=Text(
+                "Credit note %(cn)s: %(applied)s %(cur)s lowers what is due here; "
+                "%(left)s %(cur)s goes to the customer's credit balance.",
+                cn=note.number,
+                applied=applied,
+                left=-gross - applied,
+                cur=note.currency,
+            ),
+        )
         if applied:
             order_services.invoice_settle(invoice=invoice, actor=actor)
         jobs.enqueue("billing.tasks.document_render_credit_note", note.pk, order.quote.language)
@@ -306,11 +314,13 @@ def credit_note_request(
     lifecycle.record_note(
         [invoice],
         actor=actor,
-        reason=_(
+        reason=Text(
             "A credit note of %(amount)s %(cur)s is above %(limit)s and waits for a second "
-            "finance approval."
-        )
-        % {"amount": gross, "cur": invoice.currency, "limit": approval_threshold()},
+            "finance approval.",
+            amount=gross,
+            cur=invoice.currency,
+            limit=approval_threshold(),
+        ),
     )
     return request
 
@@ -368,8 +378,12 @@ def credit_note_request_reject(*, request: CreditNoteRequest, actor: Actor, why:
         lifecycle.record_note(
             [request.invoice],
             actor=actor,
-            reason=_("Credit note of %(amount)s %(cur)s rejected: %(why)s")
-            % {"amount": request.gross_total, "cur": request.currency, "why": why.strip()},
+            reason=Text(
+                "Credit note of %(amount)s %(cur)s rejected: %(why)s",
+                amount=request.gross_total,
+                cur=request.currency,
+                why=why.strip(),
+            ),
         )
 
 

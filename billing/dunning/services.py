@@ -32,7 +32,6 @@ from decimal import Decimal
 
 from django.db import transaction
 from django.utils import timezone, translation
-from django.utils.translation import gettext as _
 
 from billing.models import (
     ORDER_IN_SERVICE_STATUSES,
@@ -52,6 +51,7 @@ from billing.models import (
 )
 from billing.pricing import late_fees
 from core import jobs, lifecycle
+from core.texts import Text
 from core.types import Actor
 
 logger = logging.getLogger(__name__)
@@ -254,14 +254,13 @@ def _customer_language(order: Order) -> str:
 
 
 def _suspended_reason(invoice: Invoice, order: Order) -> str:
-    return _(
+    return Text(
         "Invoice %(n)s is unpaid since %(due)s: order %(order)s is suspended and its nodes "
-        "are powered off. No data is deleted; paying the invoice resumes it."
-    ) % {
-        "n": invoice.number,
-        "due": timezone.localtime(invoice.due_at, order.site.tzinfo).strftime("%Y-%m-%d"),
-        "order": order.number,
-    }
+        "are powered off. No data is deleted; paying the invoice resumes it.",
+        n=invoice.number,
+        due=timezone.localtime(invoice.due_at, order.site.tzinfo).strftime("%Y-%m-%d"),
+        order=order.number,
+    )
 
 
 def suspension_resume(
@@ -283,30 +282,33 @@ def suspension_resume(
             return False
         with translation.override(_customer_language(locked.order)):
             if invoice.status not in SETTLED and paid_period is not None:
-                reason = _(
+                reason = Text(
                     "The billing period from %(start)s is paid (invoice %(paid)s): order "
                     "%(order)s is resumed and its nodes powered on for it. Invoice %(n)s is "
-                    "still unpaid."
-                ) % {
-                    "start": timezone.localtime(
+                    "still unpaid.",
+                    start=timezone.localtime(
                         invoice_service_start(paid_period), locked.order.site.tzinfo
                     ).strftime("%Y-%m-%d"),
-                    "paid": paid_period.number,
-                    "order": locked.order.number,
-                    "n": invoice.number,
-                }
+                    paid=paid_period.number,
+                    order=locked.order.number,
+                    n=invoice.number,
+                )
             else:
                 reason = (
-                    _(
+                    Text(
                         "Invoice %(n)s was paid: order %(order)s is resumed and its nodes "
-                        "powered on."
+                        "powered on.",
+                        n=invoice.number,
+                        order=locked.order.number,
                     )
                     if invoice.status == InvoiceStatus.PAID
-                    else _(
+                    else Text(
                         "Invoice %(n)s was voided: order %(order)s is resumed and its nodes "
-                        "powered on."
+                        "powered on.",
+                        n=invoice.number,
+                        order=locked.order.number,
                     )
-                ) % {"n": invoice.number, "order": locked.order.number}
+                )
         lifecycle.transition(
             locked,
             to=SuspensionStatus.RESUMED,

@@ -199,6 +199,7 @@ class ValidationTrigger(models.TextChoices):
     PROVISIONING = "provisioning", _("provisioning run")
     STAFF = "staff", _("staff re-check")
     IDLE_SWEEP = "idle_sweep", _("idle-node sweep")
+    HEALTH = "health", _("health rule")
 
 
 class ValidationRun(models.Model):
