@@ -82,7 +82,8 @@ def _send_once(
         if attach is not None:
             document = invoice_documents.invoice_document(invoice=attach, language=language)
             with document.file.open("rb") as handle:
-                message.attach(Path(document.file.name).name, handle.read(), "application/pdf")
+                name = Path(document.file.name or "invoice.pdf").name
+                message.attach(name, handle.read(), "application/pdf")
         message.send()
     except Exception:
         model._default_manager.filter(pk=pk).update(**{field: None})
