@@ -91,6 +91,16 @@ def order_power_sync(*, order_id: int) -> PowerSync:
             continue
         result.changed.append(node.hostname)
         lifecycle.record_note([node], reason=note)
+    if result.changed:
+        # The order's history says what was done to its nodes (the customer reads it).
+        done = (
+            Text("Nodes powered on again: %(nodes)s.", nodes=", ".join(result.changed))
+            if result.target == "on"
+            else Text(
+                "Nodes powered off: %(nodes)s (no data deleted).", nodes=", ".join(result.changed)
+            )
+        )
+        lifecycle.record_note([order], reason=done)
     if result.failed and not result.transient:
         lifecycle.record_note(
             [order],

@@ -21,7 +21,10 @@ from billing.credits import services as credit_services
 from billing.invoicing import services as invoicing
 from billing.invoicing.exports import fapiao_csv_response
 from billing.models import (
+    CreditApplication,
     CreditNote,
+    CreditNoteRequest,
+    CreditNoteRequestStatus,
     Invoice,
     Payment,
     PriceBook,
@@ -106,7 +109,7 @@ class CreditNoteAdmin(ReadOnlyAdmin):
                     pk=invoice.order.quote.price_book_id
                 )
                 try:
-                    note = credit_services.credit_note_issue(
+                    note = credit_services.credit_note_request(
                         invoice=invoice,
                         lines=[
                             credit_services.CreditLine(
@@ -125,6 +128,20 @@ class CreditNoteAdmin(ReadOnlyAdmin):
                 except DomainError as exc:
                     form.add_error(None, exc.message)
                 else:
+                    if isinstance(note, CreditNoteRequest):
+                        messages.warning(
+                            request,
+                            _(
+                                "The credit note of %(amount)s %(cur)s is above %(limit)s: it "
+                                "waits for a second finance approval before it is issued."
+                            )
+                            % {
+                                "amount": note.gross_total,
+                                "cur": note.currency,
+                                "limit": credit_services.approval_threshold(),
+                            },
+                        )
+                        return redirect("admin:billing_creditnoterequest_changelist")
                     messages.success(request, _("Credit note %(n)s issued.") % {"n": note.number})
                     return redirect("admin:billing_creditnote_changelist")
         return _form_page(self, request, form, _("Issue a credit note"))
@@ -195,3 +212,49 @@ class SlaCreditAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("order", "invoice_line", "credit_note")
     search_fields = ("order__number", "node_ref")
+
+
+@admin.register(CreditNoteRequest)
+class CreditNoteRequestAdmin(ReadOnlyAdmin):
+    """Credit notes above ``PORTAL_CREDIT_NOTE_APPROVAL_ABOVE`` wait here; a second person
+    with the approval permission issues (or rejects) them."""
+
+    list_display = (
+        "requested_at",
+        "invoice",
+        "gross_total",
+        "currency",
+        "status",
+        "requested_by",
+        "decided_by",
+        "credit_note",
+    )
+    list_select_related = ("invoice", "requested_by", "decided_by", "credit_note")
+    list_filter = ("status", "currency")
+    search_fields = ("invoice__number", "reason")
+    actions = ("approve",)
+
+    def has_approve_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("billing.approve_creditnoterequest")
+
+    @admin.action(
+        description=gettext_lazy("Approve and issue the selected credit notes"),
+        permissions=["approve"],
+    )
+    def approve(self, request: HttpRequest, queryset: QuerySet[CreditNoteRequest]) -> None:
+        for item in queryset.filter(status=CreditNoteRequestStatus.PENDING):
+            try:
+                note = credit_services.credit_note_request_approve(request=item, actor=request.user)
+            except DomainError as exc:
+                messages.error(request, exc.message)
+            else:
+                messages.success(request, _("Credit note %(n)s issued.") % {"n": note.number})
+
+
+@admin.register(CreditApplication)
+class CreditApplicationAdmin(ReadOnlyAdmin):
+    """Which credit note lowered which invoice (the customer's ledger)."""
+
+    list_display = ("applied_at", "credit_note", "invoice", "amount")
+    list_select_related = ("credit_note", "invoice")
+    search_fields = ("credit_note__number", "invoice__number")

@@ -16,21 +16,27 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing.documents.numbers import next_number
+from billing.invoicing import ledger
 from billing.invoicing.services import fapiao_snapshot
 from billing.models import (
     CreditNote,
+    CreditNoteRequest,
+    CreditNoteRequestStatus,
     Invoice,
     InvoiceStatus,
     Order,
     Payment,
     PaymentStatus,
     Refund,
+    SlaCredit,
 )
+from billing.orders import services as order_services
 from billing.payments import services as payment_services
 from core import jobs, lifecycle
 from core.errors import DomainError
@@ -228,5 +234,162 @@ def credit_note_issue(
                 why=reason,
             ),
         )
+        # A credit note lowers what is due on its invoice while that is open; the rest is
+        # the customer's credit balance, applied to their next invoice by itself.
+        applied = ledger.credit_note_apply(note=note)
+        lifecycle.record_note(
+            [invoice],
+            actor=actor,
+            reason=Text(
+                "Credit note %(cn)s: %(applied)s %(cur)s lowers what is due here; "
+                "%(left)s %(cur)s goes to the customer's credit balance.",
+                cn=note.number,
+                applied=applied,
+                left=-gross - applied,
+                cur=note.currency,
+            ),
+        )
+        if applied:
+            order_services.invoice_settle(invoice=invoice, actor=actor)
         jobs.enqueue("billing.tasks.document_render_credit_note", note.pk, order.quote.language)
+        if applied:  # the invoice's PDF shows the credit
+            jobs.enqueue("billing.tasks.document_render_invoice", invoice.pk, order.quote.language)
         return note
+
+
+# --- Credit notes above the threshold wait for a second finance approval -------------
+
+
+def approval_threshold() -> Decimal:
+    return Decimal(str(settings.PORTAL_CREDIT_NOTE_APPROVAL_ABOVE))
+
+
+def _gross_of(lines: list[CreditLine]) -> Decimal:
+    total = Decimal("0")
+    for line in lines:
+        net = line.net.quantize(CENT, rounding=ROUND_HALF_UP)
+        total += net + (net * line.vat_rate).quantize(CENT, rounding=ROUND_HALF_UP)
+    return total
+
+
+def credit_note_request(
+    *, invoice: Invoice, lines: list[CreditLine], reason: str, actor: Actor
+) -> CreditNote | CreditNoteRequest:
+    """Issue a credit note at once, or, when its total is above
+    ``PORTAL_CREDIT_NOTE_APPROVAL_ABOVE``, keep it waiting for a second finance approval
+    (``credit_note_request_approve`` by someone else). Automatic credits (``actor`` None)
+    above the threshold wait too."""
+    reason = reason.strip()
+    if not reason:
+        raise DomainError(_("Say why the credit note is issued."))
+    if not lines or any(line.net <= 0 for line in lines):
+        raise DomainError(_("A credit note needs at least one line of more than 0."))
+    gross = _gross_of(lines)
+    if gross <= approval_threshold():
+        return credit_note_issue(invoice=invoice, lines=lines, reason=reason, actor=actor)
+    left = invoice.gross_total - credited_so_far(invoice)
+    if gross > left:
+        raise DomainError(
+            _("Invoice %(n)s has only %(left)s left to credit; this note is for %(amount)s.")
+            % {"n": invoice.number, "left": left, "amount": gross}
+        )
+    request = CreditNoteRequest.objects.create(
+        invoice=invoice,
+        currency=invoice.currency,
+        gross_total=gross,
+        reason=reason,
+        lines=[
+            {
+                "description": line.description,
+                "description_zh": line.description_zh,
+                "net": str(line.net),
+                "vat_rate": str(line.vat_rate),
+                "tax_category": line.tax_category,
+                "detail": line.detail,
+            }
+            for line in lines
+        ],
+        requested_by=actor,
+    )
+    lifecycle.record_note(
+        [invoice],
+        actor=actor,
+        reason=Text(
+            "A credit note of %(amount)s %(cur)s is above %(limit)s and waits for a second "
+            "finance approval.",
+            amount=gross,
+            cur=invoice.currency,
+            limit=approval_threshold(),
+        ),
+    )
+    return request
+
+
+def credit_note_request_approve(*, request: CreditNoteRequest, actor: Actor) -> CreditNote:
+    """A second person in finance approves a waiting credit note: it is issued now."""
+    if actor is None or not actor.has_perm("billing.approve_creditnoterequest"):
+        raise DomainError(_("Only finance staff allowed to approve large credit notes can."))
+    with transaction.atomic():
+        request = CreditNoteRequest.objects.select_for_update().get(pk=request.pk)
+        if request.status != CreditNoteRequestStatus.PENDING:
+            raise DomainError(_("This credit note was already decided."))
+        if request.requested_by_id is not None and request.requested_by_id == actor.pk:
+            raise DomainError(
+                _("A second person approves: you asked for this credit note yourself.")
+            )
+        note = credit_note_issue(
+            invoice=request.invoice,
+            lines=[
+                CreditLine(
+                    description=line["description"],
+                    description_zh=line.get("description_zh", ""),
+                    net=Decimal(line["net"]),
+                    vat_rate=Decimal(line["vat_rate"]),
+                    tax_category=line["tax_category"],
+                    detail=line.get("detail", {}),
+                )
+                for line in request.lines
+            ],
+            reason=request.reason,
+            actor=actor,
+        )
+        request.status = CreditNoteRequestStatus.APPROVED
+        request.decided_by = actor
+        request.decided_at = timezone.now()
+        request.credit_note = note
+        request.save(update_fields=["status", "decided_by", "decided_at", "credit_note"])
+        SlaCredit.objects.filter(pk__in=_sla_credit_ids(request)).update(credit_note=note)
+        return note
+
+
+def credit_note_request_reject(*, request: CreditNoteRequest, actor: Actor, why: str) -> None:
+    if actor is None or not actor.has_perm("billing.approve_creditnoterequest"):
+        raise DomainError(_("Only finance staff allowed to approve large credit notes can."))
+    if not why.strip():
+        raise DomainError(_("Say why the credit note is rejected."))
+    with transaction.atomic():
+        request = CreditNoteRequest.objects.select_for_update().get(pk=request.pk)
+        if request.status != CreditNoteRequestStatus.PENDING:
+            raise DomainError(_("This credit note was already decided."))
+        request.status = CreditNoteRequestStatus.REJECTED
+        request.decided_by = actor
+        request.decided_at = timezone.now()
+        request.save(update_fields=["status", "decided_by", "decided_at"])
+        lifecycle.record_note(
+            [request.invoice],
+            actor=actor,
+            reason=Text(
+                "Credit note of %(amount)s %(cur)s rejected: %(why)s",
+                amount=request.gross_total,
+                cur=request.currency,
+                why=why.strip(),
+            ),
+        )
+
+
+def _sla_credit_ids(request: CreditNoteRequest) -> list[int]:
+    return [
+        int(line["detail"]["sla_credit"])
+        for line in request.lines
+        if isinstance(line.get("detail"), dict) and line["detail"].get("sla_credit")
+    ]

@@ -2,19 +2,22 @@
 
 Billing does not read provisioning: the provisioning layer gathers each node's facts
 (event history, swaps, delivery time, re-validations) as ``billing.pricing.sla.NodeFacts`` and
-calls ``sla_credits_record``. For every billing period of the order that has ended, each
-node's credit is computed once (``billing.pricing.sla.node_credit``; the unique (order, node,
-period) row makes a second run a no-op) from the node's share of that period's charge.
+calls ``sla_credits_record``. For every calendar month (site time) of the order's term that
+has ended, each node's credit is computed once (``billing.pricing.sla.node_credit``; the
+unique (order, node, month) row makes a second run a no-op) from the node's charge for that
+month (its billing periods' charges prorated by time, ``billing.pricing.sla.month_charge``).
 A credit goes on the order's next invoice as a negative line with its explanation and
-evidence (``billing.invoicing.services``); a credit for the last period, which no invoice
-follows, becomes a credit note (红字) on that period's invoice at once.
+evidence (``billing.invoicing.services``); once no invoice follows (the last period is
+issued, or the order bills no more), it becomes a credit note (红字) on the invoice of the
+month's billing period; above the approval threshold that credit note waits for finance.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, tzinfo
+from datetime import date, datetime, tzinfo
 from decimal import Decimal
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone, translation
@@ -23,6 +26,9 @@ from django.utils.translation import gettext as _
 from billing.credits import services as credit_services
 from billing.invoicing import services as invoicing
 from billing.models import (
+    CreditNote,
+    CreditNoteRequest,
+    CreditNoteRequestStatus,
     Invoice,
     InvoiceStatus,
     ItemKind,
@@ -74,13 +80,13 @@ def node_period_charges(order: Order) -> dict[str, list[tuple[Decimal, Decimal, 
                     net += pl.net
                     if line.kind == "node":
                         rate, category = line.vat_rate or quote.vat_rate, line.tax_category
-            out[code].append(((net / count).quantize(Decimal("0.01")), rate, category))
+            # Not rounded: the month's share and the credit are rounded once, at the end.
+            out[code].append((net / count, rate, category))
     return out
 
 
-def _texts(credit: sla.NodeCredit, seq: int, tz: tzinfo) -> dict[str, str]:
+def _texts(credit: sla.NodeCredit, month: date, tz: tzinfo) -> dict[str, str]:
     hours = Decimal(credit.unavailable.total_seconds() / 3600).quantize(Decimal("0.01"))
-    first = credit.period_start.astimezone(tz).strftime("%Y-%m-%d")
     evidence_en = "; ".join(
         f"{KIND_EN[o.kind]} {o.start.astimezone(tz):%Y-%m-%d %H:%M}–"
         f"{o.end.astimezone(tz):%Y-%m-%d %H:%M}" + (f" ({o.source})" if o.source else "")
@@ -91,21 +97,31 @@ def _texts(credit: sla.NodeCredit, seq: int, tz: tzinfo) -> dict[str, str]:
         f"{o.end.astimezone(tz):%Y-%m-%d %H:%M}" + (f"（{o.source}）" if o.source else "")
         for o in credit.counted
     )
+    measured = (credit.period_end - credit.period_start).total_seconds() / 3600
+    length = Decimal(measured).quantize(Decimal("0.01"))
     return {
         "explanation_en": (
-            f"SLA credit, node {credit.node_ref}, billing period {seq} from {first}: "
-            f"availability {credit.availability}% ({hours} h unavailable) → "
-            f"{credit.credit_percent}% of {credit.node_charge}"
+            f"SLA credit, node {credit.node_ref}, {month:%Y-%m}: availability "
+            f"{credit.availability}% ({hours} h unavailable of {length} h) → "
+            f"{credit.credit_percent}% of the month's charge {credit.node_charge}"
         ),
         "explanation_zh": (
-            f"SLA 服务抵扣，节点 {credit.node_ref}，第 {seq} 个计费周期（{first} 起）："
-            f"可用率 {credit.availability}%（不可用 {hours} 小时）→ "
-            f"抵扣 {credit.node_charge} 的 {credit.credit_percent}%"
+            f"SLA 服务抵扣，节点 {credit.node_ref}，{month:%Y 年 %m 月}：可用率 "
+            f"{credit.availability}%（{length} 小时中不可用 {hours} 小时）→ "
+            f"抵扣当月费用 {credit.node_charge} 的 {credit.credit_percent}%"
         ),
         "evidence_en": evidence_en,
         "evidence_zh": evidence_zh,
         "hours": str(hours),
+        "month": f"{month:%Y-%m}",
     }
+
+
+def _period_at(periods: list[Any], at: datetime) -> Any:
+    for period in periods:
+        if period.start <= at < period.end:
+            return period
+    return periods[-1]
 
 
 def sla_credits_record(
@@ -114,9 +130,9 @@ def sla_credits_record(
     facts: Iterable[tuple[str, sla.NodeFacts]],
     now: datetime | None = None,
 ) -> list[SlaCredit]:
-    """Compute, once, the credits of every ended billing period of ``order`` from the
+    """Compute, once, the credits of every ended calendar month of ``order`` from the
     facts of its nodes (pairs of node type code and facts). Returns the credits created
-    now (a second run creates none). Credits of the last period become a credit note."""
+    now (a second run creates none). Credits no invoice will carry become a credit note."""
     now = now or timezone.now()
     order = Order.objects.select_related("site", "quote", "organisation").get(pk=order.pk)
     tz = order.site.tzinfo
@@ -124,23 +140,26 @@ def sla_credits_record(
     charges = node_period_charges(order)
     created: list[SlaCredit] = []
     facts = list(facts)
-    for period in periods:
-        if period.end > now:
+    for month, start, end in sla.calendar_months(order.start_at, order.end_at, tz):
+        if end > now:
             continue
+        period = _period_at(periods, start)
         for type_code, node_facts in facts:
             if type_code not in charges:
                 continue
             if SlaCredit.objects.filter(
-                order=order, node_ref=node_facts.node_ref, period_seq=period.seq
+                order=order, node_ref=node_facts.node_ref, month=month
             ).exists():
                 continue
-            charge, rate, category = charges[type_code][period.seq - 1]
-            credit = sla.node_credit(
-                node_facts, start=period.start, end=period.end, node_charge=charge
+            per_period = charges[type_code]
+            charge = sla.month_charge(
+                [(p.start, p.end, per_period[p.seq - 1][0]) for p in periods], start, end
             )
+            _net, rate, category = per_period[period.seq - 1]
+            credit = sla.node_credit(node_facts, start=start, end=end, node_charge=charge)
             if credit.amount <= 0:
                 continue
-            texts = _texts(credit, period.seq, tz)
+            texts = _texts(credit, month, tz)
             try:
                 with transaction.atomic():
                     created.append(
@@ -148,11 +167,12 @@ def sla_credits_record(
                             order=order,
                             node_ref=credit.node_ref,
                             period_seq=period.seq,
-                            period_start=period.start,
-                            period_end=period.end,
+                            month=month,
+                            period_start=start,
+                            period_end=end,
                             availability=credit.availability,
                             credit_percent=credit.credit_percent,
-                            node_charge=charge,
+                            node_charge=credit.node_charge,
                             amount=credit.amount,
                             explanation=texts["explanation_en"],
                             evidence={
@@ -182,18 +202,34 @@ def _credit_reason(order: Order) -> str:
         return _("SLA credit, computed automatically from the service records.")
 
 
-def sla_credits_settle_last(*, order: Order) -> list:
+def sla_credits_settle_last(*, order: Order) -> list[Any]:
     """Credits that no later invoice will carry (their period is the last, or the order
     bills no more) become one credit note on their period's invoice."""
     periods = invoicing.order_schedule(order)
     last = periods[-1].seq
-    pending = list(
-        SlaCredit.objects.filter(order=order, invoice_line__isnull=True, credit_note__isnull=True)
+    no_next_invoice = (
+        order.status not in invoicing.ISSUING_STATUSES
+        or Invoice.objects.filter(order=order, period_seq=last).exists()
     )
-    notes = []
+    waiting = {
+        int(line["detail"]["sla_credit"])
+        for request in CreditNoteRequest.objects.filter(
+            invoice__order=order, status=CreditNoteRequestStatus.PENDING
+        )
+        for line in request.lines
+        if isinstance(line.get("detail"), dict) and line["detail"].get("sla_credit")
+    }
+    pending = [
+        c
+        for c in SlaCredit.objects.filter(
+            order=order, invoice_line__isnull=True, credit_note__isnull=True
+        )
+        if c.pk not in waiting
+    ]
+    notes: list[Any] = []
     by_seq: dict[int, list[SlaCredit]] = {}
     for credit in pending:
-        if credit.period_seq == last or order.status not in invoicing.ISSUING_STATUSES:
+        if credit.period_seq == last or no_next_invoice:
             by_seq.setdefault(credit.period_seq, []).append(credit)
     for seq, items in sorted(by_seq.items()):
         invoice = (
@@ -203,7 +239,7 @@ def sla_credits_settle_last(*, order: Order) -> list:
         )
         if invoice is None:
             continue
-        note = credit_services.credit_note_issue(
+        note = credit_services.credit_note_request(
             invoice=invoice,
             lines=[
                 credit_services.CreditLine(
@@ -219,6 +255,7 @@ def sla_credits_settle_last(*, order: Order) -> list:
             reason=_credit_reason(order),
             actor=None,
         )
-        SlaCredit.objects.filter(pk__in=[c.pk for c in items]).update(credit_note=note)
-        notes.append(note)
+        if isinstance(note, CreditNote):
+            SlaCredit.objects.filter(pk__in=[c.pk for c in items]).update(credit_note=note)
+        notes.append(note)  # a CreditNoteRequest waits for finance (above the threshold)
     return notes

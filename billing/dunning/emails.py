@@ -1,4 +1,7 @@
-"""Dunning, suspension and renewal emails, in the customer's language (their quote's).
+"""Finance emails, in the customer's language (their quote's): invoice issued (with the
+PDF and bank details), payment received (a receipt, with the updated PDF), dunning
+reminders (amount due, transfer reference, late fee so far, the PDF), suspension and
+renewal. Each is enqueued through the outbox in the transaction that caused it.
 
 Each send claims its row's ``*_emailed_at`` first, so a second run (a retry, a second
 worker) finds it claimed and sends nothing; a failed send gives the claim back.
@@ -7,6 +10,9 @@ worker) finds it claimed and sends nothing; a failed send gives the claim back.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -16,7 +22,21 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone, translation
 
-from billing.models import DunningNotice, Order, Renewal, Suspension, SuspensionStatus
+from billing.documents.common import bank_details
+from billing.dunning import services as dunning
+from billing.invoicing import documents as invoice_documents
+from billing.models import (
+    DunningNotice,
+    Invoice,
+    InvoiceStatus,
+    Order,
+    Payment,
+    PaymentStatus,
+    Renewal,
+    Suspension,
+    SuspensionStatus,
+)
+from billing.pricing import late_fees
 
 
 def recipients(order: Order) -> list[str]:
@@ -37,6 +57,7 @@ def _send_once(
     order: Order,
     template: str,
     context: Callable[[], dict[str, Any]],
+    attach: Invoice | None = None,
 ) -> str:
     language = order.quote.language
     with translation.override(language):
@@ -57,7 +78,13 @@ def _send_once(
     if not claimed:
         return "skipped"
     try:
-        EmailMessage(subject=subject, body=body, to=to).send()
+        message = EmailMessage(subject=subject, body=body, to=to)
+        if attach is not None:
+            document = invoice_documents.invoice_document(invoice=attach, language=language)
+            with document.file.open("rb") as handle:
+                name = Path(document.file.name or "invoice.pdf").name
+                message.attach(name, handle.read(), "application/pdf")
+        message.send()
     except Exception:
         model._default_manager.filter(pk=pk).update(**{field: None})
         raise
@@ -79,11 +106,18 @@ def dunning_notice_email_send(*, notice_id: int) -> str:
 
     def context() -> dict[str, Any]:
         return {
-            "invoice": invoice,
+            **_payment_context(invoice, order),
             "due": _local(order, invoice.due_at),
             "days": -offset,
             "overdue_days": offset,
             "suspend_on": _local(order, notice.suspend_on) if notice.suspend_on else "",
+            # As of the step's day (the email may go out later than the run).
+            "late_fee": dunning.invoice_late_fee(
+                invoice, until=invoice.due_at + timedelta(days=offset)
+            )
+            if offset > 0
+            else Decimal("0"),
+            "late_fee_rate": late_fees.LATE_FEE_PER_DAY,
         }
 
     return _send_once(
@@ -93,6 +127,90 @@ def dunning_notice_email_send(*, notice_id: int) -> str:
         order=order,
         template="dunning_reminder",
         context=context,
+        attach=invoice,
+    )
+
+
+def _payment_context(invoice: Invoice, order: Order) -> dict[str, Any]:
+    """What a customer needs to pay an invoice: what is due, the bank and reference."""
+    invoice.refresh_from_db()
+    return {
+        "invoice": invoice,
+        "amount_due": invoice.amount_due,
+        "bank": bank_details(order.site, order.quote.language),
+        "reference": invoice.bank_reference,
+        "pay_link": settings.PORTAL_BASE_URL + reverse("order_pay", args=[order.number]),
+    }
+
+
+def invoice_issued_email_send(*, invoice_id: int) -> str:
+    """The invoice, with its PDF and how to pay it, once, when it is issued."""
+    invoice = Invoice.objects.select_related(
+        "order__organisation", "order__quote", "order__site"
+    ).get(pk=invoice_id)
+    if invoice.issued_emailed_at is not None or invoice.status == InvoiceStatus.VOID:
+        return "skipped"
+    order = invoice.order
+
+    def context() -> dict[str, Any]:
+        tz = order.site.tzinfo
+        return {
+            **_payment_context(invoice, order),
+            "due": _local(order, invoice.due_at),
+            "period_from": _local(order, invoice.period_start) if invoice.period_start else "",
+            "period_to": _local(order, invoice.period_end - timedelta(microseconds=1))
+            if invoice.period_end
+            else "",
+            "credited": invoice.amount_credited,
+            "issued": timezone.localtime(invoice.issued_at, tz).strftime("%Y-%m-%d"),
+        }
+
+    return _send_once(
+        model=Invoice,
+        pk=invoice.pk,
+        field="issued_emailed_at",
+        order=order,
+        template="invoice_issued",
+        context=context,
+        attach=invoice,
+    )
+
+
+def payment_receipt_email_send(*, payment_id: int) -> str:
+    """A receipt for one payment received (amount, reference, value date, what is left),
+    with the invoice's PDF as it is now, once."""
+    payment = Payment.objects.select_related(
+        "invoice__order__organisation", "invoice__order__quote", "invoice__order__site"
+    ).get(pk=payment_id)
+    if payment.receipt_emailed_at is not None or payment.status not in (
+        PaymentStatus.SUCCEEDED,
+        PaymentStatus.REFUNDED,
+    ):
+        return "skipped"
+    invoice = payment.invoice
+    order = invoice.order
+
+    def context() -> dict[str, Any]:
+        tz = order.site.tzinfo
+        received = (
+            payment.value_date
+            or timezone.localtime(payment.succeeded_at or payment.created_at, tz).date()
+        )
+        return {
+            **_payment_context(invoice, order),
+            "payment": payment,
+            "received": received.strftime("%Y-%m-%d"),
+            "paid_in_full": invoice.status == InvoiceStatus.PAID,
+        }
+
+    return _send_once(
+        model=Payment,
+        pk=payment.pk,
+        field="receipt_emailed_at",
+        order=order,
+        template="payment_receipt",
+        context=context,
+        attach=invoice,
     )
 
 

@@ -14,18 +14,21 @@ at most one thing per run:
   emailed.
 
 A period already paid is never suspended: the suspension date is never before the unpaid
-invoice's own period starts (``invoice_service_start``). Every step is recorded once per
-(invoice, step) under the invoice's row lock and a unique constraint, so a run twice, or
-two runs at once, send and create nothing twice. An invoice paid (or voided) resumes its
-order's suspension: ``dunning_invoice_paid`` from the payment path, and the beat job as a
-backstop.
+invoice's own period starts (``invoice_service_start``), no suspension starts while a paid
+period runs, and a suspension ends (nodes powered on) once a paid period begins
+(``suspensions_resume_paid_period``, every run) or its invoice is paid. Every step is
+recorded once per (invoice, step) under the invoice's row lock and a unique constraint,
+so a run twice, or two runs at once, send and create nothing twice. An invoice paid (or
+voided) resumes its order's suspension: ``dunning_invoice_paid`` from the payment path,
+and the beat job as a backstop.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
+from decimal import Decimal
 
 from django.db import transaction
 from django.utils import timezone, translation
@@ -42,9 +45,11 @@ from billing.models import (
     InvoiceStatus,
     Order,
     OrderStatus,
+    PaymentStatus,
     Suspension,
     SuspensionStatus,
 )
+from billing.pricing import late_fees
 from core import jobs, lifecycle
 from core.texts import Text
 from core.types import Actor
@@ -93,10 +98,63 @@ def earliest_suspension(invoice: Invoice, suspend: DunningStep) -> datetime:
     return max(_at(invoice, suspend), invoice_service_start(invoice))
 
 
-def dunning_run(*, now: datetime | None = None) -> DunningResult:
-    """The beat job (idempotent): resume what was paid, then one step per unpaid invoice."""
+def paid_period_invoice(order: Order, now: datetime) -> Invoice | None:
+    """The paid invoice whose billing period is running at ``now``: while there is one,
+    the order is never suspended (the contract's §11), whatever else is unpaid."""
+    return (
+        Invoice.objects.filter(
+            order=order,
+            status=InvoiceStatus.PAID,
+            period_start__lte=now,
+            period_end__gt=now,
+        )
+        .order_by("period_seq")
+        .first()
+    )
+
+
+def invoice_late_fee(invoice: Invoice, *, until: datetime | None = None) -> Decimal:
+    """The late fee the contract's clause 11 gives on ``invoice`` up to ``until`` (today):
+    ``billing.pricing.late_fees.late_fee`` over its payments (by value date) and credits."""
+    tz = invoice.order.site.tzinfo
+    until_day = (until or timezone.now()).astimezone(tz).date()
+    settlements: list[tuple[date, Decimal]] = []
+    for payment in invoice.payments.filter(
+        status__in=(PaymentStatus.SUCCEEDED, PaymentStatus.REFUNDED), duplicate_of__isnull=True
+    ):
+        at = payment.succeeded_at or payment.created_at
+        settlements.append((payment.value_date or at.astimezone(tz).date(), payment.amount))
+    for application in invoice.credit_applications.all():
+        settlements.append((application.applied_at.astimezone(tz).date(), application.amount))
+    return late_fees.late_fee(
+        total=invoice.gross_total,
+        due_on=invoice.due_at.astimezone(tz).date(),
+        settlements=settlements,
+        until=until_day,
+    )
+
+
+def suspensions_resume_paid_period(*, now: datetime | None = None) -> int:
+    """Resume every suspended order whose running billing period is paid (the unpaid
+    invoice stays unpaid and dunned; the paid period is served)."""
     now = now or timezone.now()
-    result = DunningResult(resumed=suspensions_resume_settled())
+    resumed = 0
+    for suspension in Suspension.objects.filter(status=SuspensionStatus.SUSPENDED).select_related(
+        "order"
+    ):
+        paid = paid_period_invoice(suspension.order, now)
+        if paid is not None:
+            resumed += suspension_resume(suspension=suspension, paid_period=paid)
+    return resumed
+
+
+def dunning_run(*, now: datetime | None = None) -> DunningResult:
+    """The beat job (idempotent): resume what was paid (or whose running period is paid),
+    then one step per unpaid invoice."""
+    now = now or timezone.now()
+    result = DunningResult(
+        resumed=suspensions_resume_settled() + suspensions_resume_paid_period(now=now)
+    )
     policy = active_policy()
     if policy is None:
         return result
@@ -164,6 +222,8 @@ def _invoice_step(
         return
     if order.status not in SUSPENDABLE_ORDER_STATUSES:
         return
+    if paid_period_invoice(order, now) is not None:
+        return  # never inside a paid period: waits until an unpaid one runs
     if Suspension.objects.filter(order=order, status=SuspensionStatus.SUSPENDED).exists():
         return  # already suspended for another invoice; this one waits its turn
     suspension_start(invoice=invoice, order=order, now=now)
@@ -203,9 +263,12 @@ def _suspended_reason(invoice: Invoice, order: Order) -> str:
     )
 
 
-def suspension_resume(*, suspension: Suspension, actor: Actor = None) -> bool:
-    """Resume a suspended order whose invoice was paid (or voided); ``True`` when this
-    call resumed it. Safe to call twice."""
+def suspension_resume(
+    *, suspension: Suspension, actor: Actor = None, paid_period: Invoice | None = None
+) -> bool:
+    """Resume a suspended order whose invoice was paid (or voided), or whose running
+    billing period is paid (``paid_period``); ``True`` when this call resumed it. Safe
+    to call twice."""
     with transaction.atomic():
         locked = (
             Suspension.objects.select_for_update(of=("self",))
@@ -215,23 +278,37 @@ def suspension_resume(*, suspension: Suspension, actor: Actor = None) -> bool:
         if locked.status != SuspensionStatus.SUSPENDED:
             return False
         invoice = locked.invoice
-        if invoice.status not in SETTLED:
+        if invoice.status not in SETTLED and paid_period is None:
             return False
         with translation.override(_customer_language(locked.order)):
-            reason = (
-                Text(
-                    "Invoice %(n)s was paid: order %(order)s is resumed and its nodes powered on.",
-                    n=invoice.number,
+            if invoice.status not in SETTLED and paid_period is not None:
+                reason = Text(
+                    "The billing period from %(start)s is paid (invoice %(paid)s): order "
+                    "%(order)s is resumed and its nodes powered on for it. Invoice %(n)s is "
+                    "still unpaid.",
+                    start=timezone.localtime(
+                        invoice_service_start(paid_period), locked.order.site.tzinfo
+                    ).strftime("%Y-%m-%d"),
+                    paid=paid_period.number,
                     order=locked.order.number,
-                )
-                if invoice.status == InvoiceStatus.PAID
-                else Text(
-                    "Invoice %(n)s was voided: order %(order)s is resumed and its nodes "
-                    "powered on.",
                     n=invoice.number,
-                    order=locked.order.number,
                 )
-            )
+            else:
+                reason = (
+                    Text(
+                        "Invoice %(n)s was paid: order %(order)s is resumed and its nodes "
+                        "powered on.",
+                        n=invoice.number,
+                        order=locked.order.number,
+                    )
+                    if invoice.status == InvoiceStatus.PAID
+                    else Text(
+                        "Invoice %(n)s was voided: order %(order)s is resumed and its nodes "
+                        "powered on.",
+                        n=invoice.number,
+                        order=locked.order.number,
+                    )
+                )
         lifecycle.transition(
             locked,
             to=SuspensionStatus.RESUMED,
@@ -255,9 +332,17 @@ def dunning_invoice_paid(*, invoice: Invoice, actor: Actor = None) -> bool:
     suspension = Suspension.objects.filter(
         invoice=invoice, status=SuspensionStatus.SUSPENDED
     ).first()
-    if suspension is None:
-        return False
-    return suspension_resume(suspension=suspension, actor=actor)
+    if suspension is not None:
+        return suspension_resume(suspension=suspension, actor=actor)
+    # Paying the running period's invoice ends a suspension for an earlier one.
+    other = open_suspension(invoice.order)
+    if other is not None and paid_period_invoice(invoice.order, timezone.now()) is not None:
+        return suspension_resume(
+            suspension=other,
+            actor=actor,
+            paid_period=paid_period_invoice(invoice.order, timezone.now()),
+        )
+    return False
 
 
 def suspensions_resume_settled() -> int:

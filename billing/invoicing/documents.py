@@ -45,6 +45,7 @@ from billing.models import (
     InvoiceLine,
     InvoiceLineKind,
     InvoiceStatus,
+    PaymentStatus,
     QuoteLine,
 )
 from billing.quotes.documents import single_rate, tax_notes
@@ -92,18 +93,20 @@ def _lines(invoice: Invoice, language: str) -> list[dict[str, Any]]:
                     }
                 )
                 continue
+            period_unit = line.period_unit or line.detail.get("period_unit", "once")
             rows.append(
                 {
                     "description": line.localized_description(language),
                     "note": _line_explanation(line, language),
                     "quantity": quantity_text(line.quantity, line.unit) if line.unit else "1",
                     "unit_price": line.unit_price if line.unit_price is not None else line.net,
-                    "basis": basis_text(line.unit, line.detail.get("period_unit", "once"))
-                    if line.unit
-                    else "",
-                    "periods": "—",
-                    "list": line.net,
-                    "discount": Decimal("0"),
+                    "basis": basis_text(line.unit, period_unit) if line.unit else "",
+                    # quantity × unit price × periods = list; list − discount = net.
+                    "periods": periods_text(line.periods, period_unit)
+                    if line.period_unit and line.period_unit != "once"
+                    else "—",
+                    "list": line.list_amount if line.list_amount is not None else line.net,
+                    "discount": line.discount,
                     "net": line.net,
                     "vat_rate": line.vat_rate,
                     "tax_category": line.get_tax_category_display(),
@@ -203,6 +206,8 @@ def invoice_context(invoice: Invoice, *, language: str) -> dict[str, Any]:
             "vat_rate": quote.vat_rate,
             "vat_applies": quote.vat_rate > Decimal("0"),
             "lines": (lines := _lines(invoice, language)),
+            "settlements": _settlements(invoice, tz),
+            "amount_due": invoice.amount_due,
             "tax_notes": tax_notes(quote.lines.all()),
             "single_rate": single_rate(lines, quote.vat_rate),
             "amount_in_words": amount_in_words,
@@ -217,6 +222,36 @@ def invoice_context(invoice: Invoice, *, language: str) -> dict[str, Any]:
             "running_right_css": css_content(f"{invoice.number} · {party}"),
             "footer_left_css": css_content(f"{the_provider.name} · {the_provider.website}"),
         }
+
+
+def _settlements(invoice: Invoice, tz: Any) -> list[dict[str, Any]]:
+    """Every payment (with its reference and value date) and every credit applied to the
+    invoice, in order: what the PDF lists above what is still due."""
+    out: list[dict[str, Any]] = []
+    for payment in invoice.payments.filter(
+        status__in=(PaymentStatus.SUCCEEDED, PaymentStatus.REFUNDED), duplicate_of__isnull=True
+    ).order_by("succeeded_at", "pk"):
+        at = payment.succeeded_at or payment.created_at
+        out.append(
+            {
+                "kind": "payment",
+                "label": payment.get_method_display(),
+                "reference": payment.reference or payment.stripe_payment_intent or "",
+                "day": payment.value_date or timezone.localtime(at, tz).date(),
+                "amount": payment.amount,
+            }
+        )
+    for application in invoice.credit_applications.select_related("credit_note"):
+        out.append(
+            {
+                "kind": "credit",
+                "label": _("Credit note %(n)s") % {"n": application.credit_note.number},
+                "reference": application.credit_note.number,
+                "day": timezone.localtime(application.applied_at, tz).date(),
+                "amount": application.amount,
+            }
+        )
+    return sorted(out, key=lambda row: row["day"])
 
 
 def _fapiao(invoice: Invoice) -> dict[str, str]:
@@ -272,7 +307,19 @@ class InvoiceKind(DocumentKind[Invoice, InvoiceDocument]):
 
 
 def _file_stem(invoice: Invoice, language: str) -> str:
-    return f"{invoice.number}-{language}-{invoice.status}"
+    """Number, language, status, and how many payments and credits it lists (a partial
+    payment or a credit changes the document without changing its status)."""
+    stem = f"{invoice.number}-{language}-{invoice.status}"
+    settled = (
+        invoice.payments.filter(
+            status__in=(PaymentStatus.SUCCEEDED, PaymentStatus.REFUNDED),
+            duplicate_of__isnull=True,
+        ).count()
+        + invoice.credit_applications.count()
+    )
+    if invoice.status == InvoiceStatus.ISSUED and settled:
+        stem += f"-{settled}"
+    return stem
 
 
 INVOICE = register(InvoiceKind())

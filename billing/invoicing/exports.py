@@ -1,23 +1,35 @@
-"""The fapiao export for the tax software: one CSV row per issued document and tax rate.
+"""The fapiao export for the tax software: one CSV row per line of each paid document.
 
-Finance issues the 发票 in the tax system from these rows: each payment document (and
-each credit note, 红字, with negative amounts and the number of the document it corrects)
-gives one row per tax category and rate, with the buyer's details as they were recorded
-when the document was issued. Cells a spreadsheet would run as formulas are escaped
-(``core.csv.write_csv``).
+Finance issues the 发票 in the tax system from these rows, which carry what the system
+asks of each line: the item name (``*简称*名称``), specification, unit, quantity, unit
+price, amount (金额, excl. VAT, where 数量 × 单价 = 金额), tax rate, tax, and the tax
+classification code (税收分类编码) of the line's tax category. A discount is a line of
+its own right after its item (折扣行, negative amount); an SLA credit on an invoice and
+every line of a credit note (红字, with the number of the document it corrects) are their
+own negative lines, never netted into a charge. Only paid invoices are exported (a
+fapiao is issued once the money is in); credit notes are exported as issued. The buyer's
+details are those recorded when the document was issued. Cells a spreadsheet would run as
+formulas are escaped (``core.csv.write_csv``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django.http import HttpResponse
 from django.utils import timezone
 
-from billing.models import CreditNote, Invoice, InvoiceStatus
+from billing.models import (
+    TAX_CLASSIFICATION,
+    CreditNote,
+    Invoice,
+    InvoiceLine,
+    InvoiceLineKind,
+    InvoiceStatus,
+)
 from core.csv import csv_download, write_csv
 
 COLUMNS = (
@@ -31,17 +43,39 @@ COLUMNS = (
     "buyer_tax_id",
     "buyer_address_phone",
     "buyer_bank_account",
-    "tax_category",
+    "line",
+    "line_kind",
+    "item_name",
+    "specification",
+    "unit",
+    "quantity",
+    "unit_price",
+    "amount",
     "tax_rate",
-    "net",
-    "vat",
-    "gross",
+    "tax",
+    "tax_code",
+    "tax_category",
     "currency",
-    "status",
 )
 
-# Amounts are written as plain numbers (a credit note's are negative): never escaped.
-NUMERIC = frozenset({"tax_rate", "net", "vat", "gross"})
+# Amounts are written as plain numbers (credits and discounts negative): never escaped.
+NUMERIC = frozenset({"quantity", "unit_price", "amount", "tax_rate", "tax"})
+
+# Units as the fapiao writes them (the line's unit, times its billing period).
+UNITS_ZH = {
+    "node": "台",
+    "GPU": "卡",
+    "card": "卡",
+    "tb": "TB",
+    "tb_month": "TB·月",
+    "ip_month": "个·月",
+    "each": "个",
+    "service": "项",
+    "month": "月",
+    "day": "天",
+}
+PERIODS_ZH = {"month": "月", "day": "天"}
+CENT = Decimal("0.01")
 
 
 def _buyer(snapshot: dict[str, Any]) -> dict[str, str]:
@@ -58,13 +92,79 @@ def _day(moment: datetime, tz: Any) -> str:
     return moment.astimezone(tz).date().isoformat()
 
 
-def _grouped(lines: Iterable[tuple[str, Decimal, Decimal, Decimal]]) -> list[tuple]:
-    groups: dict[tuple[str, Decimal], list[Decimal]] = {}
-    for category, rate, net, vat in lines:
-        acc = groups.setdefault((category, rate), [Decimal("0"), Decimal("0")])
-        acc[0] += net
-        acc[1] += vat
-    return [(c, r, n, v) for (c, r), (n, v) in sorted(groups.items())]
+def _item_name(category: str, name: str) -> str:
+    short = TAX_CLASSIFICATION.get(category, ("", ""))[1]
+    return f"*{short}*{name}" if short else name
+
+
+def _unit(unit: str, period_unit: str) -> str:
+    base = UNITS_ZH.get(unit, unit)
+    per = PERIODS_ZH.get(period_unit, "")
+    return f"{base}·{per}" if per and base and base != per else base
+
+
+def _vat(amount: Decimal, rate: Decimal) -> Decimal:
+    return (amount * rate).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def _invoice_rows(line: InvoiceLine) -> list[dict[str, str]]:
+    """The line, and its discount as a line of its own (the two taxes add up to the
+    line's tax)."""
+    name = line.description_zh or line.description
+    code, category = TAX_CLASSIFICATION.get(line.tax_category, ("", ""))[0], line.tax_category
+    common = {
+        "specification": line.code,
+        "tax_rate": str(line.vat_rate),
+        "tax_code": code,
+        "tax_category": category,
+    }
+    if line.kind == InvoiceLineKind.CREDIT:
+        return [
+            {
+                **common,
+                "line_kind": "credit",
+                "item_name": _item_name(category, name),
+                "specification": "",
+                "unit": "",
+                "quantity": "-1",
+                "unit_price": str(-line.net),
+                "amount": str(line.net),
+                "tax": str(line.vat),
+            }
+        ]
+    quantity = (Decimal(line.quantity) * Decimal(line.periods)).normalize()
+    list_amount = line.list_amount if line.list_amount is not None else line.net
+    unit_price = line.unit_price if line.unit_price is not None else list_amount
+    if line.unit_price is None or quantity * unit_price != list_amount:
+        # Not a clean quantity × price (metered in odd units): one unit at the amount.
+        quantity, unit_price = Decimal("1"), list_amount
+    discount_tax = _vat(line.discount, line.vat_rate) if line.discount else Decimal("0")
+    rows = [
+        {
+            **common,
+            "line_kind": "item",
+            "item_name": _item_name(category, name),
+            "unit": _unit(line.unit, line.period_unit),
+            "quantity": f"{quantity:f}",
+            "unit_price": str(unit_price),
+            "amount": str(list_amount),
+            "tax": str(line.vat + discount_tax),
+        }
+    ]
+    if line.discount:
+        rows.append(
+            {
+                **common,
+                "line_kind": "discount",
+                "item_name": _item_name(category, name),
+                "unit": "",
+                "quantity": "",
+                "unit_price": "",
+                "amount": str(-line.discount),
+                "tax": str(-discount_tax),
+            }
+        )
+    return rows
 
 
 def fapiao_rows(
@@ -72,57 +172,70 @@ def fapiao_rows(
 ) -> list[dict[str, str]]:
     rows: list[dict[str, str]] = []
     for invoice in invoices:
-        if invoice.status == InvoiceStatus.VOID:
-            continue
+        if invoice.status != InvoiceStatus.PAID:
+            continue  # a fapiao is issued for money received
         tz = invoice.order.site.tzinfo
-        lines = [(li.tax_category, li.vat_rate, li.net, li.vat) for li in invoice.lines.all()]
-        if not lines:  # documents issued before lines were kept: one row at the quote's rate
-            lines = [("", invoice.order.quote.vat_rate, invoice.net_total, invoice.vat_total)]
-        for category, rate, net, vat in _grouped(lines):
-            rows.append(
+        head = {
+            "document_number": invoice.number,
+            "document_kind": "invoice",
+            "issued_on": _day(invoice.issued_at, tz),
+            "order_number": invoice.order.number,
+            "corrects_number": "",
+            **_buyer(invoice.fapiao),
+            "currency": invoice.currency,
+        }
+        lines = list(invoice.lines.all())
+        body: list[dict[str, str]] = []
+        for line in lines:
+            body += _invoice_rows(line)
+        if not lines:  # documents issued before lines were kept: one line at the quote's rate
+            body = [
                 {
-                    "document_number": invoice.number,
-                    "document_kind": "invoice",
-                    "issued_on": _day(invoice.issued_at, tz),
-                    "order_number": invoice.order.number,
-                    "corrects_number": "",
-                    **_buyer(invoice.fapiao),
-                    "tax_category": category,
-                    "tax_rate": str(rate),
-                    "net": str(net),
-                    "vat": str(vat),
-                    "gross": str(net + vat),
-                    "currency": invoice.currency,
-                    "status": invoice.status,
+                    "line_kind": "item",
+                    "item_name": invoice.order.quote.number,
+                    "specification": "",
+                    "unit": "",
+                    "quantity": "1",
+                    "unit_price": str(invoice.net_total),
+                    "amount": str(invoice.net_total),
+                    "tax_rate": str(invoice.order.quote.vat_rate),
+                    "tax": str(invoice.vat_total),
+                    "tax_code": "",
+                    "tax_category": "",
                 }
-            )
+            ]
+        rows += [{**head, "line": str(i + 1), **row} for i, row in enumerate(body)]
     for note in credit_notes:
         tz = note.order.site.tzinfo
-        lines = [
-            (
-                line.get("tax_category", ""),
-                Decimal(line.get("vat_rate", "0")),
-                Decimal(line["net"]),
-                Decimal(line["vat"]),
-            )
-            for line in note.lines
-        ]
-        for category, rate, net, vat in _grouped(lines):
+        head = {
+            "document_number": note.number,
+            "document_kind": "credit_note",
+            "issued_on": _day(note.issued_at, tz),
+            "order_number": note.order.number,
+            "corrects_number": note.invoice.number,
+            **_buyer(note.fapiao),
+            "currency": note.currency,
+        }
+        for i, line in enumerate(note.lines):
+            category = line.get("tax_category", "")
+            net = Decimal(line["net"])
             rows.append(
                 {
-                    "document_number": note.number,
-                    "document_kind": "credit_note",
-                    "issued_on": _day(note.issued_at, tz),
-                    "order_number": note.order.number,
-                    "corrects_number": note.invoice.number,
-                    **_buyer(note.fapiao),
+                    **head,
+                    "line": str(i + 1),
+                    "line_kind": "credit",
+                    "item_name": _item_name(
+                        category, line.get("description_zh") or line["description"]
+                    ),
+                    "specification": "",
+                    "unit": "",
+                    "quantity": "-1",
+                    "unit_price": str(-net),
+                    "amount": str(net),
+                    "tax_rate": str(line.get("vat_rate", "0")),
+                    "tax": str(line["vat"]),
+                    "tax_code": TAX_CLASSIFICATION.get(category, ("", ""))[0],
                     "tax_category": category,
-                    "tax_rate": str(rate),
-                    "net": str(net),
-                    "vat": str(vat),
-                    "gross": str(net + vat),
-                    "currency": note.currency,
-                    "status": "issued",
                 }
             )
     return rows

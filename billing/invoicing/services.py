@@ -31,12 +31,14 @@ from django.utils.translation import override
 
 from accounts.models import Organisation
 from billing.documents.numbers import next_number
+from billing.invoicing import ledger
 from billing.models import (
     ORDER_IN_SERVICE_STATUSES,
     AddonPrice,
     Invoice,
     InvoiceLine,
     InvoiceLineKind,
+    InvoiceStatus,
     Order,
     OrderStatus,
     PriceBook,
@@ -135,10 +137,12 @@ def _charge_rows(
     first = period.start.astimezone(tz).date()
     last = (period.end.astimezone(tz) - timedelta(microseconds=1)).date()
     span = f"{first:%Y-%m-%d} – {last:%Y-%m-%d}"
+    count = len(periods_of(order))
     rows = []
     for pl in period.lines:
         quote_line = by_position[pl.code]
         one_off = quote_line.period_unit in schedule_engine.ONE_OFF_UNITS
+        priced = _priced_parts(quote_line, pl.net, one_off=one_off, periods=count)
         rows.append(
             {
                 "kind": InvoiceLineKind.CHARGE,
@@ -149,6 +153,7 @@ def _charge_rows(
                 "quantity": quote_line.quantity,
                 "unit": quote_line.unit,
                 "unit_price": quote_line.unit_price,
+                **priced,
                 "net": pl.net,
                 "vat": pl.vat,
                 "vat_rate": quote_line.vat_rate or order.quote.vat_rate,
@@ -161,6 +166,37 @@ def _charge_rows(
             }
         )
     return rows
+
+
+def periods_of(order: Order) -> list[tuple[datetime, datetime]]:
+    quote = order.quote
+    return schedule_engine.billing_periods(
+        term=quote.term, duration=quote.duration, start_date=quote.start_date, tz=order.site.tzinfo
+    )
+
+
+def _priced_parts(
+    quote_line: QuoteLine, net: Decimal, *, one_off: bool, periods: int
+) -> dict[str, Any]:
+    """List price, discount and net of one period's share of a quote line, consistent on
+    the line: quantity × periods × unit price = list amount; list amount − discount = net.
+
+    A recurring line charges ``quote periods / billing periods`` of its unit (12 months
+    billed monthly: 1 month per invoice; billed quarterly: 3). The list amount is computed
+    on the line (so 数量 × 单价 = 金额 holds exactly); the discount is what the quote's
+    adjustments take off this period's share, so the net is the schedule's to the cent.
+    """
+    share = Decimal(quote_line.periods) if one_off else Decimal(quote_line.periods) / periods
+    share = share.normalize()
+    list_amount = cents(Decimal(quote_line.quantity) * share * quote_line.unit_price)
+    if list_amount < net:  # a line priced above its list (never from the engine): no discount
+        list_amount = net
+    return {
+        "periods": share,
+        "period_unit": quote_line.period_unit,
+        "list_amount": list_amount,
+        "discount": list_amount - net,
+    }
 
 
 # --- Metered usage, billed monthly in arrears -----------------------------------------
@@ -237,11 +273,18 @@ def _usage_rows(order: Order, *, before: date) -> tuple[list[dict[str, Any]], li
                 {
                     "kind": InvoiceLineKind.USAGE,
                     "code": EGRESS_CODE,
-                    "description": f"Internet egress traffic {month:%Y-%m} (billed in arrears)",
-                    "description_zh": f"公网出口流量 {month:%Y-%m}（按实际用量后付）",
+                    "description": (
+                        f"Internet egress traffic {month:%Y-%m}: {used} TB used, {covered} TB "
+                        f"in the prepaid allowance, {billable} TB billed in arrears"
+                    ),
+                    "description_zh": (
+                        f"公网出口流量 {month:%Y-%m}：实际用量 {used} TB，预付额度内 {covered} "
+                        f"TB，超出 {billable} TB 按实际用量后付"
+                    ),
                     "quantity": billable,
                     "unit": "tb",
                     "unit_price": price,
+                    "list_amount": net,
                     "net": net,
                     "vat": cents(net * rate),
                     "vat_rate": rate,
@@ -275,6 +318,7 @@ def _usage_rows(order: Order, *, before: date) -> tuple[list[dict[str, Any]], li
                     "quantity": -given_back,
                     "unit": "tb",
                     "unit_price": price,
+                    "list_amount": net,
                     "net": net,
                     "vat": cents(net * rate),
                     "vat_rate": rate,
@@ -312,7 +356,8 @@ def _credit_rows(order: Order) -> tuple[list[dict[str, Any]], list[SlaCredit]]:
                 "description_zh": credit.evidence.get("explanation_zh", credit.explanation),
                 "quantity": Decimal("1"),
                 "unit": "",
-                "unit_price": None,
+                "unit_price": -credit.amount,
+                "list_amount": -credit.amount,
                 "net": -credit.amount,
                 "vat": -cents(credit.amount * rate),
                 "vat_rate": rate,
@@ -367,8 +412,39 @@ def _invoice_create(
             else Text("Issued for metered usage.")
         ),
     )
+    # The customer's credit balance in this currency lowers what is due, by itself.
+    applied = ledger.credit_balance_apply(invoice=invoice, now=now)
+    if applied:
+        invoice.refresh_from_db()
+        lifecycle.record_note(
+            [invoice],
+            actor=actor,
+            reason=Text(
+                "Credit balance applied: %(amount)s %(cur)s; %(due)s still due.",
+                amount=applied,
+                cur=invoice.currency,
+                due=invoice.amount_due,
+            ),
+        )
     jobs.enqueue("billing.tasks.document_render_invoice", invoice.pk, order.quote.language)
+    jobs.enqueue("billing.tasks.invoice_issued_email", invoice.pk)
     return invoice
+
+
+def invoice_paid_by_credit(*, invoice: Invoice, actor: Actor = None) -> bool:
+    """A later period's invoice that credits cover in full is paid (no payment is due).
+    The first period's document goes through the order's paid path instead."""
+    if invoice.status != InvoiceStatus.ISSUED or invoice.amount_due > 0:
+        return False
+    reason = Text("Paid in full by credit notes and the credit balance.")
+    lifecycle.transition(
+        invoice,
+        to=InvoiceStatus.PAID,
+        actor=actor,
+        reason=reason,
+        updates={"paid_at": timezone.now()},
+    )
+    return True
 
 
 def invoice_issue_first(*, order: Order, due_at: datetime, actor: Actor) -> Invoice:
@@ -436,6 +512,7 @@ def invoice_issue_period(
         except IntegrityError:
             return None
         _link(invoice, usage_ids, credits)
+        invoice_paid_by_credit(invoice=invoice, actor=actor)
         return invoice
 
 

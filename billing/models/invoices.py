@@ -24,8 +24,11 @@ from inventory.models import Currency
 
 __all__ = [
     "INVOICE_TRANSITIONS",
+    "CreditApplication",
     "CreditNote",
     "CreditNoteDocument",
+    "CreditNoteRequest",
+    "CreditNoteRequestStatus",
     "Invoice",
     "InvoiceDocument",
     "InvoiceEvent",
@@ -102,10 +105,15 @@ class Invoice(models.Model):
     period_seq = models.PositiveSmallIntegerField(_("billing period"), null=True, blank=True)
     period_start = models.DateTimeField(_("period starts"), null=True, blank=True)
     period_end = models.DateTimeField(_("period ends"), null=True, blank=True)
-    # Partial payments: the invoice stays issued until this reaches the total.
+    # Partial payments: the invoice stays issued until paid and credited reach the total.
     amount_paid = money_field(_("paid so far"), default=Decimal("0"))
+    # Credit notes applied to this invoice: its own, and the customer's credit balance
+    # (``CreditApplication``); they lower what is due.
+    amount_credited = money_field(_("credited"), default=Decimal("0"))
     # The customer's fapiao request as it was when the document was issued (for finance).
     fapiao = models.JSONField(_("fapiao request"), default=dict, blank=True)
+    # The "invoice issued" email (with the PDF and bank details) went out, once.
+    issued_emailed_at = models.DateTimeField(_("issue emailed"), null=True, blank=True)
 
     lifecycle = Lifecycle(
         choices=InvoiceStatus,
@@ -132,10 +140,11 @@ class Invoice(models.Model):
 
     @property
     def amount_due(self) -> Decimal:
-        """What is still to pay (0 once paid in full, or void)."""
+        """What is still to pay (0 once paid in full, or void): the total less payments
+        and applied credits."""
         if self.status != InvoiceStatus.ISSUED:
             return Decimal("0")
-        return max(self.gross_total - self.amount_paid, Decimal("0"))
+        return max(self.gross_total - self.amount_paid - self.amount_credited, Decimal("0"))
 
 
 class InvoiceEvent(LifecycleEvent):
@@ -192,6 +201,14 @@ class InvoiceLine(models.Model):
     )
     unit = models.CharField(max_length=16, blank=True, verbose_name=_("unit"))
     unit_price = money_field(_("unit price"), null=True, blank=True)
+    # How many periods (months, days) of the unit this invoice charges: quantity × periods
+    # × unit price = list amount; list amount − discount = net (数量 × 单价 = 金额).
+    periods = models.DecimalField(
+        max_digits=10, decimal_places=4, default=Decimal("1"), verbose_name=_("periods")
+    )
+    period_unit = models.CharField(max_length=8, blank=True, verbose_name=_("period unit"))
+    list_amount = money_field(_("list"), null=True, blank=True)
+    discount = money_field(_("discount"), default=Decimal("0"))
     net = money_field(_("net"))
     vat = money_field(_("VAT"))
     vat_rate = fraction_field(_("VAT rate"), default=Decimal("0"))
@@ -263,6 +280,102 @@ class CreditNote(models.Model):
 
     def __str__(self) -> str:
         return self.number
+
+
+class CreditApplication(models.Model):
+    """Part of a credit note applied to an invoice: its own (while open) or a later one
+    from the customer's credit balance. What a credit note has not applied yet is the
+    customer's balance in its currency (``billing.credits.selectors.credit_balance``)."""
+
+    credit_note = models.ForeignKey(
+        CreditNote,
+        on_delete=models.PROTECT,
+        related_name="applications",
+        verbose_name=_("credit note"),
+    )
+    invoice = models.ForeignKey(
+        Invoice,
+        on_delete=models.PROTECT,
+        related_name="credit_applications",
+        verbose_name=_("invoice"),
+    )
+    amount = money_field(_("amount"))
+    applied_at = models.DateTimeField(_("applied"), default=timezone.now)
+
+    class Meta:
+        ordering = ["applied_at", "pk"]
+        verbose_name = _("credit applied")
+        verbose_name_plural = _("credits applied")
+        constraints = [
+            models.CheckConstraint(condition=Q(amount__gt=0), name="creditapplication_positive")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.credit_note_id} → {self.invoice_id}: {self.amount}"
+
+
+class CreditNoteRequestStatus(models.TextChoices):
+    PENDING = "pending", _("waiting for approval")
+    APPROVED = "approved", _("approved and issued")
+    REJECTED = "rejected", _("rejected")
+
+
+class CreditNoteRequest(models.Model):
+    """A credit note above ``PORTAL_CREDIT_NOTE_APPROVAL_ABOVE``: it waits for a second
+    finance approval (someone other than who asked) before it is issued with a number."""
+
+    invoice = models.ForeignKey(
+        Invoice,
+        on_delete=models.PROTECT,
+        related_name="credit_note_requests",
+        verbose_name=_("invoice"),
+    )
+    currency = models.CharField(_("currency"), max_length=3, choices=Currency.choices)
+    gross_total = money_field(_("total credited"))
+    reason = models.TextField(_("reason"))
+    # The lines as ``billing.credits.services.CreditLine`` fields (amounts as strings).
+    lines = models.JSONField(default=list, verbose_name=_("lines"))
+    status = models.CharField(
+        _("status"),
+        max_length=8,
+        choices=CreditNoteRequestStatus.choices,
+        default=CreditNoteRequestStatus.PENDING,
+    )
+    requested_at = models.DateTimeField(_("requested"), default=timezone.now)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("requested by"),
+    )
+    decided_at = models.DateTimeField(_("decided"), null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("decided by"),
+    )
+    credit_note = models.OneToOneField(
+        CreditNote,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="request",
+        verbose_name=_("credit note"),
+    )
+
+    class Meta:
+        ordering = ["-requested_at", "-pk"]
+        verbose_name = _("credit note awaiting approval")
+        verbose_name_plural = _("credit notes awaiting approval")
+        permissions = [("approve_creditnoterequest", _("Can approve large credit notes"))]
+
+    def __str__(self) -> str:
+        return f"{self.invoice_id}: {self.gross_total} {self.currency} ({self.status})"
 
 
 class CreditNoteDocument(StoredDocument):

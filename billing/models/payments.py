@@ -72,6 +72,10 @@ class Payment(models.Model):
         max_length=255, null=True, blank=True, unique=True, verbose_name=_("Stripe payment intent")
     )
     reference = models.CharField(_("reference"), max_length=100, blank=True)
+    # The day the money reached the account (bank transfers: the statement's value date).
+    value_date = models.DateField(_("value date"), null=True, blank=True)
+    # The receipt email went out, once.
+    receipt_emailed_at = models.DateTimeField(_("receipt emailed"), null=True, blank=True)
     failure_message = models.TextField(_("failure"), blank=True)
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     succeeded_at = models.DateTimeField(null=True, blank=True, verbose_name=_("succeeded at"))

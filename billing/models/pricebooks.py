@@ -22,6 +22,7 @@ from core.money import money_field
 from inventory.models import Currency, GPUModel, NodeType, Site
 
 __all__ = [
+    "TAX_CLASSIFICATION",
     "AddonPrice",
     "AddonUnit",
     "Bilingual",
@@ -89,6 +90,17 @@ class TaxCategory(models.TextChoices):
     IT_SERVICE = "it_service", _("IDC / IT service (信息技术服务)")
     EQUIPMENT_LEASE = "equipment_lease", _("equipment lease (有形动产租赁)")
     TELECOM = "telecom", _("basic telecom (基础电信服务)")
+
+
+# Per tax category: the 税收分类编码 and the short name the fapiao prints before the item
+# (``*信息技术服务*…``), for the fapiao export. Codes follow the 商品和服务税收分类编码表
+# (财税〔2016〕36号 categories); finance confirms them against the table their tax software
+# holds before the first import (one place to change them).
+TAX_CLASSIFICATION: dict[str, tuple[str, str]] = {
+    TaxCategory.IT_SERVICE: ("3040205000000000000", "信息技术服务"),
+    TaxCategory.EQUIPMENT_LEASE: ("3040502020200000000", "经营租赁"),
+    TaxCategory.TELECOM: ("3030100000000000000", "基础电信服务"),
+}
 
 
 def tax_category_reason(category: str) -> str:

@@ -10,7 +10,8 @@ and frees its nodes.
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import date, datetime
 from decimal import Decimal
 
 from django.db import transaction
@@ -22,8 +23,10 @@ from billing.contracts.gate import order_release_for_provisioning
 from billing.contracts.services import contract_draft_if_needed
 from billing.documents.numbers import next_number
 from billing.dunning.services import dunning_invoice_paid
+from billing.invoicing import ledger
 from billing.invoicing.services import invoice_issue_first
 from billing.models import (
+    ORDER_PAID_STATUSES,
     Invoice,
     InvoiceStatus,
     Order,
@@ -128,8 +131,13 @@ def order_create_from_quote(
         )
     # The first billing period's document; later periods are issued by the beat job
     # (``billing.invoicing.services``).
-    invoice_issue_first(order=order, due_at=due, actor=actor)
+    first = invoice_issue_first(order=order, due_at=due, actor=actor)
     contract_draft_if_needed(order=order, actor=actor)
+    if first.amount_credited and first.amount_due <= 0:  # refreshed when credit applied
+        invoice_settle(  # the customer's credit balance paid it all
+            invoice=first, actor=actor, comment=Text("Paid from the credit balance.")
+        )
+        order.refresh_from_db()
     return order
 
 
@@ -268,7 +276,14 @@ def invoice_settle(*, invoice: Invoice, actor: Actor = None, comment: str = "") 
     if paid != invoice.amount_paid:
         invoice.amount_paid = paid
         invoice.save(update_fields=["amount_paid"])
-    if invoice.status != InvoiceStatus.ISSUED or paid < invoice.gross_total:
+    # Paid in full by payments although a credit was applied: the credit goes back to the
+    # customer's balance (for the next invoice) instead of being lost.
+    if invoice.amount_credited and ledger.credit_overlap_release(invoice=invoice):
+        invoice.refresh_from_db()
+    if (
+        invoice.status != InvoiceStatus.ISSUED
+        or paid + invoice.amount_credited < invoice.gross_total
+    ):
         return invoice
     order = invoice.order
     if order.status in (OrderStatus.AWAITING_PAYMENT, OrderStatus.EXPIRED):
@@ -289,19 +304,159 @@ def invoice_settle(*, invoice: Invoice, actor: Actor = None, comment: str = "") 
     return invoice
 
 
+def invoice_left_to_pay(invoice: Invoice) -> Decimal:
+    """The total less what payments brought in and what credits took off."""
+    return ledger.invoice_due(invoice)
+
+
+@dataclass(frozen=True)
+class TransferRecorded:
+    """What recording a bank transfer did, for an honest message: each invoice it paid
+    (or paid part of) with the amount, and whether that invoice is now paid in full."""
+
+    reference: str
+    amount: Decimal
+    currency: str
+    applied: tuple[tuple[Invoice, Decimal], ...]
+
+    def message(self) -> str:
+        parts = []
+        for invoice, amount in self.applied:
+            if invoice.status == InvoiceStatus.PAID:
+                text = _("%(amount)s %(cur)s on invoice %(n)s, which is now paid in full") % {
+                    "amount": amount,
+                    "cur": self.currency,
+                    "n": invoice.number,
+                }
+                if invoice.order.status in ORDER_PAID_STATUSES and invoice.period_seq == 1:
+                    text += _(" (order %(o)s is confirmed)") % {"o": invoice.order.number}
+            else:
+                text = _("%(amount)s %(cur)s on invoice %(n)s; %(left)s %(cur)s still due") % {
+                    "amount": amount,
+                    "cur": self.currency,
+                    "n": invoice.number,
+                    "left": invoice.amount_due,
+                }
+            parts.append(text)
+        return _("Bank transfer %(ref)s recorded: %(parts)s.") % {
+            "ref": self.reference,
+            "parts": "; ".join(parts),
+        }
+
+
+def open_invoices_oldest_first(*, organisation_id: int, currency: str) -> list[Invoice]:
+    """The customer's issued invoices in ``currency``, the oldest due first (where a
+    payment that names no invoice goes)."""
+    return list(
+        Invoice.objects.filter(
+            organisation_id=organisation_id, currency=currency, status=InvoiceStatus.ISSUED
+        )
+        .exclude(order__status__in=(OrderStatus.EXPIRED, OrderStatus.CANCELLED))
+        .select_related("order")
+        .order_by("due_at", "issued_at", "pk")
+    )
+
+
+def transfer_record(
+    *,
+    organisation_id: int,
+    currency: str,
+    amount: Decimal,
+    reference: str,
+    value_date: date,
+    actor: Actor,
+    invoice: Invoice | None = None,
+) -> TransferRecorded:
+    """A bank transfer of ``amount`` received on ``value_date``: applied to the named
+    invoice, or else to the customer's open invoices oldest first (each gets at most what
+    is due on it). More than everything due is refused (finance returns or keeps it by
+    agreement); nothing is recorded then."""
+    reference = reference.strip()
+    if not reference:
+        raise DomainError(_("Give the bank transfer's reference."))
+    if amount is None or amount <= 0:
+        raise DomainError(_("A transfer must be more than 0."))
+    if value_date is None:
+        raise DomainError(_("Give the transfer's value date (the day it reached the account)."))
+    if invoice is not None:
+        return TransferRecorded(
+            reference,
+            amount,
+            invoice.currency,
+            (
+                (
+                    invoice_mark_paid_by_transfer(
+                        invoice=invoice,
+                        reference=reference,
+                        actor=actor,
+                        amount=amount,
+                        value_date=value_date,
+                    ),
+                    amount,
+                ),
+            ),
+        )
+    with transaction.atomic():
+        candidates = open_invoices_oldest_first(organisation_id=organisation_id, currency=currency)
+        for order_id in sorted({i.order_id for i in candidates}):  # one lock order: by order
+            Order.objects.select_for_update().get(pk=order_id)
+        dues = [(i, invoice_left_to_pay(i)) for i in candidates]
+        total_due = sum((d for _i, d in dues if d > 0), Decimal("0"))
+        if amount > total_due:
+            raise DomainError(
+                _(
+                    "The transfer of %(amount)s %(cur)s is more than the %(due)s %(cur)s due "
+                    "on all open invoices of this customer; name the invoice or record less."
+                )
+                % {"amount": amount, "cur": currency, "due": total_due}
+            )
+        left = amount
+        applied = []
+        for inv, due in dues:
+            if left <= 0:
+                break
+            if due <= 0:
+                continue
+            part = min(due, left)
+            applied.append(
+                (
+                    invoice_mark_paid_by_transfer(
+                        invoice=inv,
+                        reference=reference,
+                        actor=actor,
+                        amount=part,
+                        value_date=value_date,
+                    ),
+                    part,
+                )
+            )
+            left -= part
+        return TransferRecorded(reference, amount, currency, tuple(applied))
+
+
 @transaction.atomic
 def invoice_mark_paid_by_transfer(
-    *, invoice: Invoice, reference: str, actor: Actor, amount: Decimal | None = None
+    *,
+    invoice: Invoice,
+    reference: str,
+    actor: Actor,
+    amount: Decimal | None = None,
+    value_date: date | None = None,
 ) -> Invoice:
     """Staff saw a bank transfer: record it (all of what is due, or a part: the invoice
-    stays open until paid in full) and run the same paid path as a card."""
+    stays open until paid in full) and run the same paid path as a card. Every transfer
+    keeps its own reference and value date (a payment row each)."""
     reference = reference.strip()
     if not reference:
         raise DomainError(_("Give the bank transfer's reference."))
     # Lock order, then invoice: the same order as the card path, so the two never deadlock
     # and never both record a payment unseen by the other.
     Order.objects.select_for_update().get(pk=invoice.order_id)
-    invoice = Invoice.objects.select_for_update().select_related("order").get(pk=invoice.pk)
+    invoice = (
+        Invoice.objects.select_for_update(of=("self",))
+        .select_related("order__site")
+        .get(pk=invoice.pk)
+    )
     if invoice.status == InvoiceStatus.PAID:
         raise DomainError(
             _("Invoice %(n)s is already paid (%(ref)s).")
@@ -309,7 +464,7 @@ def invoice_mark_paid_by_transfer(
         )
     if invoice.status == InvoiceStatus.VOID:
         raise DomainError(_("Invoice %(n)s is void.") % {"n": invoice.number})
-    due = invoice.gross_total - invoice_amount_paid(invoice)
+    due = invoice_left_to_pay(invoice)
     amount = due if amount is None else amount
     if amount <= 0:
         raise DomainError(_("A transfer must be more than 0."))
@@ -325,10 +480,13 @@ def invoice_mark_paid_by_transfer(
         currency=invoice.currency,
         amount=amount,
         reference=reference,
+        value_date=value_date or site_today(invoice.order.site),
         succeeded_at=timezone.now(),
     )
+    jobs.enqueue("billing.tasks.payment_receipt_email", payment.pk)
     comment = Text("Bank transfer %(ref)s.", ref=reference)
     lifecycle.record_creation([payment], actor=actor, reason=comment)
+    # The latest reference (every one stays on its payment row and on the PDF).
     invoice.paid_reference = reference
     invoice.marked_paid_by = actor
     invoice.save(update_fields=["paid_reference", "marked_paid_by"])

@@ -30,6 +30,7 @@ from billing.models import (
 )
 from billing.orders import services as order_services
 from billing.payments import services as payment_services
+from billing.pricing.periods import site_today
 from core.admin_base import (
     LifecycleEventInline,
     ReadOnlyAdmin,
@@ -54,6 +55,11 @@ class BankTransferForm(forms.Form):
         max_digits=14,
         decimal_places=2,
         help_text=gettext_lazy("At most what is still due; less is recorded as a partial payment."),
+    )
+    value_date = forms.DateField(
+        label=gettext_lazy("value date"),
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text=gettext_lazy("The day the money reached the account (the bank statement's)."),
     )
 
 
@@ -156,23 +162,26 @@ class InvoiceAdmin(SiteTimeZoneMixin, ReadOnlyAdmin):
             form = BankTransferForm(request.POST)
             if form.is_valid():
                 try:
-                    order_services.invoice_mark_paid_by_transfer(
+                    recorded = order_services.transfer_record(
+                        organisation_id=invoice.organisation_id,
+                        currency=invoice.currency,
                         invoice=invoice,
                         reference=form.cleaned_data["reference"],
                         amount=form.cleaned_data["amount"],
+                        value_date=form.cleaned_data["value_date"],
                         actor=request.user,
                     )
                 except DomainError as exc:
                     form.add_error(None, exc.message)
                 else:
-                    messages.success(
-                        request,
-                        _("Invoice %(n)s is paid; order %(o)s is confirmed.")
-                        % {"n": invoice.number, "o": invoice.order.number},
-                    )
+                    # Says what happened: paid in full (and the order confirmed), or how
+                    # much is still due after a partial payment.
+                    messages.success(request, recorded.message())
                     return None
         else:
-            form = BankTransferForm(initial={"amount": invoice.amount_due})
+            form = BankTransferForm(
+                initial={"amount": invoice.amount_due, "value_date": site_today(invoice.order.site)}
+            )
         context = {
             **self.admin_site.each_context(request),
             "title": _("Mark invoice %(n)s paid by bank transfer") % {"n": invoice.number},

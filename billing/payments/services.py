@@ -34,7 +34,7 @@ from billing.models import (
     StripeEventStatus,
 )
 from billing.orders.selectors import order_later_open_invoice, order_open_invoice
-from billing.orders.services import invoice_amount_paid
+from billing.orders.services import invoice_left_to_pay
 from core import lifecycle
 from core.errors import DomainError
 from core.texts import Text
@@ -162,7 +162,7 @@ def payment_card_start(*, order: Order, actor: Actor) -> tuple[Payment, str]:
                 _("Order %(n)s has no invoice open for payment.") % {"n": order.number}
             )
         # Partial payments: the intent is for what is still due.
-        due = invoice.gross_total - invoice_amount_paid(invoice)
+        due = invoice_left_to_pay(invoice)  # less payments and applied credits
         intents = Payment.objects.filter(invoice=invoice, stripe_payment_intent__isnull=False)
         try:
             existing = intents.order_by("-created_at", "-pk").first()

@@ -434,6 +434,7 @@ def _intent_succeeded_record(payment: Payment, intent: dict[str, Any], stamped: 
         },
         locked=True,
     )
+    jobs.enqueue("billing.tasks.payment_receipt_email", payment.pk)  # sent once
     if payment.amount_refunded >= payment.amount:
         lifecycle.transition(
             payment,

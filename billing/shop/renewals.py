@@ -29,7 +29,7 @@ from django.db import transaction
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from billing.models import ORDER_IN_SERVICE_STATUSES, Order, Renewal
+from billing.models import ORDER_IN_SERVICE_STATUSES, Order, Quote, QuoteStatus, Renewal
 from billing.orders.acceptance import quote_accept
 from billing.orders.selectors import order_nodes
 from billing.quotes.services import common as quote_common
@@ -38,6 +38,7 @@ from billing.quotes.services.pricing import quote_items
 from core import jobs, lifecycle
 from core.errors import DomainError
 from core.texts import Text
+from core.types import Actor
 
 logger = logging.getLogger(__name__)
 
@@ -104,9 +105,12 @@ def renewal_offer(*, order_id: int) -> Renewal | None:
                     start_date=start_date,
                     items=quote_items(old),
                     actor=creator,
-                    extra_discount=min(old.extra_discount, quote_common.discount_limit(creator)),
+                    # The approved terms carry over: the discount the order was sold with
+                    # (a manager's approval above the creator's own limit included).
+                    extra_discount=old.extra_discount,
                     language=old.language,
                 )
+                _carry_approval(quote, old, creator)
                 quote = quote_send(
                     quote=quote,
                     actor=creator,
@@ -144,9 +148,59 @@ def renewal_offer(*, order_id: int) -> Renewal | None:
     return renewal
 
 
+def _carry_approval(quote: Quote, old: Quote, creator: Actor) -> None:
+    """A renewal keeps the order's approved discount: where it is above the creator's own
+    limit, the original approval carries over (recorded on the renewal quote, by no one)."""
+    if quote.extra_discount <= quote_common.discount_limit(creator):
+        return
+    reason = Text(
+        "Renewal: the %(discount)s discount approved for quote %(n)s v%(v)s carries over.",
+        discount=f"{old.extra_discount:.2%}",
+        n=old.number,
+        v=old.version,
+    )
+    quote = quote_common.lock(quote)
+    quote_common.move(quote, QuoteStatus.PENDING_APPROVAL, None, reason)
+    quote_common.move(quote, QuoteStatus.APPROVED, None, reason)
+
+
+def _price_changes(order: Order, renewal: Renewal) -> list[str]:
+    """Every line whose unit price differs from the order's (a new price book)."""
+    if renewal.quote is None:
+        return []
+    before = {(line.kind, line.code): line for line in order.quote.lines.all()}
+    changes = []
+    for line in renewal.quote.lines.all():
+        was = before.get((line.kind, line.code))
+        if was is not None and was.unit_price != line.unit_price:
+            changes.append(
+                _("%(item)s: unit price %(old)s → %(new)s (the price list in force).")
+                % {
+                    "item": line.localized_description(),
+                    "old": was.unit_price,
+                    "new": line.unit_price,
+                }
+            )
+    if renewal.quote.extra_discount != order.quote.extra_discount:
+        changes.append(
+            _("Extra discount %(old)s → %(new)s.")
+            % {
+                "old": f"{order.quote.extra_discount:.2%}",
+                "new": f"{renewal.quote.extra_discount:.2%}",
+            }
+        )
+    return changes
+
+
 def _renewal_notes(order: Order, renewal: Renewal) -> str:
     ends = timezone.localtime(order.end_at, order.site.tzinfo).strftime("%Y-%m-%d")
     head = _("Renewal of order %(n)s, which ends on %(d)s.") % {"n": order.number, "d": ends}
+    changes = _price_changes(order, renewal)
+    head += " " + (
+        " ".join([_("What changes:"), *changes])
+        if changes
+        else _("Same prices and discount as the order.")
+    )
     if not renewal.replaced:
         return (
             head

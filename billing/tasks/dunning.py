@@ -32,3 +32,15 @@ def dunning_notice_email(notice_id: int) -> str:
 def suspension_email(suspension_id: int, kind: str) -> str:
     """Tell the customer their order was suspended or resumed; sends once each."""
     return dunning_emails.suspension_email_send(suspension_id=suspension_id, kind=kind)
+
+
+@shared_task(name="billing.tasks.invoice_issued_email", **MAIL_TASK_OPTIONS)
+def invoice_issued_email(invoice_id: int) -> str:
+    """Email an issued invoice with its PDF and bank details; sends once."""
+    return dunning_emails.invoice_issued_email_send(invoice_id=invoice_id)
+
+
+@shared_task(name="billing.tasks.payment_receipt_email", **MAIL_TASK_OPTIONS)
+def payment_receipt_email(payment_id: int) -> str:
+    """Email a receipt for a payment received; sends once."""
+    return dunning_emails.payment_receipt_email_send(payment_id=payment_id)

@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 from accounts.models import Membership, Organisation, SshPublicKey
 from accounts.selectors import display_name
 from billing.dunning import services as dunning
+from billing.invoicing import ledger
 from billing.invoicing import services as invoicing
 from billing.models import (
     ORDER_PAID_STATUSES,
@@ -319,15 +320,21 @@ def invoice_for_org(organisation: Organisation, number: str) -> Invoice | None:
 
 
 def order_money(order: Order) -> dict[str, Any]:
-    """The order page's credit notes and the invoice schedule over the term (each period
-    with its total and whether its document is issued)."""
+    """The order page's credit notes, the customer's credit balance, and the periods of
+    the term still to be invoiced with their planned totals (an issued period is its
+    invoice row, with what it really charges and whether it is paid)."""
     issued = {i.period_seq for i in order.invoices.all() if i.period_seq}
     periods = invoicing.order_schedule(order)
     return {
         "credit_notes": list(order.credit_notes.select_related("invoice")),
+        "credit_balance": ledger.credit_balance(
+            organisation=order.organisation_id, currency=order.currency
+        ),
+        "has_schedule": len(periods) > 1,
         "invoice_schedule": [
-            {"seq": p.seq, "start": p.start, "gross": p.gross, "issued": p.seq in issued}
+            {"seq": p.seq, "start": p.start, "gross": p.gross}
             for p in periods
+            if p.seq not in issued
         ]
         if len(periods) > 1
         else [],

@@ -109,6 +109,9 @@ PORTAL_SEED_DEMO_CONTRACT = env.bool("PORTAL_SEED_DEMO_CONTRACT", default=True)
 # --- Invoices over the term ------------------------------------------------------------
 # Later billing periods are issued this many days before they start.
 PORTAL_INVOICE_ISSUE_DAYS = env.int("PORTAL_INVOICE_ISSUE_DAYS", default=14)
+# A credit note above this gross amount (in its own currency) waits for a second finance
+# approval before it is issued (``billing.credits.services.credit_note_request``).
+PORTAL_CREDIT_NOTE_APPROVAL_ABOVE = env.str("PORTAL_CREDIT_NOTE_APPROVAL_ABOVE", default="50000")
 # The metering system's token for POST /api/usage/ ("" = staff sessions only).
 PORTAL_USAGE_API_TOKEN = env.str("PORTAL_USAGE_API_TOKEN", default="")
 

@@ -309,3 +309,37 @@ def test_missed_reminders_are_skipped_not_sent_in_a_burst_and_the_date_moves(dem
     assert notice.suspend_on == late + timedelta(days=7)
     assert dunning.dunning_run(now=due + timedelta(days=10, hours=1)).suspended == 0
     assert dunning.dunning_run(now=late + timedelta(days=7)).suspended == 1
+
+
+def test_a_suspension_ends_when_a_paid_period_begins_and_the_nodes_are_powered_on(demo, fleet):
+    """Issue 24, point 3: period 2 unpaid, period 3 paid: suspended in period 2, never in
+    period 3 (powered on again at its start, and the order's history says so)."""
+    order = make_order(demo, nodes=1, duration=3)
+    hosts = delivered(order, fleet)
+    second_start = order.start_at + relativedelta(months=1)
+    third_start = order.start_at + relativedelta(months=2)
+    second = period_invoice(order, month=1, due_at=second_start)
+    third = period_invoice(order, month=2, due_at=third_start)
+    lifecycle.transition(third, to=InvoiceStatus.PAID, reason="test: paid ahead")
+    for days in (-7, -3, 0, 3):
+        dunning.dunning_run(now=second_start + timedelta(days=days, hours=1))
+    assert dunning.dunning_run(now=second_start + timedelta(days=10, hours=1)).suspended == 1
+    run_outbox(POWER)
+    assert {fleet[h].power for h in hosts} == {"off"}
+    # The last minute of period 2: still suspended. Period 3 (paid) begins: resumed.
+    assert dunning.dunning_run(now=third_start - timedelta(minutes=1)).resumed == 0
+    assert dunning.dunning_run(now=third_start + timedelta(minutes=1)).resumed == 1
+    suspension = Suspension.objects.get(order=order)
+    assert suspension.status == SuspensionStatus.RESUMED
+    reason = suspension.events.get(to_status=SuspensionStatus.RESUMED).reason
+    third_day = local_day(order, third_start)
+    assert f"The billing period from {third_day} is paid (invoice {third.number})" in reason
+    assert f"Invoice {second.number} is still unpaid" in reason
+    run_outbox(POWER)
+    assert {fleet[h].power for h in hosts} == {"on"}
+    notes = list(order.events.values_list("reason", flat=True))
+    assert any(n.startswith("Nodes powered on again: ") and hosts[0] in n for n in notes)
+    # Invoice 2 is still unpaid, but no suspension starts inside the paid period 3.
+    assert dunning.dunning_run(now=third_start + timedelta(days=5)).suspended == 0
+    second.refresh_from_db()
+    assert second.status == InvoiceStatus.ISSUED

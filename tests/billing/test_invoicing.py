@@ -119,6 +119,12 @@ def test_staff_export_the_fapiao_requests_as_csv_for_the_tax_software(client, de
     invoice = order.invoices.get()
     with translation.override("en"):
         url = reverse("admin:billing_invoice_changelist")
+    client.force_login(demo["admin"])
+    action = {"action": "export_fapiao_csv", "_selected_action": [invoice.pk]}
+    unpaid = client.post(url, action).content.decode("utf-8-sig")
+    assert invoice.number not in unpaid  # only paid documents get a fapiao
+    orders.invoice_mark_paid_by_transfer(invoice=invoice, reference="CMB-1", actor=demo["admin"])
+    client.logout()
     action = {"action": "export_fapiao_csv", "_selected_action": [invoice.pk]}
     client.force_login(demo["customer"])
     assert client.post(url, action).status_code == 302  # to the admin login, no file
@@ -131,9 +137,21 @@ def test_staff_export_the_fapiao_requests_as_csv_for_the_tax_software(client, de
     assert rows[0]["buyer_title"] == "'=HYPERLINK(1)"
     assert rows[0]["buyer_tax_id"] == org.tax_id
     assert rows[0]["fapiao_type"] == org.fapiao_type
-    # One row per tax category and rate; together they are the document's totals.
-    assert sum(Decimal(r["gross"]) for r in rows) == invoice.gross_total
+    # One row per line (and per discount); together they are the document's totals.
+    assert sum(Decimal(r["amount"]) for r in rows) == invoice.net_total
+    assert sum(Decimal(r["tax"]) for r in rows) == invoice.vat_total
     assert {r["tax_category"] for r in rows} == {li.tax_category for li in invoice.lines.all()}
+    # The node line: 2 nodes × 1 month × 100,000.00 = 200,000.00 (数量 × 单价 = 金额),
+    # 6 %, the IT-service code, named as the tax system wants it.
+    node = next(r for r in rows if r["specification"] == demo["h100"].code)
+    assert (node["quantity"], node["unit_price"], node["amount"]) == ("2", "100000.00", "200000.00")
+    assert node["unit"] == "台·月" and node["item_name"].startswith("*信息技术服务*")
+    assert node["tax_code"] == "3040205000000000000" and Decimal(node["tax_rate"]) == Decimal(
+        "0.06"
+    )
+    for row in rows:
+        if row["line_kind"] == "item":
+            assert Decimal(row["quantity"]) * Decimal(row["unit_price"]) == Decimal(row["amount"])
 
 
 def test_an_order_billed_whole_before_the_schedule_gets_no_period_invoices(demo):
@@ -145,3 +163,55 @@ def test_an_order_billed_whole_before_the_schedule_gets_no_period_invoices(demo)
     orders.invoice_mark_paid_by_transfer(invoice=invoice, reference="CMB-1", actor=demo["admin"])
     assert invoicing.invoices_issue_due(now=order.end_at) == 0
     assert order.invoices.count() == 1
+
+
+def test_invoice_lines_show_list_discount_and_net_and_the_fapiao_a_discount_line(demo):
+    from billing.credits import services as credits
+    from billing.invoicing.exports import fapiao_rows
+    from billing.models import TaxCategory
+
+    order = make_order(demo, term="year", duration=1)
+    invoice = order.invoices.get()
+    node = invoice.lines.get(code=demo["h100"].code)
+    # 2 nodes × 12 months × 100,000.00 = 2,400,000.00 list; H100 annual 85 %: discount
+    # 360,000.00; net 2,040,000.00; VAT 6 % = 122,400.00.
+    assert (node.quantity, node.periods, node.unit_price) == (2, 12, Decimal("100000.00"))
+    assert (node.list_amount, node.discount, node.net) == (
+        Decimal("2400000.00"),
+        Decimal("360000.00"),
+        Decimal("2040000.00"),
+    )
+    orders.invoice_mark_paid_by_transfer(invoice=invoice, reference="CMB-1", actor=demo["admin"])
+    note = credits.credit_note_issue(
+        invoice=invoice,
+        lines=[
+            credits.CreditLine(
+                description="SLA credit",
+                description_zh="SLA 服务抵扣",
+                net=Decimal("1000"),
+                vat_rate=Decimal("0.06"),
+                tax_category=TaxCategory.IT_SERVICE,
+            )
+        ],
+        reason="test",
+        actor=demo["admin"],
+    )
+    invoice.refresh_from_db()
+    rows = fapiao_rows(invoices=[invoice], credit_notes=[note])
+    item, discount = [r for r in rows if r["specification"] == demo["h100"].code]
+    assert (item["line_kind"], item["quantity"], item["unit_price"], item["amount"]) == (
+        "item",
+        "24",
+        "100000.00",
+        "2400000.00",
+    )
+    # The discount's own line; the two taxes add up to the line's: 144,000 − 21,600.
+    assert (discount["line_kind"], discount["amount"]) == ("discount", "-360000.00")
+    assert Decimal(item["tax"]) + Decimal(discount["tax"]) == node.vat == Decimal("122400.00")
+    credit = rows[-1]
+    assert (credit["document_kind"], credit["corrects_number"]) == ("credit_note", invoice.number)
+    assert (credit["line_kind"], credit["amount"], credit["tax"]) == (
+        "credit",
+        "-1000.00",
+        "-60.00",
+    )

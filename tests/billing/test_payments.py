@@ -267,15 +267,26 @@ def test_staff_mark_a_transfer_paid_in_the_back_office(client, demo, no_stripe, 
     # More than is due is refused on the same page, nothing recorded.
     too_much = str(invoice.gross_total + 1)
     page = client.post(
-        changelist, {**action, "apply": "1", "reference": "CMB-77", "amount": too_much}
+        changelist,
+        {
+            **action,
+            "apply": "1",
+            "reference": "CMB-77",
+            "amount": too_much,
+            "value_date": "2026-12-02",
+        },
     )
     assert page.status_code == 200 and "still due on invoice" in page.content.decode()
     assert Payment.objects.count() == 0
-    response = client.post(
-        changelist,
-        {**action, "apply": "1", "reference": "CMB-2026-77", "amount": str(invoice.gross_total)},
+    # The value date is asked for (prefilled with today) and kept.
+    assert 'name="value_date"' in page.content.decode()
+    no_date = {**action, "apply": "1", "reference": "CMB-2026-77", "amount": invoice.gross_total}
+    assert client.post(changelist, no_date).status_code == 200
+    assert Payment.objects.count() == 0
+    response = client.post(changelist, {**no_date, "value_date": "2026-12-02"}, follow=True)
+    assert f"which is now paid in full (order {order.number} is confirmed)" in (
+        response.content.decode()
     )
-    assert response.status_code == 302
     order.refresh_from_db()
     invoice.refresh_from_db()
     assert order.status == OrderStatus.PAID
@@ -285,16 +296,23 @@ def test_staff_mark_a_transfer_paid_in_the_back_office(client, demo, no_stripe, 
         demo["admin"],
     )
     payment = Payment.objects.get()
-    assert (payment.method, payment.status, payment.reference) == (
+    assert (payment.method, payment.status, payment.reference, str(payment.value_date)) == (
         PaymentMethod.BANK_TRANSFER,
         PaymentStatus.SUCCEEDED,
         "CMB-2026-77",
+        "2026-12-02",
     )
     assert {r.status for r in reservations(order)} == {ReservationStatus.FIRM}
     # Marking it twice says so instead of paying twice.
     response = client.post(
         changelist,
-        {**action, "apply": "1", "reference": "CMB-2026-78", "amount": str(invoice.gross_total)},
+        {
+            **action,
+            "apply": "1",
+            "reference": "CMB-2026-78",
+            "amount": str(invoice.gross_total),
+            "value_date": "2026-12-02",
+        },
     )
     assert "already paid" in response.content.decode()
     assert Payment.objects.count() == 1

@@ -169,3 +169,45 @@ def test_auto_renewal_accepts_the_renewal_and_the_contract_path_follows(demo):
     assert [m.subject for m in mail.outbox if "renewed" in m.subject] == [
         f"Order {order.number} is renewed"
     ]
+
+
+def test_a_renewal_keeps_the_approved_discount_and_says_nothing_else_changes(demo):
+    """Issue 24, point 6: the order was sold at a manager-approved 12 % (above the sales
+    limit); its renewal keeps 12 % (2 nodes × 100,000 × 88 % = 176,000.00 net), not the
+    salesperson's own limit."""
+    from decimal import Decimal
+
+    from billing.orders import acceptance
+    from billing.orders.services import order_mark_paid
+    from billing.quotes import services as qs
+    from billing.quotes.services import approvals
+    from tests import factories
+
+    quote = qs.quote_create(
+        site=demo["sz"],
+        organisation=demo["org"],
+        contact_name="Li Wei",
+        contact_email="li.wei@example.com",
+        term="month",
+        duration=1,
+        start_date=demo["start"],
+        items=[qs.ItemSpec(kind="node", quantity=Decimal(2), node_type_id=demo["h100"].pk)],
+        actor=demo["sales"],
+        extra_discount=Decimal("0.12"),
+        language="en",
+    )
+    approvals.quote_request_approval(quote=quote, actor=demo["sales"])
+    approvals.quote_approve(quote=quote, actor=demo["manager"])
+    quote = qs.quote_send(quote=Quote.objects.get(pk=quote.pk), actor=demo["sales"])
+    assert quote.net_total == Decimal("176000.00")
+    order = acceptance.quote_accept(quote=quote, user=demo["customer"], name="Li", ip="203.0.113.9")
+    factories.contract_signed_shortcut(order)
+    order, _ = order_mark_paid(order=order)
+    renewal = renewals.renewal_offer(order_id=order.pk)
+    assert renewal is not None and renewal.quote is not None
+    again = renewal.quote
+    assert again.extra_discount == Decimal("0.12")
+    assert again.net_total == Decimal("176000.00")  # was 180,000.00 at the 10 % limit
+    assert again.status == QuoteStatus.SENT
+    assert "Same prices and discount as the order." in again.notes
+    assert "carries over" in again.events.get(to_status=QuoteStatus.APPROVED).reason

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from decimal import Decimal
+from fractions import Fraction
 from zoneinfo import ZoneInfo
 
 from billing.pricing.sla import (
@@ -71,8 +72,8 @@ def test_maintenance_announced_too_late_counts():
         planned=(PlannedWindow(at(20, 0), at(20, 1), announced_at=at(19, 12)),),
     )
     credit = node_credit(facts, start=START, end=END, node_charge=Decimal("1000.00"))
-    # 1 h of 744: 99.866 % → below 99.9: 10 % of 1,000.00 = 100.00.
-    assert (credit.availability, credit.amount) == (Decimal("99.866"), Decimal("100.00"))
+    # 1 h of 744: 99.86559…% (shown truncated, 99.865) → below 99.9: 10 % of 1,000.00.
+    assert (credit.availability, credit.amount) == (Decimal("99.865"), Decimal("100.00"))
 
 
 def test_the_table_tiers_and_degradation_margin():
@@ -86,3 +87,18 @@ def test_the_table_tiers_and_degradation_margin():
     assert not is_degraded(baseline=Decimal("900"), measured=Decimal("810"), margin=Decimal("0.10"))
     clean = node_credit(NodeFacts("n"), start=START, end=END, node_charge=Decimal("80000.00"))
     assert (clean.availability, clean.amount) == (Decimal("100.000"), Decimal("0.00"))
+
+
+def test_the_tier_is_chosen_on_the_exact_availability_never_a_rounded_one():
+    # 99.8995 % exactly: 0.1005 % of 744 h = 2,691.792 s down. Rounded to three places it
+    # would be 99.900 % (no credit); exact, it is below 99.9 %: 10 %.
+    down = timedelta(seconds=2691, microseconds=792000)
+    facts = NodeFacts("n", outages=(Outage("faulty", at(3), at(3) + down, ""),))
+    credit = node_credit(facts, start=START, end=END, node_charge=Decimal("80000.00"))
+    assert credit.exact_availability == Fraction(998995, 10000)
+    assert (credit.availability, credit.credit_percent) == (Decimal("99.899"), Decimal("10"))
+    assert credit.amount == Decimal("8000.00")
+    # Exactly 0.1 % of 744 h (2,678.4 s) down is 99.9 %, not below it: no credit.
+    limit = timedelta(seconds=2678, microseconds=400000)
+    at_limit = NodeFacts("n", outages=(Outage("faulty", at(3), at(3) + limit, ""),))
+    assert node_credit(at_limit, start=START, end=END, node_charge=Decimal("1")).credit_percent == 0

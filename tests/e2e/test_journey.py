@@ -201,7 +201,8 @@ def test_sign_up_configure_pay_by_transfer_and_see_the_order_paid(pages, settle_
     finance.get_by_label("Transfer reference").fill(TRANSFER_REFERENCE)
     finance.get_by_role("button", name="Mark paid").click()
     expect(finance.locator("ul.messagelist")).to_contain_text(
-        f"Invoice {invoice.number} is paid; order {order.number} is confirmed."
+        f"on invoice {invoice.number}, which is now paid in full "
+        f"(order {order.number} is confirmed)"
     )
     pages.assert_no_server_errors()
 

@@ -22,7 +22,9 @@ def test_the_configure_page_in_chinese_has_no_english(demo, client):
     html = client.get("/zh-hans/configure/?site=HK&node_type=e5-baremetal").content.decode()
     assert _options(html, "site") == ["香港", "深圳"]
     assert "E5 裸金属服务器" in _options(html, "node_type")
-    assert "预估用量，按实际用量计费" in html  # the egress add-on's note
+    assert (
+        "整个租期的预付流量额度，随首期付款通知书收取；超出部分按月按实际用量后付" in html
+    )  # the egress add-on's note
     assert "Hong Kong" not in html and "Asia/" not in html
     assert english_words(html) == []
 

@@ -3,8 +3,8 @@ event history, swaps) and billing turns them into credits once, nobody claiming 
 
 from __future__ import annotations
 
-from datetime import timedelta
-from decimal import Decimal
+from datetime import date, timedelta
+from decimal import ROUND_DOWN, Decimal
 
 import pytest
 
@@ -26,7 +26,8 @@ pytestmark = pytest.mark.django_db
 
 
 def test_facts_from_the_records_give_the_hand_computed_credit(demo):
-    order = make_order(demo, term="month", duration=2)
+    # From the 1st: the first billing period is the calendar month measured (744 h).
+    order = make_order(demo, term="month", duration=2, start=date(2027, 1, 1))
     orders.invoice_mark_paid_by_transfer(
         invoice=order.invoices.get(), reference="T-1", actor=demo["admin"]
     )
@@ -66,7 +67,8 @@ def test_facts_from_the_records_give_the_hand_computed_credit(demo):
     # 7 h is less: below 99.9 %, the 10 % tier.
     for hostname, down_hours, percent in ((first.hostname, 8, 25), (second.hostname, 7, 10)):
         credit = credits[hostname]
-        expected = (100 * (1 - down_hours / hours)).quantize(Decimal("0.001"))
+        # Shown truncated to three places (the tier uses the exact value).
+        expected = (100 * (1 - down_hours / hours)).quantize(Decimal("0.001"), ROUND_DOWN)
         assert credit.availability == expected
         assert credit.credit_percent == percent
         assert credit.amount == (credit.node_charge * percent / 100).quantize(Decimal("0.01"))
@@ -92,7 +94,8 @@ def _validation(node, order, at, *, accepted, measured, acceptance=False):
 
 
 def test_failed_and_degraded_revalidations_are_downtime_against_the_acceptance_baseline(demo):
-    order = make_order(demo, term="month", duration=2)
+    # From the 1st: the first billing period is the calendar month measured (744 h).
+    order = make_order(demo, term="month", duration=2, start=date(2027, 1, 1))
     orders.invoice_mark_paid_by_transfer(
         invoice=order.invoices.get(), reference="T-1", actor=demo["admin"]
     )
@@ -132,5 +135,5 @@ def test_failed_and_degraded_revalidations_are_downtime_against_the_acceptance_b
     hours = Decimal((p1.end - p1.start).total_seconds()) / 3600
     # 6 h degraded + 4 h failed = 10 h of a 720 or 744 h month: more than 1 % (7.2 /
     # 7.44 h), less than 5 %: below 99 %, the 25 % tier.
-    assert credit.availability == (100 * (1 - 10 / hours)).quantize(Decimal("0.001"))
+    assert credit.availability == (100 * (1 - 10 / hours)).quantize(Decimal("0.001"), ROUND_DOWN)
     assert credit.credit_percent == 25
