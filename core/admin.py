@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.timesince import timesince
 from django.utils.translation import gettext_lazy, ngettext
 
-from core import outbox
+from core import outbox, task_labels
 from core.admin_base import ReadOnlyAdmin
 from core.models import OutboxMessage, OutboxStatus
 
@@ -20,10 +20,14 @@ class OutboxMessageAdmin(ReadOnlyAdmin):
     list_filter = ("status",)
     ordering = ("-created_at",)
     actions = ("publish_now",)
+    # The work in words (``tasks``), not the raw steps with their task names.
+    fields = ("tasks", "status", "attempts", "next_attempt_at", "last_error", "created_at")
+    readonly_fields = fields
 
     @admin.display(description=gettext_lazy("tasks"))
     def tasks(self, obj: OutboxMessage) -> str:
-        return " → ".join(obj.task_names)
+        # What the work does, in the page's language (never the tasks' Python names).
+        return " → ".join(task_labels.label(name) for name in obj.task_names)
 
     @admin.display(description=gettext_lazy("waiting for"))
     def age(self, obj: OutboxMessage) -> str:
@@ -32,7 +36,7 @@ class OutboxMessageAdmin(ReadOnlyAdmin):
         return timesince(obj.created_at, timezone.now())
 
     def has_publish_permission(self, request: HttpRequest) -> bool:
-        return request.user.is_staff
+        return request.user.has_perm("core.change_outboxmessage")
 
     @admin.action(description=gettext_lazy("Publish now"), permissions=["publish"])
     def publish_now(self, request: HttpRequest, queryset: QuerySet[OutboxMessage]) -> None:

@@ -10,7 +10,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from core import texts
+from core import task_labels, texts
 
 
 class LifecycleEvent(models.Model):
@@ -133,7 +133,7 @@ class OutboxMessage(models.Model):
         ]
 
     def __str__(self) -> str:
-        return " → ".join(step[0] for step in self.steps)
+        return " → ".join(task_labels.label(step[0]) for step in self.steps)
 
     @property
     def task_names(self) -> list[str]:

@@ -27,4 +27,9 @@ class ProvisioningConfig(AppConfig):
     verbose_name = _("Provisioning")
 
     def ready(self) -> None:
+        from provisioning.validation import system_checks  # noqa: F401 - registers them
+
         post_migrate.connect(seed_validation_rules, sender=self)
+        from provisioning.health.signals import connect
+
+        connect()

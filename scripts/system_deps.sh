@@ -6,9 +6,11 @@
 # download browsers here), openssh-server (tests/provisioning/test_ssh_runner.py starts
 # its own sshd from a temporary folder on a free port of 127.0.0.1 to test the validation
 # agent's SSH runner; the system's ssh service that the package installs is not wanted, so
-# when this script installs the package it disables that service again).
+# when this script installs the package it disables that service again), prometheus
+# (Debian's 2.42: `make run` and tests/integration start it as a plain process on
+# 127.0.0.1; its system service is disabled again like ssh's).
 set -euo pipefail
-packages=(fonts-noto-cjk libharfbuzz-subset0 poppler-utils gettext libpango-1.0-0 libpangoft2-1.0-0 chromium openssh-server)
+packages=(fonts-noto-cjk libharfbuzz-subset0 poppler-utils gettext libpango-1.0-0 libpangoft2-1.0-0 chromium openssh-server prometheus)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -21,4 +23,7 @@ $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 if [[ " ${missing[*]} " == *" openssh-server "* ]] && command -v systemctl >/dev/null; then
   $sudo systemctl disable --now ssh >/dev/null 2>&1 || true
+fi
+if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null; then
+  $sudo systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 || true
 fi

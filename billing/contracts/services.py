@@ -364,11 +364,14 @@ def contract_sign(
 
 # --- The provider's countersignature and seal -------------------------------------------
 
+#: Who may countersign (the admin's action and this service check it).
+COUNTERSIGN_PERMISSION = "billing.countersign_contract"
+
 
 def contract_countersign(*, contract: Contract, actor: Actor) -> Contract:
     """Staff countersign; the sealed PDF is made on the documents queue; a paid order is
     released for provisioning."""
-    if actor is None or not actor.is_staff:
+    if actor is None or not actor.is_staff or not actor.has_perm(COUNTERSIGN_PERMISSION):
         raise DomainError(_("Only staff countersign contracts."))
     with transaction.atomic():
         locked = Contract.objects.select_for_update().get(pk=contract.pk)

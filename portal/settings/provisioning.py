@@ -59,6 +59,9 @@ VALIDATION_SSH_KNOWN_HOSTS = env.str("VALIDATION_SSH_KNOWN_HOSTS", default="")
 VALIDATION_SSH_CONNECT_TIMEOUT_S = env.float("VALIDATION_SSH_CONNECT_TIMEOUT_S", default=15.0)
 VALIDATION_SSH_PYTHON = env.str("VALIDATION_SSH_PYTHON", default="python3")
 VALIDATION_AGENT_TIMEOUT_S = env.float("VALIDATION_AGENT_TIMEOUT_S", default=600.0)
+# An agent document whose GEMM/copy figures were injected (the test seam,
+# PROVISIONING_AGENT_INJECT_FIGURES) is rejected unless this is on: tests only.
+VALIDATION_ALLOW_INJECTED_FIGURES = False
 VALIDATION_AGENT_SIZES = env.list("VALIDATION_AGENT_SIZES", default=[])
 # Beat runs the quick profile on idle nodes this often (hours); a node booked now or within
 # the margin (minutes) is never touched.
@@ -66,3 +69,27 @@ VALIDATION_IDLE_SWEEP_HOURS = env.float("VALIDATION_IDLE_SWEEP_HOURS", default=6
 VALIDATION_IDLE_BOOKING_MARGIN_MINUTES = env.int(
     "VALIDATION_IDLE_BOOKING_MARGIN_MINUTES", default=60
 )
+# --- Telemetry and health (day two: provisioning/telemetry, provisioning/health) ------
+# Prometheus that scrapes the nodes ("" none: nothing is evaluated, the panel says so).
+# `make run` starts Debian's prometheus on PORTAL_PROMETHEUS_PORT when it is installed.
+PORTAL_PROMETHEUS_URL = env.str("PORTAL_PROMETHEUS_URL", default="")
+PORTAL_PROMETHEUS_PORT = env.int("PORTAL_PROMETHEUS_PORT", default=9090)
+PORTAL_PROMETHEUS_SCRAPE_INTERVAL_S = env.float("PORTAL_PROMETHEUS_SCRAPE_INTERVAL_S", default=15.0)
+PORTAL_PROMETHEUS_RETENTION = env.str("PORTAL_PROMETHEUS_RETENTION", default="15d")
+PORTAL_PROMETHEUS_TIMEOUT_S = env.float("PORTAL_PROMETHEUS_TIMEOUT_S", default=5.0)
+# The bearer token Prometheus presents to the service discovery and the simulated
+# exporters ("" derives one from SECRET_KEY; production sets its own secret).
+PORTAL_TELEMETRY_TOKEN = env.str("PORTAL_TELEMETRY_TOKEN", default="")
+# Where Prometheus reaches the portal for simulated nodes' exporters (host:port; ""
+# takes the host of PORTAL_BASE_URL).
+PORTAL_TELEMETRY_SIMULATED_TARGET = env.str("PORTAL_TELEMETRY_SIMULATED_TARGET", default="")
+# Real nodes: dcgm-exporter's and node_exporter's ports.
+PORTAL_TELEMETRY_DCGM_PORT = env.int("PORTAL_TELEMETRY_DCGM_PORT", default=9400)
+PORTAL_TELEMETRY_NODE_EXPORTER_PORT = env.int("PORTAL_TELEMETRY_NODE_EXPORTER_PORT", default=9100)
+# Beat evaluates the health rules this often (s); detection is within one scrape plus this.
+PORTAL_HEALTH_EVALUATE_EVERY_S = env.float("PORTAL_HEALTH_EVALUATE_EVERY_S", default=15.0)
+# Low utilisation: an order's mean GPU utilisation under the threshold for this long.
+PORTAL_LOW_UTIL_THRESHOLD = env.float("PORTAL_LOW_UTIL_THRESHOLD", default=0.75)
+PORTAL_LOW_UTIL_MINUTES = env.int("PORTAL_LOW_UTIL_MINUTES", default=30)
+# The monitoring panel's charts refresh this often (s; htmx, no reload).
+PORTAL_PANEL_REFRESH_S = env.int("PORTAL_PANEL_REFRESH_S", default=15)

@@ -1,9 +1,18 @@
-"""``python -m provisioning.agent [--profile quick|acceptance] [--sizes K=V ...] [--timeout S]``
+"""``python -m provisioning.agent [--profile quick|acceptance] [--sizes K=V ...] [--out FILE]``
 
-Prints ONE JSON document on stdout: ``agent_version``, ``profile``, ``started_at``,
-``host`` (facts) and ``checks`` (each: name, device, status completed/failed/skipped,
-metric, unit, value, raw, raw_format, return_code, reason, duration_s, details).
-Exit status 0 whenever the document was written (judging is the portal's job).
+Writes JSON Lines on stdout (and, with ``--out``, to FILE, flushed and synced line by
+line), so that an agent killed or timed out keeps every check that finished:
+
+1. ``{"type": "start", "agent_version", "profile", "started_at", "planned": [check
+   names], "time_limit_s", "host": {facts}}``;
+2. one ``{"type": "check", "name", "device", "status" (completed/failed/skipped),
+   "raw", "raw_sha256", "raw_format", "return_code", "reason", "duration_s", "details",
+   "metric", "unit", "value"}`` per check, as soon as it finished;
+3. ``{"type": "end", "finished_at"}``: its absence means the agent did not finish.
+
+The portal (``provisioning.validation.interface.agent_document``) folds the lines into
+one document and derives every metric from the raw outputs. Exit status 0 whenever the
+lines were written (judging is the portal's job).
 """
 
 from __future__ import annotations
@@ -11,12 +20,16 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import re
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import IO, Any
 
 from . import __version__, gpu, host
 from .checks import CHECKS, make_settings, run_checks
+from .gpu import INJECT_ENV
+from .profiles import PROFILES
 
 _SUFFIX = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 _SIZE_KEYS = {"gemm": "gemm_n", "copy": "copy_bytes", "allreduce": "allreduce_bytes"}
@@ -48,9 +61,31 @@ def detect_device(requested: str, inventory: dict[str, Any]) -> str:
     return "cuda" if inventory["gpus"] or gpu.cuda_available() else "cpu"
 
 
-def build_report(argv: list[str] | None = None) -> dict[str, Any]:
+class LineWriter:
+    """One JSON object per line to stdout and, optionally, a file (synced per line)."""
+
+    def __init__(self, stream: IO[str], path: str | None) -> None:
+        self.streams = [stream]
+        self.file = open(path, "a", encoding="utf-8") if path else None
+        if self.file is not None:
+            self.streams.append(self.file)
+
+    def __call__(self, obj: dict[str, Any]) -> None:
+        line = json.dumps(obj, default=str) + "\n"
+        for stream in self.streams:
+            stream.write(line)
+            stream.flush()
+        if self.file is not None:
+            os.fsync(self.file.fileno())
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m provisioning.agent", description=__doc__)
-    ap.add_argument("--profile", choices=["quick", "acceptance"], default="quick")
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="quick")
     ap.add_argument(
         "--sizes",
         nargs="*",
@@ -61,6 +96,18 @@ def build_report(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--timeout", type=float, default=None, help="seconds per check/command")
     ap.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
     ap.add_argument("--only", default="", help=f"comma list of checks: {', '.join(CHECKS)}")
+    ap.add_argument(
+        "--gemm-seconds",
+        type=float,
+        default=None,
+        help="sustained GEMM duration (default: the profile's, 60 s for acceptance)",
+    )
+    ap.add_argument("--out", default=None, help="also append the JSON lines to this file")
+    return ap
+
+
+def run(argv: list[str] | None, emit: Callable[[dict[str, Any]], None]) -> None:
+    ap = _parser()
     args = ap.parse_args(argv)
     try:
         sizes = parse_sizes(args.sizes)
@@ -77,22 +124,38 @@ def build_report(argv: list[str] | None = None) -> dict[str, Any]:
     settings = make_settings(args.profile, device, args.timeout)
     for key, value in sizes.items():
         setattr(settings, key, value)
+    if args.gemm_seconds is not None:
+        settings.gemm_seconds = args.gemm_seconds
     settings.inventory = inventory
-    checks = run_checks(settings, only or None)
-    return {
-        "agent_version": __version__,
-        "profile": args.profile,
-        "started_at": started.isoformat(),
-        "finished_at": dt.datetime.now(dt.UTC).isoformat(),
-        "host": host.facts(device, inventory),
-        "checks": [c.as_dict() for c in checks],
-    }
+    facts = host.facts(device, inventory)
+    facts["injected_figures"] = bool(os.environ.get(INJECT_ENV))
+    emit(
+        {
+            "type": "start",
+            "agent_version": __version__,
+            "profile": args.profile,
+            "started_at": started.isoformat(),
+            "planned": [n for n in CHECKS if not only or n in only],
+            "time_limit_s": PROFILES[args.profile].time_limit_s,
+            "gemm_seconds": settings.gemm_seconds,
+            "host": facts,
+        }
+    )
+    run_checks(settings, only or None, emit=lambda c: emit(c.as_dict()))
+    emit({"type": "end", "finished_at": dt.datetime.now(dt.UTC).isoformat()})
 
 
 def main(argv: list[str] | None = None) -> int:
-    report = build_report(argv)
-    json.dump(report, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
+    out = None
+    if argv is None:
+        argv = sys.argv[1:]
+    if "--out" in argv:
+        out = argv[argv.index("--out") + 1] if argv.index("--out") + 1 < len(argv) else None
+    writer = LineWriter(sys.stdout, out)
+    try:
+        run(argv, writer)
+    finally:
+        writer.close()
     return 0
 
 

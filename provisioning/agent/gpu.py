@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import queue
-import socket
+import json
+import os
 import threading
 import time
 from typing import Any
 
 try:
     import torch
-    import torch.distributed as dist
 except ImportError:  # pragma: no cover - torch is optional on a node
     torch = None
-    dist = None
 
 
 def cuda_available() -> bool:
@@ -51,15 +48,45 @@ def _require_cuda() -> None:
         raise RuntimeError("torch sees no CUDA device")
 
 
-def gemm_all_gpus(n: int, warmup: int, iters: int, timeout: float) -> dict[str, Any]:
-    """torch.matmul n³ on every GPU at once (one thread per GPU), timed with CUDA events.
+INJECT_ENV = "PROVISIONING_AGENT_INJECT_FIGURES"
 
-    bf16 on compute capability ≥ 8.0, fp16 below (V100/V100S). Returns ``tflops`` (list
-    per GPU), ``dtype``, ``allow_tf32``, ``capabilities``.
+
+def injected_figures() -> dict[str, Any] | None:
+    """Figures injected in place of torch's (tests only: no GPU on a CI machine). The
+    variable names a JSON file ``{"gemm": {...}, "hbm_gbps": [...]}``; the document says
+    so (``host.injected_figures``) and the portal refuses such a document outside tests."""
+    path = os.environ.get(INJECT_ENV)
+    if not path:
+        return None
+    with open(path, encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+def gemm_sustained(
+    n: int, warmup: int, iters: int, seconds: float, timeout: float
+) -> dict[str, Any]:
+    """torch.matmul n³ on every GPU at once (one thread per GPU) for at least ``seconds``
+    after ``warmup`` warm-ups, timed with CUDA events over the whole sustained window, in
+    batches of ``iters``.
+
+    bf16 on compute capability ≥ 8.0, fp16 below (V100/V100S). Each GPU's result is then
+    checked on a slice (256 rows) against float64 (``max_rel_error``: the relative
+    Frobenius error of the slice). On Hopper (capability ≥ 9.0) fp8 (e4m3,
+    ``torch._scaled_mm``) TFLOPS are recorded too. Returns per-GPU lists ``tflops``,
+    ``max_rel_error``, ``fp8_tflops`` (None where not measured), and ``dtype``,
+    ``allow_tf32``, ``capabilities``, ``seconds``. Not run on a GPU in this project yet
+    (no GPU machine was available): see README, validation.
     """
+    injected = injected_figures()
+    if injected is not None:
+        time.sleep(seconds)  # the sampler runs meanwhile, as on a GPU
+        return {**injected["gemm"], "seconds": seconds, "injected": True}
     _require_cuda()
     ngpu = torch.cuda.device_count()
     tflops: list[float | None] = [None] * ngpu
+    errors_rel: list[float | None] = [None] * ngpu
+    fp8: list[float | None] = [None] * ngpu
     dtypes: list[str | None] = [None] * ngpu
     errors: dict[int, str] = {}
     barrier = threading.Barrier(ngpu)
@@ -78,14 +105,27 @@ def gemm_all_gpus(n: int, warmup: int, iters: int, timeout: float) -> dict[str, 
             barrier.wait(timeout)
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
+            done = 0
+            started = time.monotonic()
             start.record()
-            for _ in range(iters):
-                torch.matmul(a, b, out=c)
+            while True:
+                for _ in range(iters):
+                    torch.matmul(a, b, out=c)
+                done += iters
+                torch.cuda.synchronize(i)
+                if time.monotonic() - started >= seconds:
+                    break
             end.record()
             end.synchronize()
             ms = start.elapsed_time(end)
-            tflops[i] = 2 * n**3 * iters / (ms / 1e3) / 1e12
+            tflops[i] = 2 * n**3 * done / (ms / 1e3) / 1e12
             dtypes[i] = "bf16" if dtype == torch.bfloat16 else "fp16"
+            rows = min(256, n)
+            exact = a[:rows].double() @ b.double()
+            got = c[:rows].double()
+            errors_rel[i] = float(torch.linalg.norm(got - exact) / torch.linalg.norm(exact))
+            if cap >= (9, 0):
+                fp8[i] = _fp8_tflops(a, b, n, iters)
         except Exception as exc:
             errors[i] = f"{type(exc).__name__}: {exc}"
             barrier.abort()
@@ -94,25 +134,50 @@ def gemm_all_gpus(n: int, warmup: int, iters: int, timeout: float) -> dict[str, 
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout)
+        t.join(timeout + seconds)
     if any(t.is_alive() for t in threads):
-        raise RuntimeError(f"GEMM did not finish within {timeout:g} s")
+        raise RuntimeError(f"GEMM did not finish within {timeout + seconds:g} s")
     if errors:
         raise RuntimeError("; ".join(f"GPU {i}: {e}" for i, e in sorted(errors.items())))
     if len(set(dtypes)) != 1:
         raise RuntimeError(f"GPUs ran different dtypes: {dtypes}")
     return {
         "tflops": tflops,
+        "max_rel_error": errors_rel,
+        "fp8_tflops": fp8,
         "dtype": dtypes[0],
         "allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
         "capabilities": [list(torch.cuda.get_device_capability(i)) for i in range(ngpu)],
         "torch": torch.__version__,
         "cuda_runtime": torch.version.cuda,
+        "seconds": seconds,
     }
+
+
+def _fp8_tflops(a: Any, b: Any, n: int, iters: int) -> float | None:
+    """fp8 e4m3 GEMM TFLOPS with ``torch._scaled_mm`` (Hopper); None when unavailable."""
+    if not hasattr(torch, "float8_e4m3fn") or not hasattr(torch, "_scaled_mm"):
+        return None
+    a8 = a.to(torch.float8_e4m3fn)
+    b8 = b.t().contiguous().to(torch.float8_e4m3fn).t()  # column-major second operand
+    one = torch.ones((), device=a.device, dtype=torch.float32)
+    for _ in range(5):
+        torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    end.record()
+    end.synchronize()
+    return float(2 * n**3 * iters / (start.elapsed_time(end) / 1e3) / 1e12)
 
 
 def hbm_bandwidth(nbytes: int, warmup: int, iters: int) -> list[float]:
     """Device-to-device copy bandwidth per GPU in GB/s (bytes read + written)."""
+    injected = injected_figures()
+    if injected is not None:
+        return [float(v) for v in injected["hbm_gbps"]]
     _require_cuda()
     result = []
     for i in range(torch.cuda.device_count()):
@@ -134,82 +199,3 @@ def hbm_bandwidth(nbytes: int, warmup: int, iters: int) -> list[float]:
             del src, dst
             torch.cuda.empty_cache()
     return result
-
-
-def _nccl_worker(
-    rank: int, n: int, port: int, nelem: int, warmup: int, iters: int, out: Any
-) -> None:
-    try:
-        torch.cuda.set_device(rank)
-        dist.init_process_group(
-            "nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=n
-        )
-        t = torch.ones(nelem, dtype=torch.float32, device=f"cuda:{rank}")
-        for _ in range(warmup):
-            dist.all_reduce(t)
-        torch.cuda.synchronize()
-        dist.barrier()
-        started = time.perf_counter()
-        for _ in range(iters):
-            dist.all_reduce(t)
-        torch.cuda.synchronize()
-        elapsed = time.perf_counter() - started
-        t.fill_(float(rank + 1))
-        dist.all_reduce(t)
-        correct = bool(torch.all(t == n * (n + 1) / 2).item())
-        dist.destroy_process_group()
-        out.put({"rank": rank, "elapsed_s": elapsed, "correct": correct})
-    except Exception as exc:
-        out.put({"rank": rank, "error": f"{type(exc).__name__}: {exc}"})
-
-
-def nccl_allreduce(nbytes: int, warmup: int, iters: int, timeout: float) -> dict[str, Any]:
-    """All-reduce across all local GPUs with torch + NCCL, one process per GPU."""
-    _require_cuda()
-    n = torch.cuda.device_count()
-    if n < 2:
-        raise RuntimeError("an all-reduce needs at least 2 GPUs")
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    nelem = nbytes // 4
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    procs = [
-        ctx.Process(target=_nccl_worker, args=(r, n, port, nelem, warmup, iters, out))
-        for r in range(n)
-    ]
-    reports: list[dict[str, Any]] = []
-    deadline = time.monotonic() + timeout
-    try:
-        for p in procs:
-            p.start()
-        while len(reports) < n:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise RuntimeError(f"NCCL all-reduce did not finish within {timeout:g} s")
-            try:
-                reports.append(out.get(timeout=min(left, 1.0)))
-            except queue.Empty:
-                if any(p.exitcode not in (None, 0) for p in procs):
-                    raise RuntimeError("an NCCL rank died") from None
-    finally:
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.terminate()
-    errors = [r["error"] for r in reports if "error" in r]
-    if errors:
-        raise RuntimeError("; ".join(errors))
-    time_s = max(r["elapsed_s"] for r in reports) / iters
-    algbw = nelem * 4 / time_s / 1e9
-    return {
-        "backend": "torch-nccl",
-        "ranks": n,
-        "bytes": nelem * 4,
-        "iters": iters,
-        "time_s": time_s,
-        "algbw_gbps": algbw,
-        "busbw_gbps": algbw * 2 * (n - 1) / n,
-        "correct": all(r["correct"] for r in reports),
-    }

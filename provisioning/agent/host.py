@@ -18,10 +18,14 @@ try:
 except ImportError:  # pragma: no cover - nvidia-ml-py is optional on a node
     pynvml = None
 
-try:
-    import numpy as np
-except ImportError:  # pragma: no cover
-    np = None  # type: ignore[assignment]
+
+def _numpy_version() -> str | None:
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover
+        return None
+    return str(numpy.__version__)
+
 
 SMI_GPU_FIELDS = (
     "index,name,uuid,pci.bus_id,memory.total,driver_version,"
@@ -201,7 +205,7 @@ def facts(device: str, inventory: dict[str, Any]) -> dict[str, Any]:
         "driver_version": inventory["driver"],
         "cuda_version": inventory["cuda"],
         "torch_version": gpu.torch_version(),
-        "numpy_version": np.__version__ if np is not None else None,
+        "numpy_version": _numpy_version() if device == "cpu" else None,
         "nics": nics(),
         "infiniband": infiniband(),
         "pcie": nvidia_pcie(),

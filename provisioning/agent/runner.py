@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import time
@@ -38,6 +39,7 @@ class CheckResult:
         if len(raw) > MAX_RAW_CHARS:
             raw = raw[:MAX_RAW_CHARS] + "\n[agent: output cut]"
         return {
+            "type": "check",
             "name": self.name,
             "device": self.device,
             "status": self.status,
@@ -45,6 +47,7 @@ class CheckResult:
             "unit": self.unit,
             "value": self.value,
             "raw": raw,
+            "raw_sha256": hashlib.sha256(raw.encode("utf-8")).hexdigest(),
             "raw_format": self.raw_format,
             "return_code": self.return_code,
             "reason": self.reason,
@@ -55,6 +58,18 @@ class CheckResult:
 
 def skipped(name: str, device: str, reason: str, **details: Any) -> CheckResult:
     return CheckResult(name=name, device=device, status=SKIPPED, reason=reason, details=details)
+
+
+def tool_missing(name: str, device: str, tool: str) -> CheckResult:
+    """A check whose tool is not on PATH: failed, never skipped (a missing tool would
+    otherwise pass by omission)."""
+    return CheckResult(
+        name=name,
+        device=device,
+        status=FAILED,
+        reason=f"{tool} not found on PATH",
+        details={"reason_code": "tool_missing", "tool": tool},
+    )
 
 
 def guarded(name: str, device: str, fn: Callable[[], CheckResult]) -> CheckResult:

@@ -24,6 +24,7 @@ from inventory.models import Node
 __all__ = [
     "CLEAN_STEPS",
     "PROVISION_STEPS",
+    "REPLACE_STEPS",
     "FabricAllocation",
     "NodeStep",
     "NodeStepEvent",
@@ -42,6 +43,8 @@ __all__ = [
 class RunKind(models.TextChoices):
     PROVISION = "provision", _("provisioning")
     CLEAN = "clean", _("cleaning")
+    # Day two: a spare provisioned for a delivered order in place of a failed node.
+    REPLACE = "replace", _("replacement")
 
 
 class RunStatus(models.TextChoices):
@@ -100,6 +103,16 @@ PROVISION_STEPS: tuple[str, ...] = (
     StepName.CHECK_OS,
 )
 CLEAN_STEPS: tuple[str, ...] = (StepName.ERASE, StepName.BIOS_RESET, StepName.CHECK_CLEAN)
+# A day-two replacement takes a warm spare (kept imaged with the standard image and
+# checked by the idle sweep): it gets the order's keys and network, joins the order's
+# fabric partition and boots; then the quick validation. No install: the 10-minute promise.
+REPLACE_STEPS: tuple[str, ...] = (
+    StepName.CLAIM,
+    StepName.ACCESS,
+    StepName.FABRIC,
+    StepName.BOOT_OS,
+    StepName.CHECK_OS,
+)
 
 
 class StepStatus(models.TextChoices):

@@ -91,6 +91,12 @@ class ValidationRule(models.Model):
         _("agent check"), max_length=32, blank=True, help_text=_("The check that measures it.")
     )
     message_size_bytes = models.BigIntegerField(_("message size (bytes)"), null=True, blank=True)
+    gpu_count = models.PositiveSmallIntegerField(
+        _("GPUs per node"),
+        null=True,
+        blank=True,
+        help_text=_("Only for nodes with this many GPUs (empty: any)."),
+    )
     unit = models.CharField(_("unit"), max_length=16, blank=True)
     baseline = models.DecimalField(
         _("baseline"), max_digits=16, decimal_places=4, null=True, blank=True
@@ -157,6 +163,7 @@ class ValidationRule(models.Model):
             baseline_from=self.baseline_from or None,
             baseline_multiplier_from=self.baseline_multiplier_from or None,
             max_below_median=_float(self.max_below_median),
+            gpu_count=self.gpu_count,
         )
 
     @classmethod
@@ -199,6 +206,7 @@ class ValidationTrigger(models.TextChoices):
     PROVISIONING = "provisioning", _("provisioning run")
     STAFF = "staff", _("staff re-check")
     IDLE_SWEEP = "idle_sweep", _("idle-node sweep")
+    HEALTH = "health", _("health rule")
 
 
 class ValidationRun(models.Model):

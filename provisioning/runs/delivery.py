@@ -3,6 +3,7 @@ service and the order is ready; rejected ones are swapped and the canvas relaunc
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -26,15 +27,17 @@ from provisioning.models import (
     NodeStep,
     NodeSwap,
     ProvisioningRun,
+    RunKind,
     RunNode,
     RunNodeState,
     RunStatus,
     StepName,
     StepStatus,
+    ValidationProfile,
 )
 from provisioning.runs.drivers import driver_for
 from provisioning.runs.failure import run_fail
-from provisioning.runs.plan import EMAIL_TASK, LOG_EXCERPT_CHARS, STEP_LIMIT_S
+from provisioning.runs.plan import EMAIL_TASK, HANDOVER_TASK, LOG_EXCERPT_CHARS, STEP_LIMIT_S
 from provisioning.runs.records import run_back_to_running, run_launch, step_move
 from provisioning.runs.swaps import node_swap
 from provisioning.validation import interface
@@ -142,17 +145,20 @@ def _validation_measure(
     simulated = (
         run.driver == HardwareDriverKind.SIMULATED or settings.PORTAL_REDFISH_IN_BAND == "simulated"
     )
-    targets = []
-    for step in state.todo:
-        gpu_model = by_node[step.node_id].node.node_type.gpu_model
-        model = "cpu" if simulated or gpu_model is None else gpu_model.name
-        targets.append(interface.NodeTarget(step.node_id, step.node.hostname, model))
+    # The node type's GPU model, fabric and figures; "cpu" only for simulated hardware
+    # (validation_services.judged_on_cpu): no setting judges a GPU node as a CPU.
+    targets = [validation_services.node_target(by_node[step.node_id].node) for step in state.todo]
+    if simulated:  # the run drives simulated hardware (its driver, or the emulator's in-band)
+        targets = [dataclasses.replace(t, gpu_model="cpu") for t in targets]
     try:
         return interface.validate_nodes(
             targets,
             runner=runner or validation_services.agent_runner(simulated=simulated),
             rules=validation_selectors.rules_from_db(),
+            # A spare replacing a failed node mid-rental gets the quick health check.
+            profile=ValidationProfile.QUICK if run.kind == RunKind.REPLACE else "acceptance",
             persist=validation_services.validation_persister(order_id=run.order_id),
+            allow_injected=settings.VALIDATION_ALLOW_INJECTED_FIGURES,
         )
     except Exception as exc:
         logger.exception("validation of run %s failed to run", run.pk)
@@ -332,5 +338,8 @@ def run_deliver(*, run_id: int, launch: int | None = None) -> str:
                 Decimal("0.01"), rounding=ROUND_HALF_UP
             )
             NodeSwap.objects.filter(pk=swap.pk).update(restored_at=now, hours_lost=hours)
-        jobs.enqueue(EMAIL_TASK, run.pk, "ready")
+        if run.kind == RunKind.REPLACE:
+            jobs.enqueue(HANDOVER_TASK, run.pk)
+        else:
+            jobs.enqueue(EMAIL_TASK, run.pk, "ready")
     return "delivered"

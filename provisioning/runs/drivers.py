@@ -10,7 +10,7 @@ from provisioning.drivers.base import BmcTarget, DriverError, HardwareDriver
 from provisioning.drivers.inband import SimulatedInBand
 from provisioning.drivers.redfish import RedfishDriver
 from provisioning.drivers.simulated import SimulatedDriver
-from provisioning.models import NodeStep, ProvisioningRun, StepName, StepStatus
+from provisioning.models import NodeStep, ProvisioningRun, RunKind, StepName, StepStatus
 
 
 def driver_kind(node: Node) -> str:
@@ -57,7 +57,7 @@ def driver_for(run: ProvisioningRun, node: Node, *, attempt: int = 0) -> Hardwar
     )
     if StepName.POWER_ON in done:
         driver.power = "on"
-    if StepName.INSTALL in done:
+    if StepName.INSTALL in done or run.kind == RunKind.REPLACE:  # a warm spare is imaged
         driver.installed_image = run.order.image_profile.name if run.order.image_profile else "os"
         driver.power = "on"
     if StepName.BOOT_OS in done:

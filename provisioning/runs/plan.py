@@ -9,10 +9,12 @@ from datetime import datetime, timedelta
 from django.conf import settings
 
 from provisioning.drivers.simulated import SimulatedTimings
-from provisioning.models import CLEAN_STEPS, PROVISION_STEPS, RunKind, StepName
+from provisioning.models import CLEAN_STEPS, PROVISION_STEPS, REPLACE_STEPS, RunKind, StepName
 
 LAUNCH_TASK = "provisioning.tasks.provisioning_launch"
 EMAIL_TASK = "provisioning.tasks.provisioning_email"
+# A replacement run (day two) hands its spare over to the order instead of the ready email.
+HANDOVER_TASK = "provisioning.tasks.replacement_handover"
 
 # Hard bound of each step (s): what a task running it may take, and its lease.
 STEP_LIMIT_S: dict[str, int] = {
@@ -61,6 +63,8 @@ CLEAN_PHASE_ENDS: tuple[str, ...] = (StepName.CHECK_CLEAN,)
 def steps_for(kind: str) -> tuple[str, ...]:
     if kind == RunKind.CLEAN:
         return CLEAN_STEPS
+    if kind == RunKind.REPLACE:
+        return (*REPLACE_STEPS, StepName.VALIDATE)
     return (*PROVISION_STEPS, StepName.VALIDATE)
 
 

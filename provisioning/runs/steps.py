@@ -362,7 +362,7 @@ def steps_execute(
                     leased = step
             lifecycle.transition_each(moves)
             if leased is not None and (
-                leased.run.kind == RunKind.PROVISION
+                leased.run.kind in (RunKind.PROVISION, RunKind.REPLACE)
                 and _needs_driver(leased.name)
                 and leased.node.status in (NodeStatus.AVAILABLE, NodeStatus.RESERVED)
             ):

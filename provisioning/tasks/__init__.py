@@ -1,9 +1,19 @@
 """Provisioning's Celery tasks, one module per concern: ``runs`` (a run's canvas, the
 beat jobs that start, resume and end runs, the customer's emails), ``power`` (suspended
-orders' power) and ``sla`` (the SLA credits sweep). Each task declares its queue and
+orders' power), ``sla`` (the SLA credits sweep) and ``health`` (day two: rules,
+replacement hand-over, incident emails, low utilisation). Each task declares its queue and
 keeps its registered name, ``provisioning.tasks.<task>`` (the outbox and the beat table
 store names). Importing this package registers them all."""
 
+from provisioning.tasks.health import (
+    health_evaluate_task,
+    health_incident_email,
+    health_node_marked_faulty,
+    health_node_repaired,
+    low_utilisation_task,
+    replacement_handover,
+    utilisation_email,
+)
 from provisioning.tasks.power import order_power_sync
 from provisioning.tasks.runs import (
     order_cancelled_clean,
@@ -21,6 +31,11 @@ from provisioning.tasks.runs import (
 from provisioning.tasks.sla import sla_credits_sweep_task
 
 __all__ = [
+    "health_evaluate_task",
+    "health_incident_email",
+    "health_node_marked_faulty",
+    "health_node_repaired",
+    "low_utilisation_task",
     "order_cancelled_clean",
     "order_power_sync",
     "provisioning_clean_finish",
@@ -33,5 +48,7 @@ __all__ = [
     "provisioning_start",
     "provisioning_start_due_task",
     "provisioning_validate",
+    "replacement_handover",
     "sla_credits_sweep_task",
+    "utilisation_email",
 ]

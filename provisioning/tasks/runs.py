@@ -128,6 +128,9 @@ def provisioning_launch(run_id: int, launch: int) -> str:
 @shared_task(
     name="provisioning.tasks.provisioning_slot_advance",
     queue=CeleryQueue.PROVISIONING,
+    # A chord's header task: the chord counts its results (every other task ignores its
+    # result, CELERY_TASK_IGNORE_RESULT).
+    ignore_result=False,
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,

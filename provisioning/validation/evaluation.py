@@ -29,7 +29,11 @@ from provisioning.validation.rules import (
     normalize_gpu_model,
 )
 
-__all__ = ["evaluate_cluster", "evaluate_node", "rules_for"]
+__all__ = ["AGENT_CODES", "evaluate_cluster", "evaluate_node", "rules_for"]
+
+#: The agent's own failure codes that become the reason's code (each has a message in
+#: ``reasons.MESSAGES``); any other failed check is ``check_failed``.
+AGENT_CODES = frozenset({"tool_missing", "no_message_size", "kernel_log_unreadable"})
 
 
 def _dec(value: object) -> Decimal:
@@ -40,9 +44,12 @@ def _dec(value: object) -> Decimal:
     if isinstance(value, bool):
         raise TypeError("a boolean is not a measurement")
     try:
-        return Decimal(str(value))
+        dec = Decimal(str(value))
     except InvalidOperation as exc:
         raise TypeError(f"not a number: {value!r}") from exc
+    if not dec.is_finite():  # NaN and infinities are not measurements (fail, never crash)
+        raise TypeError(f"not a finite number: {value!r}")
+    return dec
 
 
 def _reason(code: str, text: str, **params: Any) -> Reason:
@@ -211,12 +218,13 @@ def _evaluate_rule(rule: Rule, m: Measurement, checks: Mapping[str, CheckOutcome
 
 def rules_for(rules: Iterable[Rule], m: Measurement, scope: Scope = "node") -> list[Rule]:
     """The rules that apply to a measurement: its profile, its fabric, the scope."""
-    return [r for r in rules if r.applies_to(m.profile, m.fabric, scope)]
+    count = m.expected.get("gpu_count")
+    return [r for r in rules if r.applies_to(m.profile, m.fabric, scope, count)]
 
 
 def _evaluate(m: Measurement, rules: Iterable[Rule], scope: Scope) -> NodeVerdict:
-    reasons: list[Reason] = []
-    notes: list[Reason] = []
+    reasons: list[Reason] = list(m.problems)
+    notes: list[Reason] = list(m.observations)
     if m.device == "cpu" and normalize_gpu_model(m.gpu_model) not in ("", "cpu"):
         reasons.append(
             _reason(
@@ -262,7 +270,7 @@ def _evaluate(m: Measurement, rules: Iterable[Rule], scope: Scope) -> NodeVerdic
         if c.status == "failed":
             reasons.append(
                 _reason(
-                    "check_failed",
+                    c.reason_code if c.reason_code in AGENT_CODES else "check_failed",
                     f"check {c.name} failed" + (f": {c.reason}" if c.reason else ""),
                     check=c.name,
                     detail=c.reason,
@@ -286,11 +294,11 @@ def _evaluate(m: Measurement, rules: Iterable[Rule], scope: Scope) -> NodeVerdic
                 )
             )
     results = [_evaluate_rule(r, m, checks) for r in selected]
-    seen = {(r.code, r.params.get("check")) for r in reasons}
+    said = {r.params.get("check") for r in reasons if r.params.get("check")}
     for res in results:
         for reason in res.reasons:
             if res.status == "fail":
-                if (reason.code, reason.params.get("check")) in seen and reason.code in (
+                if reason.params.get("check") in said and reason.code in (
                     "check_skipped",
                     "check_failed",
                     "parse_error",

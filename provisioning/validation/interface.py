@@ -24,6 +24,7 @@ from provisioning.validation.cluster import (
     run_cluster_checks,
 )
 from provisioning.validation.evaluation import evaluate_cluster, evaluate_node
+from provisioning.validation.metrics import derive
 from provisioning.validation.rules import (
     CheckOutcome,
     ClusterVerdict,
@@ -117,32 +118,77 @@ def local_runner(*, timeout_s: float = 120.0, sizes: Sequence[str] = ()) -> Node
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:
-            raise AgentFailed(
-                f"the agent ran past {timeout_s:.0f} s", code="agent_timeout", seconds=timeout_s
-            ) from exc
+            partial = exc.stdout or ""
+            doc = fold_lines(partial.decode() if isinstance(partial, bytes) else partial)
+            if doc is None:
+                raise AgentFailed(
+                    f"the agent ran past {timeout_s:.0f} s",
+                    code="agent_timeout",
+                    seconds=timeout_s,
+                ) from exc
+            doc["complete"] = False  # what finished is kept; the verdict names the rest
+            doc["timed_out_after_s"] = timeout_s
+            return doc
         return agent_document(proc.returncode, proc.stdout, proc.stderr)
 
     return run
 
 
-def agent_document(exit_status: int | None, stdout: str, stderr: str) -> dict[str, Any]:
-    """The agent's JSON document from its exit status and output, or ``AgentFailed``."""
-    if exit_status != 0:
-        raise AgentFailed(
-            f"the agent exited with {exit_status}: {stderr[-500:]}",
-            code="agent_exit_status",
-            status=exit_status,
-            detail=stderr[-500:],
-        )
+def fold_lines(text: str) -> dict[str, Any] | None:
+    """The agent's JSON Lines (``start``, one ``check`` per finished check, ``end``) as one
+    document: ``checks`` in order, ``planned``, ``complete`` (False when the ``end`` line is
+    missing: killed, timed out). A single JSON document (agents before issue 19) is
+    returned as it is. None when nothing in ``text`` is an agent document."""
+    stripped = text.strip()
+    if not stripped:
+        return None
     try:
-        report = json.loads(stdout)
-    except json.JSONDecodeError as exc:
+        whole = json.loads(stripped)
+    except json.JSONDecodeError:
+        whole = None
+    if isinstance(whole, dict) and "checks" in whole:
+        return whole
+    doc: dict[str, Any] | None = None
+    for line in stripped.splitlines():
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut by the kill, or noise
+        if not isinstance(obj, dict):
+            continue
+        kind = obj.get("type")
+        if kind == "start":
+            doc = {k: v for k, v in obj.items() if k != "type"}
+            doc["checks"] = []
+            doc["complete"] = False
+        elif doc is not None and kind == "check":
+            doc["checks"].append(obj)
+        elif doc is not None and kind == "end":
+            doc["finished_at"] = obj.get("finished_at")
+            doc["complete"] = True
+    return doc
+
+
+def agent_document(exit_status: int | None, stdout: str, stderr: str) -> dict[str, Any]:
+    """The agent's document from its exit status and output, or ``AgentFailed``. An agent
+    that was stopped after its first line gives a document with ``complete`` False (the
+    judge names the checks that did not finish); one that printed nothing is a failure."""
+    doc = fold_lines(stdout)
+    if doc is None:
+        if exit_status != 0:
+            raise AgentFailed(
+                f"the agent exited with {exit_status}: {stderr[-500:]}",
+                code="agent_exit_status",
+                status=exit_status,
+                detail=stderr[-500:],
+            )
         raise AgentFailed(
-            f"the agent printed no JSON document: {exc}", code="agent_no_json", detail=str(exc)
-        ) from exc
-    if not isinstance(report, dict):
-        raise AgentFailed("the agent's document is not a JSON object", code="agent_no_json")
-    return report
+            "the agent printed no JSON document", code="agent_no_json", detail=stdout[-200:]
+        )
+    if exit_status != 0:
+        doc["complete"] = False
+        doc["exit_status"] = exit_status
+    return doc
 
 
 def measurement_from_report(
@@ -152,26 +198,38 @@ def measurement_from_report(
     gpu_model: str,
     fabric: str | None = None,
     expected: Mapping[str, float | int] | None = None,
+    allow_injected: bool = False,
 ) -> Measurement:
-    """The rules' view of an agent report: metrics by name and every check's outcome."""
-    checks = [c for c in report.get("checks", []) if isinstance(c, dict)]
-    return Measurement(
+    """The rules' view of an agent report: metrics derived from the raw outputs by the
+    parsers (``metrics.derive``), every check's outcome and the problems found."""
+    return derive(
+        report,
         node=node,
         gpu_model=gpu_model,
         fabric=fabric,
-        expected=dict(expected or {}),
-        device=str(report.get("host", {}).get("device", "")),
-        metrics={c["metric"]: c.get("value") for c in checks if c.get("metric")},
-        checks=[
-            CheckOutcome(
-                str(c.get("name")),
-                str(c.get("status")),
-                c.get("return_code"),
-                c.get("reason") or "",
-            )
-            for c in checks
-        ],
+        expected=expected,
+        allow_injected=allow_injected,
     )
+
+
+def judge_report(
+    report: dict[str, Any],
+    target: NodeTarget,
+    rules: Iterable[Rule] | None = None,
+    *,
+    allow_injected: bool = False,
+) -> tuple[Measurement, NodeVerdict]:
+    """Judge one agent document for ``target``: what a provisioning run does for each node
+    (``validate_nodes``) and what ``manage.py validation_judge`` does for a file."""
+    measurement = measurement_from_report(
+        report,
+        node=target.hostname,
+        gpu_model=target.gpu_model,
+        fabric=target.fabric,
+        expected=target.expected,
+        allow_injected=allow_injected,
+    )
+    return measurement, evaluate_node(measurement, rules)
 
 
 _RING_SCRIPT = (
@@ -217,7 +275,9 @@ def local_cluster_measurement(*, ranks: int = 2, message_bytes: int = 1 << 20) -
         device="cpu",
         metrics={
             "cluster_allreduce_ring_busbw_gbps": large["busbw_gbps"],
-            "scaling_efficiency": throughput_2n / (2 * throughput_n) if throughput_n else 0.0,
+            "allreduce_throughput_scaling": throughput_2n / (2 * throughput_n)
+            if throughput_n
+            else 0.0,
             # For the report's scaling chart (no rule reads them).
             "cluster_ranks_n": small["ranks"],
             "cluster_throughput_n_gbps": throughput_n,
@@ -276,6 +336,7 @@ def validate_nodes(
     cluster: Measurement | None = None,
     persist: Persister | None = None,
     cluster_timeout_s: float = 900.0,
+    allow_injected: bool = False,
 ) -> ValidationOutcome:
     """Run the agent on every node, judge each, then the cluster. Fails closed: a node whose
     agent produced no report is rejected with that reason. ``persist`` (optional) stores
@@ -307,14 +368,9 @@ def validate_nodes(
                 )
             )
             continue
-        measurement = measurement_from_report(
-            report,
-            node=target.hostname,
-            gpu_model=target.gpu_model,
-            fabric=target.fabric,
-            expected=target.expected,
+        _measurement, verdict = judge_report(
+            report, target, rule_list, allow_injected=allow_injected
         )
-        verdict = evaluate_node(measurement, rule_list)
         verdicts.append(verdict)
         results.append(
             NodeResult(

@@ -20,6 +20,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
+from billing.contracts.signatures import seal_pdf
 from billing.documents.common import provider
 from core.documents import DocumentKind, register
 from core.pdf import css_content, normalise_language, render_pdf
@@ -29,6 +30,7 @@ from provisioning.models import (
     ValidationReport,
     ValidationRun,
 )
+from provisioning.validation.metrics import METRICS, derive
 from provisioning.validation.parsers import ParseError, parse_nccl_tests
 from provisioning.validation.reasons import reason_messages, swap_rows
 
@@ -353,33 +355,119 @@ def _scaling_chart(run: ValidationRun) -> SafeString:
     t_2n = metrics.get("cluster_throughput_2n_gbps")
     if not (n and isinstance(t_n, int | float) and isinstance(t_2n, int | float)):
         return empty_chart(title, _("No cluster measurement in this run"))
-    efficiency = metrics.get("scaling_efficiency")
+    efficiency = metrics.get("allreduce_throughput_scaling")
     bars = [
         (_("%(n)s ranks") % {"n": n}, float(t_n), True),
         (_("%(n)s ranks") % {"n": 2 * n}, float(t_2n), True),
     ]
     chart_title = title
     if isinstance(efficiency, int | float):
-        chart_title = _("Cluster scaling: efficiency %(eff)s") % {"eff": f"{efficiency:.2f}"}
+        chart_title = _(
+            "Cluster scaling: all-reduce throughput ratio %(eff)s (not a training-step efficiency)"
+        ) % {"eff": f"{efficiency:.2f}"}
     return bar_chart(
         chart_title, bars, unit="GB/s", threshold=2 * float(t_n), threshold_label=_("linear")
     )
 
 
+def _unit(metric_key: str) -> str:
+    spec = METRICS.get(metric_key.split("@", 1)[0])
+    return spec.unit if spec else ""
+
+
 def _node_rows(result: ValidationNodeResult) -> list[dict[str, Any]]:
     rows = []
     for rr in result.rule_results:
+        unit = rr.get("unit") or _unit(str(rr.get("metric", "")))
+        measured = _measured_text(rr.get("measured"))
         rows.append(
             {
                 "metric": rr.get("metric", ""),
-                "measured": _measured_text(rr.get("measured")),
-                "expected": rr.get("expected") or "—",
+                "measured": f"{measured} {unit}".strip() if measured != "—" else measured,
+                "expected": f"{rr.get('expected') or '—'} {unit}".strip(),
                 "status": rr.get("status", ""),
                 "variance": rr.get("variance"),
                 "source": rr.get("source", ""),
             }
         )
     return rows
+
+
+def _size_run(check: dict[str, Any], metrics: dict[str, Any]) -> str:
+    """What size the check ran at, as its output shows it."""
+    name = check.get("name")
+    details = check.get("details") or {}
+    if name == "allreduce":
+        size = metrics.get("allreduce_message_size_bytes") or details.get("message_size_bytes")
+        return _size(float(size)) if isinstance(size, int | float) else ""
+    if name == "gemm":
+        n = details.get("n")
+        secs = details.get("seconds")
+        return f"{n}³" + (f", {secs:g} s" if isinstance(secs, int | float) else "") if n else ""
+    if name == "memory_bandwidth":
+        size = details.get("bytes")
+        return _size(float(size)) if isinstance(size, int | float) else ""
+    if name == "dcgm_diag":
+        return f"-r {details['level']}" if details.get("level") else ""
+    if name == "ib_write_bw":
+        return ", ".join(details.get("devices") or [])
+    return ""
+
+
+def _node_checks(
+    result: ValidationNodeResult, artifacts: Sequence[ValidationArtifact], metrics: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Per check: status, duration, the size it ran at and its raw output's SHA-256."""
+    hashes = {a.check_name: a.sha256 for a in artifacts if a.node_id == result.node_id}
+    rows = []
+    for check in (result.report or {}).get("checks", []):
+        if not isinstance(check, dict):
+            continue
+        name = str(check.get("name"))
+        rows.append(
+            {
+                "name": name,
+                "status": check.get("status", ""),
+                "duration_s": check.get("duration_s"),
+                "size": _size_run(check, metrics),
+                "sha256": hashes.get(name[:48], ""),
+            }
+        )
+    return rows
+
+
+def _sustained(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per GPU, what was sampled during the sustained GEMM (clocks, temperature, power)."""
+    temps = metrics.get("gpu_temperature_max_c") or []
+    powers = metrics.get("gpu_power_max_w") or []
+    clocks = metrics.get("gpu_sm_clock_min_mhz") or []
+    tflops = metrics.get("gemm_tflops_bf16") or metrics.get("gemm_tflops_fp16") or []
+    fp8 = metrics.get("gemm_tflops_fp8") or []
+    rows = []
+    for i in range(max(len(temps), len(powers), len(clocks), len(tflops))):
+        rows.append(
+            {
+                "gpu": i,
+                "tflops": _measured_text(tflops[i]) if i < len(tflops) else "—",
+                "fp8": _measured_text(fp8[i]) if i < len(fp8) else "—",
+                "temp": _measured_text(temps[i]) if i < len(temps) else "—",
+                "power": _measured_text(powers[i]) if i < len(powers) else "—",
+                "clock": _measured_text(clocks[i]) if i < len(clocks) else "—",
+            }
+        )
+    return rows
+
+
+def _derived_metrics(result: ValidationNodeResult) -> dict[str, Any]:
+    if not result.report:
+        return {}
+    measurement = derive(result.report, node=result.hostname, gpu_model=result.gpu_model)
+    return measurement.metrics
+
+
+def is_simulated(results: Sequence[ValidationNodeResult]) -> bool:
+    """A run on simulated hardware (the CPU path) or with nothing measured: no claim."""
+    return not results or any(r.gpu_model in ("", "cpu") or r.device == "cpu" for r in results)
 
 
 def acceptance_report_context(
@@ -398,12 +486,13 @@ def acceptance_report_context(
         ValidationArtifact.objects.filter(run=run)
         .select_related("node")
         .order_by("node__hostname", "pk")
-        .only("check_name", "status", "sha256", "size", "raw_format", "node__hostname")
+        .only("check_name", "status", "sha256", "size", "raw_format", "node_id", "node__hostname")
     )
     nodes = []
     for result in results:
         host = result.report.get("host", {}) if result.report else {}
         gemm = _checks(result).get("gemm", {})
+        metrics = _derived_metrics(result)
         nodes.append(
             {
                 "result": result,
@@ -411,6 +500,9 @@ def acceptance_report_context(
                 "host": host,
                 "allow_tf32": (gemm.get("details") or {}).get("allow_tf32"),
                 "rows": _node_rows(result),
+                "checks": _node_checks(result, artifacts, metrics),
+                "sustained": _sustained(metrics),
+                "gemm_seconds": metrics.get("gemm_sustained_s"),
                 # Translated from each reason's code and parameters (never the stored
                 # English text).
                 "reasons": reason_messages(result.reasons),
@@ -418,7 +510,11 @@ def acceptance_report_context(
             }
         )
     bars, threshold, unit = _gemm_bars(results)
-    the_provider = provider(language)
+    site = order.site if order else None
+    # The site's seller entity (billing.documents.common.provider, as on quotes).
+    the_provider = provider(language, site)
+    simulated = is_simulated(results)
+    simulated_label = _("SIMULATED HARDWARE: no performance claim")
     issued = timezone.localtime(run.finished_at or timezone.now())
     reference = order.number if order else _("Validation run %(id)s") % {"id": run.pk}
     return {
@@ -452,7 +548,12 @@ def acceptance_report_context(
             x_label=_("message size"),
         ),
         "scaling_chart": _scaling_chart(run),
-        "running_left_css": css_content(f"{the_provider.brand} · {_('Acceptance report')}"),
+        "simulated": simulated,
+        # On every page: a simulated run says so there (the running header).
+        "running_left_css": css_content(
+            f"{the_provider.brand} · {_('Acceptance report')}"
+            + (f" · {simulated_label}" if simulated else "")
+        ),
         "running_right_css": css_content(reference),
         "footer_left_css": css_content(_("Validation run %(id)s") % {"id": run.pk}),
     }
@@ -479,6 +580,22 @@ class AcceptanceReportKind(DocumentKind[ValidationRun, ValidationReport]):
             f"acceptance-{owner.order.number if owner.order else 'run'}-{owner.pk}-{language}.pdf"
         )
 
+    def render(self, owner: ValidationRun, *, language: str) -> bytes:
+        return seal(owner, super().render(owner, language=language))
+
+
+def seal(run: ValidationRun, data: bytes) -> bytes:
+    """The report with the same PAdES seal as contracts (billing.contracts.signatures).
+    When ``seal_pdf`` takes ``seller=`` (per-seller-entity certificates, engineer
+    ``contract``), pass ``seller=seller_for(run.order.site)`` here."""
+    site = run.order.site if run.order else None
+    return seal_pdf(
+        data,
+        reason=f"Acceptance report of validation run {run.pk}"
+        + (f", order {run.order.number}" if run.order else ""),
+        location=site.code if site else "",
+    )
+
 
 ACCEPTANCE_REPORT = register(AcceptanceReportKind())
 
@@ -492,7 +609,7 @@ def render_acceptance_report(
         return ACCEPTANCE_REPORT.render(run, language=language)
     with translation.override(language):
         context = acceptance_report_context(run, language=language, swaps=swaps)
-    return render_pdf(TEMPLATE, context, language=language)
+    return seal(run, render_pdf(TEMPLATE, context, language=language))
 
 
 def acceptance_report_document(*, run: ValidationRun, language: str) -> ValidationReport:

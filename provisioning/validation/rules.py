@@ -64,8 +64,17 @@ __all__ = [
 GIB = 1024**3
 #: ``Rule(equals=BASELINE)`` compares with the (resolved) baseline, e.g. ``gpu_count``.
 BASELINE = "<baseline>"
-#: XIDs that fail a node (Azure azurehpc-health-checks azure_gpu_xid.nhc).
-XID_CRITICAL = frozenset({48, 56, 57, 58, 62, 63, 64, 65, 68, 69, 73, 74, 79, 80, 81, 92, 119, 120})
+#: XIDs that fail a node: Azure azurehpc-health-checks azure_gpu_xid.nhc's list, plus 95.
+#: NVIDIA's XID catalogue: 95 is an *uncontained* ECC error (recovery: reset the GPU; other
+#: processes' memory may be corrupt), so it fails. 94 is a *contained* ECC error (only the
+#: faulting application is affected, recovery: restart it; the row is remapped at the
+#: next reset): it is recorded as a note, not failed by itself, because the row-remap
+#: rules (pending, failure, more than 512 uncorrectable remaps) judge that memory.
+XID_CRITICAL = frozenset(
+    {48, 56, 57, 58, 62, 63, 64, 65, 68, 69, 73, 74, 79, 80, 81, 92, 95, 119, 120}
+)
+#: Recorded, not failing (see above).
+XID_NOTED = frozenset({94})
 #: Median rule: a GPU more than 5 % below its node's median fails (SuperBench quickscan).
 MEDIAN_TOLERANCE = 0.05
 
@@ -212,6 +221,9 @@ class Rule:
     baseline_from: str | None = None
     baseline_multiplier_from: str | None = None
     max_below_median: float | None = None
+    #: Only for nodes with this many GPUs (the node type's, ``expected["gpu_count"]``);
+    #: None: any count. 8-GPU figures must not judge a 4-GPU or 1-GPU node.
+    gpu_count: int | None = None
 
     def __post_init__(self) -> None:
         kinds = [
@@ -233,8 +245,12 @@ class Rule:
     def key(self) -> str:
         return metric_key(self.metric, self.message_size_bytes)
 
-    def applies_to(self, profile: str, fabric: str | None, scope: Scope) -> bool:
+    def applies_to(
+        self, profile: str, fabric: str | None, scope: Scope, gpu_count: Any = None
+    ) -> bool:
         if self.scope != scope:
+            return False
+        if self.gpu_count is not None and gpu_count != self.gpu_count:
             return False
         if self.fabric is not None and (fabric or "").lower() != self.fabric.lower():
             return False
@@ -252,6 +268,8 @@ class CheckOutcome:
     return_code: int | None = None
     reason: str = ""
     parse_error: str | None = None
+    #: The agent's own code for a failure (``tool_missing``, ``no_message_size`` …).
+    reason_code: str = ""
 
 
 @dataclass
@@ -272,6 +290,11 @@ class Measurement:
     metrics: dict[str, MetricValue] = field(default_factory=dict)
     checks: list[CheckOutcome] = field(default_factory=list)
     expected: dict[str, Number] = field(default_factory=dict)
+    #: What the raw outputs showed beyond the metrics (XID 79, all links inactive, a
+    #: -nan from nccl-tests, an unfinished agent …): each fails the node with its code.
+    problems: list[Reason] = field(default_factory=list)
+    #: Shown, not judged (XID 94, DCGM warnings …).
+    observations: list[Reason] = field(default_factory=list)
 
     @property
     def profile(self) -> str:
@@ -307,6 +330,7 @@ class RuleResult:
             "expected": self.expected,
             "variance": self.variance,
             "flagged_gpus": self.flagged_gpus,
+            "unit": self.rule.unit,
             "source": self.rule.source,
             "reasons": [r.as_dict() for r in self.reasons],
         }

@@ -19,7 +19,15 @@ from typing import Any
 from provisioning.validation.default_rules import DEFAULT_RULES
 from provisioning.validation.rules import Rule
 
-NATURAL_KEY = ("metric", "gpu_model", "fabric", "scope", "check_name", "message_size_bytes")
+NATURAL_KEY = (
+    "metric",
+    "gpu_model",
+    "fabric",
+    "scope",
+    "check_name",
+    "message_size_bytes",
+    "gpu_count",
+)
 
 
 def _dec(value: Any) -> Decimal | None:
@@ -35,6 +43,7 @@ def rule_fields(rule: Rule) -> dict[str, Any]:
         "scope": rule.scope,
         "check_name": rule.check or "",
         "message_size_bytes": rule.message_size_bytes,
+        "gpu_count": rule.gpu_count,
         "unit": rule.unit,
         "baseline": _dec(rule.baseline),
         "baseline_from": rule.baseline_from or "",
@@ -55,12 +64,15 @@ def seed_rules(
 ) -> tuple[int, int]:
     """Store the rules not yet in ``model``'s table (two queries). Returns (created, kept)."""
     manager = model._default_manager.db_manager(using)
-    existing = set(manager.values_list(*NATURAL_KEY))
+    # A historical model (an early migration) may lack later fields: seed what it has.
+    names = {f.name for f in model._meta.concrete_fields}
+    natural = [k for k in NATURAL_KEY if k in names]
+    existing = set(manager.values_list(*natural))
     new = []
     kept = 0
     for rule in rules:
-        fields = rule_fields(rule)
-        key = tuple(fields[k] for k in NATURAL_KEY)
+        fields = {k: v for k, v in rule_fields(rule).items() if k in names}
+        key = tuple(fields[k] for k in natural)
         if key in existing:
             kept += 1
             continue
@@ -68,6 +80,22 @@ def seed_rules(
         new.append(model(**fields))
     manager.bulk_create(new)
     return len(new), kept
+
+
+def replace_seed(
+    model: Any, rules: Iterable[Rule] = DEFAULT_RULES, *, using: str = "default"
+) -> tuple[int, int]:
+    """For a migration that changes the seed: remove the stored rules whose natural key
+    is no longer in the seed (renamed metrics, figures now keyed by size or GPU count),
+    then add the new ones. Rows whose key is still seeded keep staff's edits. Returns
+    (removed, created)."""
+    rules = list(rules)
+    manager = model._default_manager.db_manager(using)
+    keys = {tuple(rule_fields(r)[k] for k in NATURAL_KEY) for r in rules}
+    stale = [pk for pk, *key in manager.values_list("pk", *NATURAL_KEY) if tuple(key) not in keys]
+    manager.filter(pk__in=stale).delete()
+    created, _kept = seed_rules(model, rules, using=using)
+    return len(stale), created
 
 
 def seed_empty_table(model: Any, *, using: str = "default") -> int:

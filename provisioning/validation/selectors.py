@@ -14,9 +14,11 @@ from inventory.models import (
     MaintenanceWindow,
     Node,
     NodeStatus,
+    NodeType,
     Reservation,
 )
 from provisioning.models import (
+    ValidationArtifact,
     ValidationNodeResult,
     ValidationRule,
     ValidationRun,
@@ -91,9 +93,9 @@ def rules_from_db() -> list[Rule]:
 def passed_runs_for_order(order_id: int) -> list[ValidationRun]:
     """An order's passed validation runs, newest first (one query)."""
     return list(
-        ValidationRun.objects.filter(order_id=order_id, status=ValidationRunStatus.PASSED).order_by(
-            "-created_at", "-pk"
-        )
+        ValidationRun.objects.filter(order_id=order_id, status=ValidationRunStatus.PASSED)
+        .order_by("-created_at", "-pk")
+        .prefetch_related("results")  # one archive of raw outputs per node
     )
 
 
@@ -105,3 +107,13 @@ def rejected_results_for_order(order_id: int) -> list[tuple[int, datetime, list[
         .order_by("created_at", "pk")
         .values_list("node_id", "created_at", "reasons")
     )
+
+
+def node_type_by_code(code: str) -> NodeType | None:
+    """A node type with its GPU model, by its code (the judge's ``--node-type``)."""
+    return NodeType.objects.select_related("gpu_model").filter(code=code).first()
+
+
+def node_artifacts(run: ValidationRun, node_id: int) -> list[ValidationArtifact]:
+    """One node's stored raw outputs in a run, in the order they were stored."""
+    return list(ValidationArtifact.objects.filter(run=run, node_id=node_id).order_by("pk"))

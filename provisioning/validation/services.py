@@ -27,8 +27,9 @@ from core.errors import DomainError
 from core.pdf import sha256_of
 from core.texts import Plural, Text, label
 from core.types import Actor
-from inventory.models import HardwareDriverKind, Node, NodeStatus
+from inventory.models import HardwareDriverKind, Node, NodeStatus, NodeType
 from inventory.services import node_mark_faulty
+from provisioning.agent.profiles import PROFILES
 from provisioning.drivers.base import CredentialsUnavailable, resolve_secret
 from provisioning.models import (
     ValidationArtifact,
@@ -48,6 +49,7 @@ from provisioning.validation.interface import (
     NodeTarget,
     Persister,
     ValidationOutcome,
+    judge_report,
     local_runner,
     validate_nodes,
 )
@@ -92,22 +94,41 @@ def runner_kind(node: Node) -> str:
     return "ssh"
 
 
+def judged_on_cpu(node: Node) -> bool:
+    """True only for a node whose hardware is simulated: the simulated driver, or the
+    Redfish emulator with the simulated in-band channel (``PORTAL_REDFISH_IN_BAND``, which
+    the system check ``provisioning.E001`` refuses outside DEBUG and tests). No runner
+    setting makes a GPU node a CPU node: ``VALIDATION_AGENT_RUNNER=local`` on a GPU node
+    measures the worker's CPU and is rejected (``device_mismatch``)."""
+    driver = node.driver or settings.PORTAL_HARDWARE_DRIVER
+    return driver == HardwareDriverKind.SIMULATED or settings.PORTAL_REDFISH_IN_BAND == "simulated"
+
+
+def node_type_target(
+    node_type: NodeType, *, node_id: int = 0, hostname: str = "", address: str = ""
+) -> NodeTarget:
+    """What an agent document is judged against for a node of ``node_type``: its GPU
+    model (``cpu`` for a node type without GPUs), fabric and figures."""
+    gpu = node_type.gpu_model
+    return NodeTarget(
+        node_id=node_id,
+        hostname=hostname or node_type.code,
+        gpu_model=normalize_gpu_model(gpu.name) if gpu else "cpu",
+        address=address,
+        fabric=type_fabric(node_type),
+        expected=type_expected(node_type),
+    )
+
+
 def node_target(node: Node) -> NodeTarget:
     """What the agent is judged against: the node type's GPU model, or ``cpu`` when the
-    agent runs next to the worker (simulated nodes: CI and the embedded default)."""
-    if runner_kind(node) == "local":
-        model = "cpu"
-    else:
-        gpu = node.node_type.gpu_model
-        model = normalize_gpu_model(gpu.name) if gpu else "cpu"
-    return NodeTarget(
-        node_id=node.pk,
-        hostname=node.hostname,
-        gpu_model=model,
-        address=node.ip_address or "",
-        fabric=rule_fabric(node),
-        expected=node_expected(node),
+    node's hardware is simulated (``judged_on_cpu``)."""
+    target = node_type_target(
+        node.node_type, node_id=node.pk, hostname=node.hostname, address=node.ip_address or ""
     )
+    if judged_on_cpu(node):
+        return dataclasses.replace(target, gpu_model="cpu")
+    return target
 
 
 def ssh_settings() -> SshSettings:
@@ -148,18 +169,32 @@ def ssh_settings() -> SshSettings:
 _FABRIC_KEYS = {"ib_ndr": "ndr400", "ib_hdr": "hdr200"}
 
 
-def rule_fabric(node: Node) -> str | None:
-    """The cluster rules' fabric key of a node: InfiniBand NDR ``ndr400``, HDR
+def type_fabric(node_type: NodeType) -> str | None:
+    """The cluster rules' fabric key of a node type: InfiniBand NDR ``ndr400``, HDR
     ``hdr200``, 100 Gb/s Ethernet or RoCE ``100g``; None (no fabric rule) otherwise."""
-    node_type = node.node_type
     if node_type.fabric in _FABRIC_KEYS:
         return _FABRIC_KEYS[node_type.fabric]
     return "100g" if node_type.nic_speed_gbps == 100 else None
 
 
-def node_expected(node: Node) -> dict[str, int]:
+def rule_fabric(node: Node) -> str | None:
+    return type_fabric(node.node_type)
+
+
+def type_expected(node_type: NodeType) -> dict[str, int]:
     """The node type's figures the rules compare with."""
-    return {"gpu_count": node.node_type.gpu_count, "nics_per_node": node.node_type.nic_count}
+    return {"gpu_count": node_type.gpu_count, "nics_per_node": node_type.nic_count}
+
+
+def node_expected(node: Node) -> dict[str, int]:
+    return type_expected(node.node_type)
+
+
+def agent_timeout_s(profile: str) -> float:
+    """The runner's limit for one agent: the profile's own (``agent.profiles``: acceptance
+    40 min, covering DCGM -r 3) or ``VALIDATION_AGENT_TIMEOUT_S`` when larger."""
+    limit = PROFILES[profile].time_limit_s if profile in PROFILES else 0.0
+    return max(float(settings.VALIDATION_AGENT_TIMEOUT_S), limit)
 
 
 class SshNodeRunner:
@@ -172,7 +207,7 @@ class SshNodeRunner:
     def __init__(
         self, *, timeout_s: float | None = None, sizes: Sequence[str] | None = None
     ) -> None:
-        self.timeout_s = timeout_s or settings.VALIDATION_AGENT_TIMEOUT_S
+        self.timeout_s = timeout_s  # None: the profile's limit (agent_timeout_s)
         self.sizes = settings.VALIDATION_AGENT_SIZES if sizes is None else sizes
 
     def resolve(self, target: NodeTarget) -> NodeTarget:
@@ -192,7 +227,7 @@ class SshNodeRunner:
             ssh_settings(),
             target,
             profile,
-            timeout_s=self.timeout_s,
+            timeout_s=self.timeout_s or agent_timeout_s(profile),
             sizes=self.sizes,
         )
 
@@ -506,6 +541,7 @@ def validation_run_execute(
             runner=runner or default_runner(nodes),
             rules=rules,
             cluster=cluster,
+            allow_injected=settings.VALIDATION_ALLOW_INJECTED_FIGURES,
         )
     except Exception as exc:  # fail closed: an error is a failed run with its reason
         logger.exception("validation run %s", run_id)
@@ -624,3 +660,32 @@ def _fault_failing_idle_nodes(run: ValidationRun) -> None:
                 reasons="; ".join(result.reason_texts)[:1500],
             ),
         )
+
+
+# --- Judging a saved agent document -----------------------------------------------------
+
+
+def validation_judge_document(*, node_type: NodeType, document: dict[str, Any]) -> dict[str, Any]:
+    """Judge an agent document (the file the agent wrote, or its stdout saved) for a node
+    of ``node_type`` with the stored rules, exactly as a provisioning run does
+    (``interface.judge_report``). Returns ``accepted``, ``reasons`` and ``notes`` (code,
+    text, params), ``metrics`` (derived from the raw outputs) and every rule's result."""
+    target = node_type_target(node_type)
+    measurement, verdict = judge_report(
+        document,
+        target,
+        selectors.rules_from_db(),
+        allow_injected=settings.VALIDATION_ALLOW_INJECTED_FIGURES,
+    )
+    return {
+        "accepted": verdict.accepted,
+        "node_type": node_type.code,
+        "gpu_model": target.gpu_model,
+        "expected": dict(target.expected),
+        "fabric": target.fabric,
+        "complete": document.get("complete", True),
+        "reasons": [r.as_dict() for r in verdict.reasons],
+        "notes": [r.as_dict() for r in verdict.notes],
+        "metrics": measurement.metrics,
+        "results": [r.as_dict() for r in verdict.results],
+    }

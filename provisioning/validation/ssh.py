@@ -43,6 +43,7 @@ from provisioning.validation.interface import (
     NodeRunner,
     NodeTarget,
     agent_document,
+    fold_lines,
 )
 
 AGENT_SOURCE = AGENT_PACKAGE_ROOT / "provisioning" / "agent"
@@ -340,6 +341,12 @@ def _run_agent(
     finally:
         client.close()
     if result.timed_out or result.exit_status in (124, 137):
+        partial = fold_lines(result.stdout)
+        if partial is not None:  # the lines of the checks that finished are kept
+            partial["complete"] = False
+            partial["timed_out_after_s"] = timeout_s
+            partial["transport"] = {"kind": "ssh", "host": host}
+            return partial
         raise AgentFailed(
             f"the agent ran past {timeout_s:.0f} s on {target.hostname}",
             code="agent_timeout",

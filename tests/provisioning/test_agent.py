@@ -10,16 +10,27 @@ import pytest
 
 from provisioning.agent.__main__ import parse_size, parse_sizes
 from provisioning.validation.evaluation import evaluate_node
-from provisioning.validation.rules import CheckOutcome, Measurement
+from provisioning.validation.interface import fold_lines, measurement_from_report
 
 REPO = Path(__file__).resolve().parents[2]
-GPU_ONLY = {"gpu_inventory", "nvbandwidth", "dcgm_diag", "nvlink", "xid", "ecc_remap"}
+GPU_ONLY = {
+    "gpu_inventory",
+    "nvbandwidth",
+    "dcgm_diag",
+    "nvlink",
+    "xid",
+    "ecc",
+    "ecc_remap",
+    "ib_write_bw",
+}
 CPU_CHECKS = {
     "gemm": ("gemm_gflops_cpu", "GFLOPS"),
     "memory_bandwidth": ("memcopy_bandwidth_gbps_cpu", "GB/s"),
     "allreduce": ("allreduce_busbw_gbps_cpu", "GB/s"),
 }
 CHECK_KEYS = {
+    "type",
+    "raw_sha256",
     "name",
     "device",
     "status",
@@ -57,7 +68,9 @@ def quick_report(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("agent")
     proc = run_agent(["--profile", "quick"], REPO, clean_env(tmp))
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)  # stdout is ONE JSON document, nothing else
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]  # JSON Lines, nothing else
+    assert [line["type"] for line in lines] == ["start"] + ["check"] * (len(lines) - 2) + ["end"]
+    return fold_lines(proc.stdout)
 
 
 def test_report_shape_and_host_facts(quick_report):
@@ -109,19 +122,10 @@ def test_gpu_only_checks_skipped_with_reason(quick_report):
 
 def test_portal_rules_accept_this_cpu_run(quick_report):
     """The CPU profile accepts a real agent run, and fails it when a check is dropped."""
-    checks = quick_report["checks"]
 
-    def measurement(drop: str | None = None) -> Measurement:
-        kept = [c for c in checks if c["name"] != drop]
-        return Measurement(
-            node=quick_report["host"]["hostname"],
-            gpu_model="cpu",
-            device=quick_report["host"]["device"],
-            metrics={c["metric"]: c["value"] for c in kept if c["metric"]},
-            checks=[
-                CheckOutcome(c["name"], c["status"], c["return_code"], c["reason"]) for c in kept
-            ],
-        )
+    def measurement(drop: str | None = None):
+        kept = {**quick_report, "checks": [c for c in quick_report["checks"] if c["name"] != drop]}
+        return measurement_from_report(kept, node="n1", gpu_model="cpu")
 
     assert evaluate_node(measurement()).accepted is True
     dropped = evaluate_node(measurement(drop="allreduce"))
@@ -143,7 +147,8 @@ def test_agent_travels_alone(tmp_path):
         module="nodeagent",
     )
     assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
+    report = fold_lines(proc.stdout)
+    assert report["complete"] is True
     checks = {c["name"]: c for c in report["checks"]}
     assert set(checks) == {"gemm", "allreduce", "xid"}
     assert checks["gemm"]["status"] == "completed" and checks["gemm"]["details"]["n"] == 256
@@ -189,12 +194,14 @@ def test_a_failing_check_is_reported_not_crashing(tmp_path):
         ["--device", "cuda", "--only", "gemm,memory_bandwidth,nvlink"], REPO, clean_env(tmp_path)
     )
     assert proc.returncode == 0, proc.stderr
-    checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+    checks = {c["name"]: c for c in fold_lines(proc.stdout)["checks"]}
     assert checks["gemm"]["status"] == "failed"
     assert "torch" in checks["gemm"]["reason"]
     assert checks["gemm"]["return_code"] == 1
     assert checks["memory_bandwidth"]["status"] == "failed"
-    assert checks["nvlink"]["status"] == "skipped"
+    # a missing tool fails the check (never a silent skip)
+    assert checks["nvlink"]["status"] == "failed"
+    assert checks["nvlink"]["details"]["reason_code"] == "tool_missing"
     assert "nvidia-smi" in checks["nvlink"]["reason"]
 
 

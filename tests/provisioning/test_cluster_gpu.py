@@ -9,6 +9,7 @@ how their outputs are read, and that every failure fails the cluster closed.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,7 @@ def _outputs(by_ranks: dict[int, Any]):
     return run, calls
 
 
-def test_real_outputs_give_the_ring_bandwidth_and_the_scaling_efficiency():
+def test_real_outputs_give_the_ring_bandwidth_and_the_throughput_scaling():
     run, calls = _outputs({16: TWO_NODES, 8: ONE_NODE})
     runs = cluster.run_cluster_checks("10.0.0.1", ["10.0.0.1", "10.0.0.2"], 8, run)
     assert [host for host, _argv in calls] == ["10.0.0.1", "10.0.0.1"]  # from the first node
@@ -103,7 +104,8 @@ def test_real_outputs_give_the_ring_bandwidth_and_the_scaling_efficiency():
     )
     assert m.metrics["cluster_allreduce_ring_busbw_gbps"] == pytest.approx(191.76)
     # throughput = busbw × ranks: (191.76 × 16) / (2 × 232.2 × 8)
-    assert m.metrics["scaling_efficiency"] == pytest.approx(191.76 / 232.2)
+    # recorded, not judged: a ratio of all-reduces is not VALIDATION.md's scaling efficiency
+    assert m.metrics["allreduce_throughput_scaling"] == pytest.approx(191.76 / 232.2)
     assert m.metrics["cluster_message_size_bytes"] == 10737418240
     assert m.metrics["cluster_throughput_n_gbps"] == pytest.approx(232.2 * 8)
     assert [c.status for c in m.checks] == ["completed", "completed"]
@@ -147,12 +149,22 @@ RULES = [
 ]
 
 
+INVENTORY_CSV = "index, name, memory.total [MiB], mig.mode.current\n" + "\n".join(
+    f"{i}, NVIDIA A100-SXM4-40GB, 40960 MiB, Disabled" for i in range(8)
+)
+
+
 def _gpu_report(host: str) -> dict[str, Any]:
+    # The metrics are derived from the raw outputs (provisioning.validation.metrics).
     return {
         "host": {"device": "cuda", "gpu_count": 8, "gpu_model": "NVIDIA A100-SXM4-40GB"},
         "checks": [
-            {"name": "gpu_inventory", "status": "completed", "metric": "gpu_count", "value": 8},
-            {"name": "gemm", "status": "completed", "metric": "gemm_tflops_bf16", "value": [250]},
+            {"name": "gpu_inventory", "status": "completed", "raw": INVENTORY_CSV},
+            {
+                "name": "gemm",
+                "status": "completed",
+                "raw": json.dumps({"dtype": "bf16", "tflops": [250.0] * 8}),
+            },
         ],
     }
 
@@ -186,11 +198,10 @@ def test_gpu_nodes_get_the_nccl_cluster_check_and_its_verdict():
     assert all(n.accepted for n in outcome.nodes)
     assert len(nodes.commands) == 2 and all("NCCL_ALGO=RING" in c for c in nodes.commands)
     assert outcome.cluster_measurement.metrics["cluster_allreduce_ring_busbw_gbps"] == 191.76
-    # The ring figure passes (≥ 0.9 × 16 NICs × 12 GB/s = 172.8) but this cluster scales at
-    # 0.83 < 0.9: not accepted, with that reason.
-    assert not outcome.cluster_accepted
-    codes = {(r.code, r.params.get("metric")) for r in outcome.cluster.reasons}
-    assert codes == {("below_threshold", "scaling_efficiency")}
+    # The ring figure passes (≥ 0.9 × 16 NICs × 12 GB/s = 172.8); the all-reduce
+    # throughput ratio (0.83) is recorded, not judged as a scaling efficiency.
+    assert outcome.cluster_accepted, outcome.cluster_reasons
+    assert outcome.cluster_measurement.metrics["allreduce_throughput_scaling"] < 0.9
     assert [o["name"] for o in outcome.cluster_outputs] == [
         "cluster_allreduce_all",
         "cluster_allreduce_n",
@@ -235,4 +246,6 @@ def test_the_cluster_outputs_are_stored_with_their_sha256(db):
     assert full.raw_format == "nccl-tests" and "NCCL_ALGO=RING" in full.content
     assert TWO_NODES.strip()[:200] in full.content
     assert full.sha256 == hashlib.sha256(full.content.encode()).hexdigest()
-    assert run.cluster_metrics["metrics"]["scaling_efficiency"] == pytest.approx(191.76 / 232.2)
+    assert run.cluster_metrics["metrics"]["allreduce_throughput_scaling"] == pytest.approx(
+        191.76 / 232.2
+    )

@@ -38,6 +38,7 @@ ALL_CHECKS = [
     "dcgm_diag",
     "nvlink",
     "xid",
+    "ecc",
     "ecc_remap",
     "ib_write_bw",
 ]
@@ -49,16 +50,28 @@ def good_h100(node: str = "n1", **overrides) -> Measurement:
         "gemm_tflops_bf16": [780.0] * 8,
         "hbm_bandwidth_gbps": [3000.0] * 8,
         "h2d_bandwidth_gbps": [55.0] * 8,
+        "d2h_bandwidth_gbps": [55.0] * 8,
         "p2p_bandwidth_gbps": [370.0] * 8,
         AR16: 480.0,
+        "allreduce_wrong_count": 0,
         "ib_write_bw_gbps": [392.3] * 8,
         "nvlink_inactive_links": 0,
+        "nvlink_all_inactive_gpus": 0,
+        "nvlink_links_total": 144,
         "xid_critical_count": 0,
         "remapped_rows_pending": 0,
         "remapped_rows_failure": 0,
-        "ecc_sram_uncorrectable": 0,
+        "remapped_rows_uncorrectable": [0] * 8,
+        "ecc_sram_uncorrectable": [0] * 8,
+        "ecc_sram_correctable": [0] * 8,
+        "ecc_dram_errors": [0] * 8,
         "dcgm_fail_count": 0,
         "dcgm_skip_count": 0,
+        "gpu_model_mismatch_count": 0,
+        "gpu_memory_mib": [81559] * 8,
+        "mig_enabled_gpus": 0,
+        "gemm_rel_error": [0.002] * 8,
+        "throttled_gpus": 0,
     }
     metrics.update(overrides)
     return Measurement(
@@ -275,12 +288,15 @@ def test_unknown_gpu_model_has_no_rules_and_fails():
 
 
 def test_optional_rule_missing_is_noted_but_present_and_low_fails():
-    m = good_h100()
-    del m.metrics["ecc_sram_uncorrectable"]
-    v = evaluate_node(m)
+    optional = Rule(
+        metric="gemm_tflops_fp8", gpu_model="H100", min_value=1000, required=False, source="t"
+    )
+    v = evaluate_node(good_h100(), [*DEFAULT_RULES, optional])
     assert v.accepted is True
     assert "missing_metric" in [n.code for n in v.notes]
-    assert evaluate_node(good_h100(ecc_sram_uncorrectable=2)).accepted is False
+    low = good_h100(gemm_tflops_fp8=[900.0] * 8)
+    assert evaluate_node(low, [*DEFAULT_RULES, optional]).accepted is False
+    assert evaluate_node(good_h100(ecc_sram_uncorrectable=[0, 2] + [0] * 6)).accepted is False
 
 
 def test_fabric_selects_ib_rule():
@@ -331,7 +347,10 @@ def cluster(busbw: float, efficiency: float = 0.95) -> Measurement:
         node="cluster",
         gpu_model="H100",
         fabric="ndr400",
-        metrics={"cluster_allreduce_ring_busbw_gbps": busbw, "scaling_efficiency": efficiency},
+        metrics={
+            "cluster_allreduce_ring_busbw_gbps": busbw,
+            "allreduce_throughput_scaling": efficiency,
+        },
         expected={"nics_per_node": 8},
     )
 
@@ -345,10 +364,11 @@ def test_cluster_accepted_and_ring_threshold():
     assert [r.code for r in low.reasons] == ["below_threshold"]
 
 
-def test_cluster_scaling_efficiency_boundary():
-    assert evaluate_cluster([good_h100()], cluster(400.0, 0.9)).accepted is True
-    v = evaluate_cluster([good_h100()], cluster(400.0, 0.8999))
-    assert v.accepted is False and v.reasons[0].params["metric"] == "scaling_efficiency"
+def test_an_all_reduce_ratio_is_not_judged_as_scaling_efficiency():
+    # VALIDATION.md: a ratio of two all-reduce bandwidths is not scaling efficiency; no
+    # seed rule reads one (the cluster check records allreduce_throughput_scaling).
+    assert not [r for r in DEFAULT_RULES if r.metric == "scaling_efficiency"]
+    assert evaluate_cluster([good_h100()], cluster(400.0, 0.5)).accepted is True
 
 
 def test_cluster_rejects_when_a_node_is_rejected():

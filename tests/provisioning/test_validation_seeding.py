@@ -18,7 +18,7 @@ def test_a_flushed_database_gets_the_seed_rules_back_and_staff_deletions_stay_de
     call_command("flush", interactive=False, verbosity=0)  # as after a transactional test
     assert {r.as_rule() for r in ValidationRule.objects.all()} == set(DEFAULT_RULES)
 
-    ValidationRule.objects.filter(metric="scaling_efficiency", gpu_model="*").delete()
+    ValidationRule.objects.filter(metric="throttled_gpus", gpu_model="*").delete()
     call_command("migrate", interactive=False, verbosity=0)  # the next deployment
-    assert not ValidationRule.objects.filter(metric="scaling_efficiency", gpu_model="*").exists()
+    assert not ValidationRule.objects.filter(metric="throttled_gpus", gpu_model="*").exists()
     assert ValidationRule.objects.count() == len(DEFAULT_RULES) - 1

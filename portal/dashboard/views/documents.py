@@ -18,6 +18,8 @@ from core.document_views import kind_response
 from portal.dashboard import selectors
 from portal.dashboard.views.common import order_or_404, page_language
 from provisioning.validation import report as acceptance_report
+from provisioning.validation import selectors as validation_selectors
+from provisioning.validation.archive import raw_outputs_zip
 
 USAGE_COLUMNS = ("external_id", "day", "metric", "quantity", "node", "invoice")
 
@@ -77,6 +79,26 @@ def acceptance_report_pdf(request: HttpRequest, number: str, run_id: int) -> Htt
         heading=_("Acceptance report of order %(number)s") % {"number": number},
         back_url=reverse("dashboard_order", args=[number]),
     )
+
+
+@customer_required
+@require_GET
+def acceptance_raw_outputs(
+    request: HttpRequest, number: str, run_id: int, node_id: int
+) -> HttpResponse:
+    """One node's raw outputs of a passed validation run of the order, as a zip with
+    SHA256SUMS (the hashes the acceptance report lists)."""
+    run = selectors.acceptance_run_for_org(request.organisation, number, run_id)
+    if run is None:
+        raise Http404
+    result = run.results.filter(node_id=node_id).first()
+    if result is None:
+        raise Http404
+    folder = f"{number}-run{run.pk}-{result.hostname}"
+    data = raw_outputs_zip(validation_selectors.node_artifacts(run, node_id), folder=folder)
+    response = HttpResponse(data, content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{folder}.zip"'
+    return response
 
 
 @customer_required

@@ -24,6 +24,7 @@ from portal.dashboard import selectors
 from portal.dashboard.views.common import order_or_404
 from provisioning import access
 from provisioning import selectors as provisioning_selectors
+from provisioning.health import selectors as health_selectors
 from provisioning.validation.reasons import annotate_progress
 
 # Who may edit the organisation's billing details (accounts:organisation_settings).
@@ -94,6 +95,7 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
             "access_open": order.status in order_services.ACCESS_EDITABLE,
             "access_editor": request.membership.role in ACCESS_EDITORS,
             "cancellable": order_cancellable(order),
+            **health_selectors.order_day2(order),
         },
     )
 

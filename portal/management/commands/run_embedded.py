@@ -1,16 +1,19 @@
 """Run the whole portal on one machine: web server, Celery worker and Celery beat.
 
 Used by ``make run``: the embedded default (SQLite, kombu's filesystem broker, the
-simulated hardware driver). Ctrl-C stops all three.
+simulated hardware driver), plus Debian's Prometheus when it is installed (scraping the
+portal's simulated exporters, targets from ``/telemetry/targets``). Ctrl-C stops all.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -18,6 +21,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from core import queues
 from portal.management.commands.seed_demo import DEMO_USERS
+from provisioning.telemetry import prometheus
 
 
 def portal_base_url(environ: Any, *, addr: str, port: str) -> str:
@@ -29,6 +33,17 @@ def portal_base_url(environ: Any, *, addr: str, port: str) -> str:
     return f"http://{host}:{port}"
 
 
+def free_port(preferred: int) -> int:
+    """``preferred`` when nothing listens there, else one the system hands out."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", preferred))
+            return preferred
+        except OSError:
+            probe.bind(("127.0.0.1", 0))
+            return int(probe.getsockname()[1])
+
+
 class Command(BaseCommand):
     help = "Start the web server, a Celery worker and Celery beat together (development)."
 
@@ -36,9 +51,35 @@ class Command(BaseCommand):
         parser.add_argument("--addr", default=os.environ.get("PORTAL_ADDR", "127.0.0.1"))
         parser.add_argument("--port", default=os.environ.get("PORTAL_PORT", "8000"))
 
+    def _prometheus_env(self) -> None:
+        """A local Prometheus when Debian's binary is installed and none is configured:
+        its address goes to the worker, beat and web through the environment."""
+        self._prometheus_port = 0
+        if os.environ.get("PORTAL_PROMETHEUS_URL") or prometheus.prometheus_binary() is None:
+            return
+        self._prometheus_port = free_port(settings.PORTAL_PROMETHEUS_PORT)
+        os.environ["PORTAL_PROMETHEUS_URL"] = f"http://127.0.0.1:{self._prometheus_port}"
+
+    def _start_prometheus(self, base_url: str) -> subprocess.Popen[bytes] | None:
+        if not self._prometheus_port:
+            if prometheus.prometheus_binary() is None:
+                self.stdout.write("Prometheus is not installed: no telemetry (make system-deps).")
+            return None
+        proc = prometheus.prometheus_start(
+            workdir=Path(settings.VAR_DIR) / "prometheus",
+            port=self._prometheus_port,
+            discovery_url=base_url + "/telemetry/targets",
+            token=prometheus.telemetry_token(),
+            scrape_s=settings.PORTAL_PROMETHEUS_SCRAPE_INTERVAL_S,
+            retention=settings.PORTAL_PROMETHEUS_RETENTION,
+        )
+        self.stdout.write(f"Prometheus: http://127.0.0.1:{self._prometheus_port}/")
+        return proc
+
     def handle(self, *args: Any, **options: Any) -> None:
         python = sys.executable
         beat_schedule = settings.CELERY_BEAT_SCHEDULE_FILENAME
+        self._prometheus_env()
         commands = {
             "worker": [python, "-m", "celery", "-A", "portal", "worker", "--loglevel=INFO",
                        "--concurrency=2", "-Q", ",".join(queues.ALL), "-n", "embedded@%h"],
@@ -64,6 +105,9 @@ class Command(BaseCommand):
             f"{settings.DATABASES['default']['NAME']}\nCtrl-C stops everything.\n"
         )
         procs = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}  # noqa: S603
+        prometheus_proc = self._start_prometheus(base_url)
+        if prometheus_proc is not None:
+            procs["prometheus"] = prometheus_proc
 
         def stop(*_args: object) -> None:
             for p in procs.values():

@@ -1,0 +1,274 @@
+"""Benchmark of day two: fault to spare handed over, on real components.
+
+A web server (the portal's telemetry endpoints: service discovery and the simulated
+exporters), Debian's Prometheus scraping them every ``--scrape`` seconds, a Celery worker
+over Redis against PostgreSQL running the health evaluation (enqueued every
+``--evaluate`` seconds, as beat does), the replacement runs and the quick validation
+(the real agent, CPU path), with the simulated driver's realistic step times replayed at
+``--scale``.
+
+1. A delivered order of ``--nodes`` H100 nodes; ``--trials`` times an XID 79 on one of its
+   serving nodes: ``detection_s`` (fault in the exporter → incident opened, real seconds)
+   and ``replacement_minutes`` (fault → spare handed over on the simulated clock: real
+   time with each hardware step's replayed time replaced by the hardware time it stands
+   for; detection, queueing, validation and hand-over as they ran). p95 of each; goals:
+   detection ≤ 60 s, replacement ≤ 10 min.
+2. ``false_replacements_24h``: the noise of a simulated day replayed on every serving
+   node (one correctable ECC error, one missed scrape, a 30-second utilisation dip) under
+   ``--noise-evaluations`` evaluations: replacements opened (goal 0). The day itself is not
+   waited for: the rules look at windows of minutes, and the noise of a day is these events.
+3. ``portal_cpu_ms_per_1k_samples``: the worker's CPU time spent evaluating the rules
+   (user + system, /proc) per thousand samples Prometheus scraped meanwhile, over
+   ``--cpu-window`` seconds (what a deployment pays: real nodes serve their own exporters);
+   ``simulated_exporter_cpu_ms_per_1k_samples``: the web server's CPU for serving the
+   simulated exporters (only simulated nodes cost this).
+
+A dedicated PostgreSQL database (``portal_bench_day2``, dropped and created) and a Redis
+database (the one after ``REDIS_URL``'s + 3, emptied first). Usage::
+
+    .venv/bin/python bench/day2.py                 # 4 nodes, 5 trials, scrape 5 s
+    .venv/bin/python bench/day2.py --trials 3 --scrape 15 --evaluate 15
+
+The last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+if __package__ in {None, ""}:  # run as a script: make ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import ROOT, percentile, recreate_database, setup_django
+from bench.provisioning import (
+    add_nodes,
+    bench_database_url_for,
+    default_broker,
+    provision,
+    tree_cpu_seconds,
+)
+
+TOKEN = "bench-day2-token"  # noqa: S105 (a throw-away local token)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait(predicate, timeout: float, what: str, interval: float = 0.2):  # noqa: ANN001, ANN201
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise SystemExit(f"timed out waiting for {what}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=4)
+    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--scrape", type=float, default=5.0, help="scrape interval (s)")
+    parser.add_argument("--evaluate", type=float, default=5.0, help="evaluation interval (s)")
+    parser.add_argument("--scale", type=float, default=0.01, help="simulated time scale")
+    parser.add_argument("--noise-evaluations", type=int, default=12)
+    parser.add_argument("--cpu-window", type=float, default=30.0)
+    args = parser.parse_args(argv)
+
+    url = bench_database_url_for("day2")
+    broker = default_broker()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-day2-"))
+    web_port = free_port()
+    prom_port = free_port()
+    prom_url = f"http://127.0.0.1:{prom_port}"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "portal.settings.test",
+        "DATABASE_URL": url,
+        "REDIS_URL": broker,
+        "CELERY_BROKER_URL": broker,
+        "PORTAL_VAR_DIR": str(tmp / "var"),
+        "DJANGO_MEDIA_ROOT": str(tmp / "media"),
+        "DJANGO_LOG_LEVEL": "WARNING",
+        "PORTAL_HARDWARE_DRIVER": "simulated",
+        "PORTAL_SIMULATED_FAILURE_RATE": "0",
+        "PORTAL_SIMULATED_TIME_SCALE": str(args.scale),
+        "PORTAL_PROVISIONING_AUTOSTART": "1",
+        "PORTAL_OUTBOX_RELAY_EVERY": "1",
+        "PORTAL_PROMETHEUS_URL": prom_url,
+        "PORTAL_PROMETHEUS_SCRAPE_INTERVAL_S": str(args.scrape),
+        "PORTAL_TELEMETRY_TOKEN": TOKEN,
+        "PORTAL_TELEMETRY_SIMULATED_TARGET": f"127.0.0.1:{web_port}",
+    }
+    os.environ.update(env)
+    import redis
+
+    redis.Redis.from_url(broker).flushdb()
+    recreate_database(url)
+    setup_django(url)
+    from django.core.management import call_command
+    from django.db import transaction
+    from django.utils import timezone
+
+    from core import jobs
+    from inventory.models import Reservation
+    from provisioning.health import selectors as health_selectors
+    from provisioning.models import HealthIncident, IncidentStatus, RunNode, RunNodeState
+    from provisioning.telemetry import prometheus, simulated
+
+    call_command("migrate", verbosity=0)
+    call_command("seed_demo", stdout=io.StringIO())
+    add_nodes(args.nodes + args.trials + 8)
+
+    procs: list[subprocess.Popen[bytes]] = []
+    web = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{web_port}"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    procs.append(web)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "portal", "worker", "-P", "threads", "-c", "4",
+         "-n", f"bench-day2-{os.getpid()}@%h", "--loglevel=WARNING", "--without-mingle",
+         "--without-gossip", "--without-heartbeat"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    procs.append(worker)
+    prom = prometheus.prometheus_start(
+        workdir=tmp / "prometheus",
+        port=prom_port,
+        discovery_url=f"http://127.0.0.1:{web_port}/telemetry/targets?status=in_service",
+        token=TOKEN,
+        scrape_s=args.scrape,
+        retention="1d",
+    )
+    procs.append(prom)
+
+    def evaluate() -> None:
+        with transaction.atomic():
+            jobs.enqueue("provisioning.tasks.health_evaluate_task")
+
+    result: dict[str, object] = {
+        "nodes": args.nodes,
+        "scrape_s": args.scrape,
+        "evaluate_s": args.evaluate,
+        "scale": args.scale,
+    }
+    try:
+        _elapsed, run = provision(args.nodes, timeout=600)
+        order = run.order
+        start = timezone.now() - timedelta(hours=1)
+        type(order).objects.filter(pk=order.pk).update(start_at=start)
+        Reservation.objects.filter(group=order.reservation_group).update(start_at=start)
+
+        def serving() -> list:
+            return list(
+                RunNode.objects.filter(run=run, state=RunNodeState.ACTIVE).select_related("node")
+            )
+
+        def all_up() -> bool:
+            hosts = [rn.node.hostname for rn in serving()]
+            try:
+                rows = prometheus.query(f"up{{{prometheus.node_selector(hosts)}}} == 1")
+            except prometheus.PrometheusUnavailable:
+                return False
+            return len(rows) == len(hosts)
+
+        wait(all_up, 120, "the order's nodes scraped", interval=1)
+
+        # 1. XID 79 trials.
+        detections: list[float] = []
+        replacements: list[float] = []
+        for trial in range(args.trials):
+            victim = serving()[trial % args.nodes].node
+            fault = simulated.fault_inject(node=victim, kind="xid", gpu=trial % 8, value=79)
+
+            def opened(victim=victim):  # noqa: ANN001, ANN202
+                found = HealthIncident.objects.filter(node=victim, rule="xid_79").first()
+                if found is None:
+                    evaluate()
+                    time.sleep(args.evaluate)
+                return found
+
+            incident = wait(opened, 300, f"trial {trial}: detection", interval=0)
+            detections.append((incident.detected_at - fault.start_at).total_seconds())
+            done = wait(
+                lambda pk=incident.pk: HealthIncident.objects.filter(
+                    pk=pk, status=IncidentStatus.REPLACED
+                ).first(),
+                600,
+                f"trial {trial}: replacement",
+            )
+            sim = health_selectors.replacement_simulated_seconds(done, time_scale=args.scale)
+            replacements.append((sim or 0.0) / 60)
+            print(
+                f"trial {trial}: {victim.hostname} detected in {detections[-1]:.1f} s, "
+                f"replaced in {replacements[-1]:.2f} simulated min",
+                flush=True,
+            )
+            wait(all_up, 120, "the spare scraped", interval=1)
+        result["detection_s_p95"] = round(percentile(detections, 95), 2)
+        result["replacement_minutes_p95"] = round(percentile(replacements, 95), 2)
+        result["detection_s"] = [round(d, 2) for d in detections]
+        result["replacement_minutes"] = [round(r, 2) for r in replacements]
+
+        # 2. A day's noise.
+        before = HealthIncident.objects.filter(action="replace").count()
+        for rn in serving():
+            simulated.fault_inject(node=rn.node, kind="ecc_sbe", gpu=0, value=1)
+            simulated.fault_inject(node=rn.node, kind="node_silent", seconds=args.scrape)
+            simulated.fault_inject(node=rn.node, kind="util_dip", value=0.1, seconds=30)
+        for _ in range(args.noise_evaluations):
+            evaluate()
+            time.sleep(args.evaluate)
+        result["false_replacements_24h"] = (
+            HealthIncident.objects.filter(action="replace").count() - before
+        )
+
+        # 3. CPU per thousand samples.
+        time.sleep(args.scrape * 2)
+        worker_cpu0, web_cpu0, t0 = (
+            tree_cpu_seconds(worker.pid),
+            tree_cpu_seconds(web.pid),
+            time.time(),
+        )
+        deadline = time.monotonic() + args.cpu_window
+        while time.monotonic() < deadline:
+            evaluate()
+            time.sleep(args.evaluate)
+        time.sleep(1)
+        worker_cpu = tree_cpu_seconds(worker.pid) - worker_cpu0
+        web_cpu = tree_cpu_seconds(web.pid) - web_cpu0
+        window = int(time.time() - t0)
+        samples = prometheus.query(f"sum(sum_over_time(scrape_samples_scraped[{window}s]))")
+        scraped = samples[0].value if samples else 0.0
+        result["samples_scraped"] = int(scraped)
+        if scraped:
+            result["portal_cpu_ms_per_1k_samples"] = round(worker_cpu * 1e6 / scraped, 3)
+            result["simulated_exporter_cpu_ms_per_1k_samples"] = round(web_cpu * 1e6 / scraped, 3)
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

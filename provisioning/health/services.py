@@ -1,0 +1,533 @@
+"""Every write of day two: health incidents from the rules, and what each calls for.
+
+- ``health_evaluate``: each rule's PromQL against Prometheus; a firing (node, rule) with
+  no open incident opens one with the evidence (metric, value, time) and acts:
+  notify → the customer is told; re-validate → a quick validation run on the node (its
+  failure escalates to replace); replace → cordon and replace (below).
+- Replacement of a node of a delivered order (``incident_act_replace``): the node is
+  cordoned and the customer told with the evidence; with "ask me first" it waits for the
+  customer's approval or the deadline; then ``replacement_start`` chooses a spare of the
+  same type (same leaf, then the cluster's leaves, then the rack; the booking constraint
+  decides), moves the rest of the booking onto it, marks the failed node faulty with the
+  evidence and starts a replacement run (the provisioning steps and the quick validation
+  profile); ``replacement_handover`` puts the spare into the order's slot with its access
+  details and tells the customer. Each step is a row the SLA facts read: the node's
+  faulty event, the ``NodeSwap`` (failed at the fault's time, restored at hand-over,
+  hours lost) and the incident's events.
+- ``health_sweep``: deadlines of "ask me first", re-validation outcomes, incidents still
+  waiting for a spare or for another replacement of the order to finish.
+- A node staff mark faulty while it serves an order takes the same path
+  (``incident_from_staff_fault``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from billing.models import Order, OrderStatus
+from core import jobs, lifecycle
+from core.errors import DomainError
+from core.types import Actor, actor_or_none
+from inventory import services as inventory_services
+from inventory.models import ACTIVE_RESERVATION_STATUSES, Node, NodeStatus, Reservation
+from provisioning.health.rules import RULES, HealthRule
+from provisioning.models import (
+    OPEN_INCIDENT_STATUSES,
+    HealthAction,
+    HealthIncident,
+    IncidentStatus,
+    NodeSwap,
+    ProvisioningRun,
+    ReplacementMode,
+    ReplacementPolicy,
+    RunKind,
+    RunNode,
+    RunNodeState,
+    RunStatus,
+    ValidationProfile,
+    ValidationRun,
+    ValidationRunStatus,
+    ValidationTrigger,
+)
+from provisioning.models.runs import ACTIVE_RUN_STATUSES
+from provisioning.runs import run_create, run_start, spare_candidates
+from provisioning.runs.spares import choose_spare
+from provisioning.telemetry import prometheus
+from provisioning.validation.services import validation_run_create
+
+logger = logging.getLogger(__name__)
+
+EMAIL_TASK = "provisioning.tasks.health_incident_email"
+STAFF_FAULT_RULE = "staff_faulty"
+
+
+# --- where a node serves ---------------------------------------------------------------
+
+
+def serving_slot(node: Node) -> RunNode | None:
+    """The node's active slot in the delivered provisioning run of a ready order."""
+    return (
+        RunNode.objects.select_related("run__order")
+        .filter(
+            node=node,
+            state=RunNodeState.ACTIVE,
+            run__kind=RunKind.PROVISION,
+            run__status=RunStatus.DELIVERED,
+            run__order__status=OrderStatus.READY,
+        )
+        .first()
+    )
+
+
+def policy_for(order: Order) -> ReplacementPolicy:
+    policy = ReplacementPolicy.objects.filter(order=order).first()
+    return policy or ReplacementPolicy(order=order)
+
+
+def policy_set(*, order: Order, mode: str, ask_minutes: int, actor: Actor) -> ReplacementPolicy:
+    if mode not in ReplacementMode.values:
+        raise DomainError(_("Choose automatic replacement or “ask me first”."))
+    if not 5 <= ask_minutes <= 24 * 60:
+        raise DomainError(_("The deadline must be between 5 minutes and 24 hours."))
+    policy, _created = ReplacementPolicy.objects.update_or_create(
+        order=order,
+        defaults={
+            "mode": mode,
+            "ask_minutes": ask_minutes,
+            "updated_by": actor_or_none(actor),
+        },
+    )
+    return policy
+
+
+# --- evaluation --------------------------------------------------------------------------
+
+
+def _evidence_text(incident: HealthIncident) -> str:
+    gpu = f" GPU {incident.gpu}" if incident.gpu else ""
+    return _("%(metric)s = %(value)s on %(node)s%(gpu)s at %(time)s") % {
+        "metric": incident.metric,
+        "value": f"{incident.value:g}",
+        "node": incident.node.hostname,
+        "gpu": gpu,
+        "time": incident.observed_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
+    }
+
+
+def incident_evidence(incident: HealthIncident) -> str:
+    return _evidence_text(incident)
+
+
+def incident_open(
+    *,
+    node: Node,
+    rule: str,
+    action: str,
+    metric: str,
+    value: float,
+    observed_at: datetime,
+    gpu: str = "",
+    actor: Actor = None,
+) -> HealthIncident | None:
+    """A new incident, unless the node already has an open one for that rule (``None``)."""
+    slot = serving_slot(node)
+    try:
+        with transaction.atomic():
+            incident = HealthIncident.objects.create(
+                order=slot.run.order if slot else None,
+                node=node,
+                rule=rule,
+                action=action,
+                metric=metric,
+                value=value,
+                gpu=gpu,
+                observed_at=observed_at,
+            )
+            lifecycle.record_creation(
+                [incident],
+                actor=actor,
+                reason=_("Detected: %(e)s") % {"e": _evidence_text(incident)},
+            )
+    except IntegrityError:
+        return None
+    return incident
+
+
+def _firing(rule: HealthRule, *, selector: str) -> list[prometheus.Sample]:
+    return prometheus.query(
+        rule.query(selector=selector, scrape_s=settings.PORTAL_PROMETHEUS_SCRAPE_INTERVAL_S)
+    )
+
+
+def health_evaluate(*, rules: Iterable[HealthRule] = RULES) -> list[HealthIncident]:
+    """One evaluation of every rule over every scraped node; returns the new incidents.
+    Raises ``PrometheusUnavailable`` when Prometheus does not answer (fail closed: nothing
+    is concluded from missing data, and the error is in the worker's log)."""
+    nodes = {
+        n.hostname: n
+        for n in Node.objects.exclude(status=NodeStatus.RETIRED).select_related("node_type")
+    }
+    if not nodes:
+        return []
+    selector = 'node=~".+"'
+    opened: list[HealthIncident] = []
+    for rule in rules:
+        for sample in _firing(rule, selector=selector):
+            node = nodes.get(sample.labels.get("node", ""))
+            if node is None:
+                continue
+            if node.status in (NodeStatus.FAULTY, NodeStatus.MAINTENANCE):
+                continue  # already out of service: ops have it
+            if HealthIncident.objects.filter(node=node, status__in=OPEN_INCIDENT_STATUSES).exists():
+                continue  # one story per node at a time
+            incident = incident_open(
+                node=node,
+                rule=rule.code,
+                action=rule.action,
+                metric=rule.metric,
+                value=sample.value,
+                gpu=sample.labels.get("gpu", ""),
+                observed_at=datetime.fromtimestamp(sample.at, tz=UTC),
+            )
+            if incident is not None:
+                opened.append(incident)
+                incident_act(incident=incident)
+    return opened
+
+
+# --- acting on an incident ---------------------------------------------------------------
+
+
+def _move(
+    incident: HealthIncident, to: str, reason: str, actor: Actor = None, **updates: object
+) -> HealthIncident:
+    return lifecycle.transition(
+        incident, to=to, actor=actor, reason=reason, updates=updates or None
+    )
+
+
+def incident_act(*, incident: HealthIncident) -> HealthIncident:
+    if incident.action == HealthAction.REPLACE:
+        return incident_act_replace(incident=incident)
+    if incident.action == HealthAction.REVALIDATE:
+        return incident_act_revalidate(incident=incident)
+    with transaction.atomic():
+        incident = _move(incident, IncidentStatus.NOTIFIED, _("The customer is told."))
+        if incident.order_id:
+            jobs.enqueue(EMAIL_TASK, incident.pk, "notify")
+    return incident
+
+
+def incident_act_revalidate(*, incident: HealthIncident) -> HealthIncident:
+    """A quick validation run through validation's own entry point; its verdict is read by
+    ``health_sweep`` (failed: the incident escalates to replace)."""
+    with transaction.atomic():
+        run = validation_run_create(
+            nodes=[incident.node],
+            profile=ValidationProfile.QUICK,
+            trigger=ValidationTrigger.HEALTH,
+            order=incident.order,
+        )
+        incident = _move(
+            incident,
+            IncidentStatus.REVALIDATING,
+            _("Quick validation run %(id)s started.") % {"id": run.pk},
+            validation_run_id=run.pk,
+        )
+        if incident.order_id:
+            jobs.enqueue(EMAIL_TASK, incident.pk, "revalidate")
+    return incident
+
+
+def incident_act_replace(
+    *, incident: HealthIncident, now: datetime | None = None
+) -> HealthIncident:
+    """Cordon and tell; replace now (automatic) or when approved or past the deadline."""
+    now = now or timezone.now()
+    if incident.order_id is None:
+        # An idle node: out of the pool for ops, nobody else to tell.
+        with transaction.atomic():
+            node = Node.objects.select_for_update().get(pk=incident.node_id)
+            if node.status not in (NodeStatus.FAULTY, NodeStatus.RETIRED):
+                inventory_services.node_mark_faulty(
+                    node=node, reason=_("Health rule: %(e)s") % {"e": _evidence_text(incident)}
+                )
+            return _move(incident, IncidentStatus.RESOLVED, _("Idle node marked faulty."))
+    order = Order.objects.get(pk=incident.order_id)
+    policy = policy_for(order)
+    if policy.mode == ReplacementMode.ASK:
+        with transaction.atomic():
+            incident = _move(
+                incident,
+                IncidentStatus.AWAITING,
+                _("Node cordoned; waiting for the customer's approval."),
+                decide_by=now + timedelta(minutes=policy.ask_minutes),
+            )
+            jobs.enqueue(EMAIL_TASK, incident.pk, "ask")
+        return incident
+    with transaction.atomic():
+        jobs.enqueue(EMAIL_TASK, incident.pk, "cordoned")
+    return replacement_start(incident=incident)
+
+
+def incident_approve(*, incident: HealthIncident, actor: Actor) -> HealthIncident:
+    """The customer approves the replacement now."""
+    if incident.status != IncidentStatus.AWAITING:
+        raise DomainError(_("This replacement is not waiting for approval."))
+    with transaction.atomic():
+        HealthIncident.objects.filter(pk=incident.pk).update(approved_by=actor_or_none(actor))
+    return replacement_start(incident=incident, actor=actor)
+
+
+def replacement_start(
+    *, incident: HealthIncident, actor: Actor = None, now: datetime | None = None
+) -> HealthIncident:
+    """Spare chosen and booked, failed node faulty, replacement run started. When no spare
+    is free: ``no_spare`` (ops told; the sweep tries again). When another replacement of
+    the order is running: stays ``replacing`` without a run (the sweep starts it after)."""
+    now = now or timezone.now()
+    if incident.order_id is None:
+        return incident
+    order = Order.objects.get(pk=incident.order_id)
+    with transaction.atomic():
+        incident = HealthIncident.objects.select_for_update().get(pk=incident.pk)
+        if incident.replacement_run_id is not None or incident.status not in (
+            IncidentStatus.OPEN,
+            IncidentStatus.AWAITING,
+            IncidentStatus.REVALIDATING,
+            IncidentStatus.REPLACING,
+            IncidentStatus.NO_SPARE,
+        ):
+            return incident
+        slot = serving_slot(incident.node)
+        if slot is None:
+            return _move(
+                incident, IncidentStatus.RESOLVED, _("The node no longer serves the order."), actor
+            )
+        if ProvisioningRun.objects.filter(
+            order=order, kind=RunKind.REPLACE, status__in=ACTIVE_RUN_STATUSES
+        ).exists():
+            if incident.status != IncidentStatus.REPLACING:
+                incident = _move(
+                    incident,
+                    IncidentStatus.REPLACING,
+                    _("Queued behind another replacement."),
+                    actor,
+                )
+            return incident
+        failed = Node.objects.select_for_update().get(pk=incident.node_id)
+        run_nodes = list(RunNode.objects.filter(run=slot.run).select_related("node"))
+        exclude = [rn.node_id for rn in run_nodes] + list(
+            RunNode.objects.filter(run__order=order).values_list("node_id", flat=True)
+        )
+        cluster_leaves = {
+            rn.node.leaf_switch_id for rn in run_nodes if rn.state == RunNodeState.ACTIVE
+        }
+        evidence = _evidence_text(incident)
+        if failed.status not in (NodeStatus.FAULTY, NodeStatus.RETIRED):
+            inventory_services.node_mark_faulty(
+                node=failed,
+                actor=actor,
+                reason=_("Health rule %(rule)s: %(e)s") % {"rule": incident.rule, "e": evidence},
+            )
+        group = order.reservation_group
+        reservation = (
+            Reservation.objects.filter(
+                node=failed, group=group, status__in=ACTIVE_RESERVATION_STATUSES
+            )
+            .order_by("start_at")
+            .first()
+            if group is not None
+            else None
+        )
+        for _attempt in range(3):
+            spare = choose_spare(
+                spare_candidates(
+                    order=order, failed=failed, exclude=exclude, start_at=max(now, order.start_at)
+                ),
+                failed_leaf_id=failed.leaf_switch_id,
+                failed_rack_id=failed.rack_id,
+                cluster_leaf_ids=cluster_leaves,
+            )
+            if spare is None or reservation is None:
+                break
+            spare_node = Node.objects.get(pk=spare.node_id)
+            try:
+                with transaction.atomic():
+                    inventory_services.reservation_swap(
+                        reservation=reservation,
+                        new_node=spare_node,
+                        actor=actor,
+                        reason=_("%(failed)s replaced by %(spare)s: %(why)s")
+                        % {
+                            "failed": failed.hostname,
+                            "spare": spare_node.hostname,
+                            "why": evidence,
+                        },
+                    )
+            except DomainError:
+                exclude.append(spare.node_id)
+                continue
+            break
+        else:
+            spare = None
+        if spare is None or reservation is None:
+            if incident.status != IncidentStatus.NO_SPARE:
+                incident = _move(
+                    incident, IncidentStatus.NO_SPARE, _("No spare of this type is free."), actor
+                )
+                jobs.enqueue(EMAIL_TASK, incident.pk, "no_spare")
+            return incident
+        run = run_create(order=order, kind=RunKind.REPLACE, nodes=[spare_node])
+        swap = NodeSwap.objects.create(
+            order=order,
+            run=run,
+            failed_node=failed,
+            spare_node=spare_node,
+            reason=_("Health rule %(rule)s: %(e)s") % {"rule": incident.rule, "e": evidence},
+            failed_at=incident.observed_at,
+            requested_by=actor_or_none(actor),
+        )
+        RunNode.objects.filter(pk=slot.pk).update(state=RunNodeState.SWAPPED_OUT)
+        RunNode.objects.create(run=slot.run, node=spare_node, slot=slot.slot)
+        incident = _move(
+            incident,
+            IncidentStatus.REPLACING,
+            _("Spare %(spare)s chosen; provisioning it.") % {"spare": spare_node.hostname},
+            actor,
+            replacement_run=run,
+            swap=swap,
+        )
+        run_start(run=run, actor=actor)
+    return incident
+
+
+def replacement_handover(*, run_id: int) -> HealthIncident | None:
+    """The replacement run delivered: the spare takes its slot with its access details,
+    the incident is closed and the customer told (the delivery kit, computed from the
+    order's slots, now names the spare)."""
+    with transaction.atomic():
+        run = ProvisioningRun.objects.select_for_update().get(pk=run_id)
+        incident = HealthIncident.objects.select_for_update().filter(replacement_run=run).first()
+        if run.status != RunStatus.DELIVERED or incident is None:
+            return incident
+        if incident.status == IncidentStatus.REPLACED:
+            return incident
+        delivered = RunNode.objects.filter(run=run, state=RunNodeState.ACTIVE).first()
+        if delivered is not None:
+            RunNode.objects.filter(
+                run__order=run.order_id,
+                run__kind=RunKind.PROVISION,
+                node_id=delivered.node_id,
+                state=RunNodeState.ACTIVE,
+            ).update(
+                ssh_user=delivered.ssh_user,
+                addresses=delivered.addresses,
+                delivered_at=delivered.delivered_at,
+            )
+        incident = _move(
+            incident,
+            IncidentStatus.REPLACED,
+            _("Spare validated and handed over."),
+            handed_over_at=timezone.now(),
+        )
+        jobs.enqueue(EMAIL_TASK, incident.pk, "replaced")
+    return incident
+
+
+def incident_from_staff_fault(*, node_id: int) -> HealthIncident | None:
+    """Staff marked a serving node faulty: the same path as a replace-class rule."""
+    node = Node.objects.filter(pk=node_id).first()
+    if node is None or node.status != NodeStatus.FAULTY or serving_slot(node) is None:
+        return None
+    if HealthIncident.objects.filter(node=node, status__in=OPEN_INCIDENT_STATUSES).exists():
+        return None
+    event = node.events.order_by("-created_at", "-pk").first()
+    incident = incident_open(
+        node=node,
+        rule=STAFF_FAULT_RULE,
+        action=HealthAction.REPLACE,
+        metric="node status",
+        value=0.0,
+        observed_at=event.created_at if event else timezone.now(),
+        actor=event.actor if event else None,
+    )
+    return incident_act(incident=incident) if incident else None
+
+
+def node_repaired_return(*, node_id: int) -> HealthIncident | None:
+    """A node that waited for a spare was repaired while its order still holds it: it
+    returns to its customer through a replacement run of its own (the steps and the quick
+    validation), instead of showing free to others while the booking runs."""
+    with transaction.atomic():
+        incident = (
+            HealthIncident.objects.select_for_update()
+            .filter(node_id=node_id, status=IncidentStatus.NO_SPARE)
+            .first()
+        )
+        if incident is None or incident.order_id is None:
+            return None
+        node = Node.objects.select_for_update().get(pk=node_id)
+        slot = serving_slot(node)
+        if node.status != NodeStatus.AVAILABLE or slot is None:
+            return None
+        order = Order.objects.get(pk=incident.order_id)
+        if ProvisioningRun.objects.filter(
+            order=order, kind=RunKind.REPLACE, status__in=ACTIVE_RUN_STATUSES
+        ).exists():
+            return incident  # the sweep finds it again later
+        run = run_create(order=order, kind=RunKind.REPLACE, nodes=[node])
+        incident = _move(
+            incident,
+            IncidentStatus.REPLACING,
+            _("Repaired: %(node)s returns to the order.") % {"node": node.hostname},
+            replacement_run=run,
+        )
+        run_start(run=run)
+    return incident
+
+
+def health_sweep(*, now: datetime | None = None) -> dict[str, int]:
+    """Deadlines passed, re-validations finished, replacements waiting for a spare or for
+    the order's other replacement."""
+    now = now or timezone.now()
+    done = {"deadline": 0, "revalidated": 0, "retried": 0}
+    for incident in HealthIncident.objects.filter(
+        status=IncidentStatus.AWAITING, decide_by__lte=now
+    ):
+        replacement_start(incident=incident, now=now)
+        done["deadline"] += 1
+    for incident in HealthIncident.objects.filter(
+        status=IncidentStatus.REVALIDATING, validation_run_id__isnull=False
+    ):
+        run = ValidationRun.objects.filter(pk=incident.validation_run_id or 0).first()
+        if run is None or run.status in (ValidationRunStatus.PENDING, ValidationRunStatus.RUNNING):
+            continue
+        done["revalidated"] += 1
+        if run.status == ValidationRunStatus.PASSED:
+            with transaction.atomic():
+                _move(incident, IncidentStatus.RESOLVED, _("The quick validation passed."))
+            continue
+        HealthIncident.objects.filter(pk=incident.pk).update(action=HealthAction.REPLACE)
+        incident.action = HealthAction.REPLACE
+        incident_act_replace(incident=incident, now=now)
+    for incident in HealthIncident.objects.filter(
+        status__in=(IncidentStatus.REPLACING, IncidentStatus.NO_SPARE),
+        replacement_run__isnull=True,
+    ).select_related("node"):
+        if (
+            incident.status == IncidentStatus.NO_SPARE
+            and incident.node.status == NodeStatus.AVAILABLE
+        ):
+            node_repaired_return(node_id=incident.node_id)  # repaired meanwhile: it returns
+        else:
+            replacement_start(incident=incident, now=now)
+        done["retried"] += 1
+    return done

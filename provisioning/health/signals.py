@@ -1,0 +1,35 @@
+"""A node staff mark faulty while it serves an order takes the replacement path: the
+lifecycle's ``written`` signal (every node move sends it) enqueues a check by task name,
+in the same transaction (the outbox), so the move and the follow-up commit together. The
+task decides (``services.incident_from_staff_fault``); this only notices."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core import jobs, lifecycle
+from inventory.models import Node, NodeStatus
+from provisioning.models import HealthIncident, IncidentStatus
+
+TASK = "provisioning.tasks.health_node_marked_faulty"
+REPAIRED_TASK = "provisioning.tasks.health_node_repaired"
+
+
+def _on_write(sender: type, objs: list[Any], **_kwargs: Any) -> None:
+    if sender is not Node:
+        return
+    for node in objs:
+        if getattr(node, "status", None) == NodeStatus.FAULTY:
+            jobs.enqueue(TASK, node.pk)
+    available = [n.pk for n in objs if getattr(n, "status", None) == NodeStatus.AVAILABLE]
+    if available:
+        # Repaired while its order still holds it (no spare was free): back to its
+        # customer. One query per batch of moves; nothing for the usual releases.
+        for node_id in HealthIncident.objects.filter(
+            node_id__in=available, status=IncidentStatus.NO_SPARE
+        ).values_list("node_id", flat=True):
+            jobs.enqueue(REPAIRED_TASK, node_id)
+
+
+def connect() -> None:
+    lifecycle.written.connect(_on_write, dispatch_uid="health-staff-faulty")
