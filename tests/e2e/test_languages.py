@@ -157,6 +157,9 @@ def test_the_whole_term_reads_in_each_language(pages, settings, monkeypatch, cel
             order.quote.contact_email,
             demo["customer"].email,
             demo["customer"].get_username(),
+            demo["sales"].get_username(),  # who prepared the quote
+            f"({order.site.code})",  # the site's code beside its name
+            django_settings.PORTAL_PROVIDER_WEBSITE,
             order.site.ssh_jump_host,
             order.site.timezone,
             first.bank_reference,

@@ -291,8 +291,14 @@ def test_not_enough_nodes_shows_free_count_earliest_start_and_alternatives(clien
     html = response.content.decode()
     assert response.status_code == 200
     assert "Only 6 nodes of this type are free for the whole period, 8 asked for." in html
-    later = (start + timedelta(days=20)).isoformat()
-    assert f"The full count is free from {later}" in html
+    # Free once the other order's nodes are cleaned and provisioned again: its end, the
+    # site's cleaning time, then the lead time before the new start.
+    buffers = timedelta(hours=hk.cleaning_hours + hk.lead_time_hours)
+    free_at = (at + timedelta(days=20) + buffers).astimezone(hk.tzinfo)
+    assert f"The full count is free from {free_at:%Y-%m-%d %H:%M}" in html
+    # The later start offered is the first whole day from then (rentals start at midnight).
+    first_day = free_at.date() + timedelta(days=0 if free_at.time() == time.min else 1)
+    later = first_day.isoformat()
     links = {item["alt"].kind: item["url"] for item in response.context["alternatives"]}
     # 8 H100 nodes are 64 GPUs: 16 A100 4-GPU nodes, and Hong Kong has only 8 of them, so
     # no other node type here; a later start, or Shenzhen.

@@ -121,6 +121,7 @@ ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
     "dashboard_order_usage": ("order", NOT_FOUND),
     "dashboard_order_progress": ("order", NOT_FOUND),
     "dashboard_order_access": ("order", NOT_FOUND),
+    "dashboard_order_cancel": ("order", NOT_FOUND),
     # Provisioning runs (provisioning/urls.py, staff).
     "provisioning_run": ("run", STAFF_ONLY),
     "provisioning_step_retry": ("run_step", STAFF_ONLY),
