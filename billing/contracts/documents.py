@@ -37,6 +37,7 @@ from billing.models import (
     ItemKind,
 )
 from billing.pricing import schedule as schedule_engine
+from billing.pricing.late_fees import LATE_FEE_PER_DAY
 from billing.pricing.sla import SLA_CREDIT_TABLE, SLA_TARGET
 from core.documents import DocumentKind, register
 from core.pdf import css_content, normalise_language
@@ -52,7 +53,6 @@ RESTRICTED_GPU_MARKERS = ("H100", "H200", "H800", "H20", "A100", "A800", "B200",
 # monthly availability, that share of the node's charge for the period is credited.
 FAULT_RESPONSE_MINUTES = 30
 REPLACEMENT_HOURS = 4
-LATE_FEE_PER_DAY = Decimal("0.05")  # percent of the overdue amount per day
 # The acceptance check: measured against the GPU model's reference figures.
 ACCEPTANCE_SHARE = Decimal("90")  # percent of the reference figure, at least
 # The terms' figures (clauses of ``templates/pdf/contract_terms/<version>/``).
