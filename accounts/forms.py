@@ -19,7 +19,7 @@ from accounts.models import (
     tax_id_normalise,
     tax_id_problem,
 )
-from core.validators import no_emoji
+from core.forms import NameField
 
 UserModel = get_user_model()
 
@@ -31,16 +31,14 @@ class SignupForm(forms.Form):
         widget=forms.EmailInput(attrs={"autocomplete": "email", "autofocus": True}),
         help_text=_("You log in with this address; we send a link to verify it."),
     )
-    full_name = forms.CharField(
+    full_name = NameField(
         label=_("Full name"),
         max_length=150,
-        validators=[no_emoji],
         widget=forms.TextInput(attrs={"autocomplete": "name"}),
     )
-    company_name = forms.CharField(
+    company_name = NameField(
         label=_("Company name"),
         max_length=200,
-        validators=[no_emoji],
         widget=forms.TextInput(attrs={"autocomplete": "organization"}),
         help_text=_("We create your company's organisation with you as its owner."),
     )
@@ -104,16 +102,14 @@ class LoginForm(forms.Form):
 
 
 class OrganisationForm(forms.Form):
-    name = forms.CharField(
+    name = NameField(
         label=_("Name"),
         max_length=200,
-        validators=[no_emoji],
         help_text=_("How we address your organisation."),
     )
-    legal_name = forms.CharField(
+    legal_name = NameField(
         label=_("Legal name"),
         max_length=200,
-        validators=[no_emoji],
         required=False,
         help_text=_("As registered: printed on quotes, contracts and the fapiao."),
     )

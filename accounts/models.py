@@ -336,3 +336,243 @@ class SshPublicKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.algorithm}, {self.fingerprint})"
+
+
+# --- API keys, idempotency records and outgoing webhooks ------------------------------------
+# Organisation data that every layer above may write into (billing and provisioning emit
+# webhook events through ``accounts.webhooks.emit_event``). The rules are in
+# ``accounts.api_keys`` and ``accounts.webhooks``; the HTTP side is ``portal.api``.
+
+
+class ApiScope(models.TextChoices):
+    """What a key may do with one resource family."""
+
+    READ = "read", _("read")
+    WRITE = "write", _("read and write")
+
+
+class ApiKey(models.Model):
+    """A key for ``/api/v1/``: shown once at creation, stored as its SHA-256 only.
+
+    ``prefix`` (the first characters after ``gpk_``) finds the row; the digest of the whole
+    key proves it. The key acts as ``created_by`` (an owner when it was made) within its
+    organisation, and stops working when revoked, expired, or when that user leaves.
+    """
+
+    organisation = models.ForeignKey(
+        Organisation,
+        on_delete=models.CASCADE,
+        related_name="api_keys",
+        verbose_name=_("organisation"),
+    )
+    name = models.CharField(_("name"), max_length=100, validators=[no_emoji])
+    prefix = models.CharField(_("prefix"), max_length=16, unique=True)
+    key_hash = models.CharField(_("key digest (SHA-256)"), max_length=64)
+    scopes = models.JSONField(_("scopes"), default=dict)  # {"orders": "write", ...}
+    allowed_ips = models.JSONField(_("IP allow-list"), default=list, blank=True)
+    expires_at = models.DateTimeField(_("expires"), null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="api_keys",
+        verbose_name=_("created by"),
+    )
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    last_used_at = models.DateTimeField(_("last used"), null=True, blank=True)
+    last_used_ip = models.GenericIPAddressField(_("last used from"), null=True, blank=True)
+    revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("API key")
+        verbose_name_plural = _("API keys")
+
+    def __str__(self) -> str:
+        return f"{self.name} (gpk_{self.prefix}…)"
+
+    def active_at(self, moment: datetime) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or moment < self.expires_at)
+
+
+class ApiAuditEntry(models.Model):
+    """One write made with an API key: who (the key), what (method, path), the outcome."""
+
+    api_key = models.ForeignKey(
+        ApiKey, on_delete=models.CASCADE, related_name="audit", verbose_name=_("API key")
+    )
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="+", verbose_name=_("organisation")
+    )
+    method = models.CharField(_("method"), max_length=8)
+    path = models.CharField(_("path"), max_length=500)
+    status_code = models.PositiveSmallIntegerField(_("status"))
+    idempotency_key = models.CharField(_("idempotency key"), max_length=200, blank=True)
+    ip = models.GenericIPAddressField(_("IP address"), null=True, blank=True)
+    created_at = models.DateTimeField(_("at"), auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("API audit entry")
+        verbose_name_plural = _("API audit entries")
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path} → {self.status_code}"
+
+
+class IdempotencyRecord(models.Model):
+    """The first answer to a POST with an ``Idempotency-Key``, replayed to its retries.
+
+    Claimed (row inserted, ``status_code`` 0) before the work starts, so concurrent
+    retries with one key wait on the row instead of doing the work twice.
+    """
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="+", verbose_name=_("organisation")
+    )
+    key = models.CharField(_("idempotency key"), max_length=200)
+    request_hash = models.CharField(_("request digest"), max_length=64)
+    status_code = models.PositiveSmallIntegerField(_("status"), default=0)
+    response = models.JSONField(_("response"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("idempotency record")
+        verbose_name_plural = _("idempotency records")
+        constraints = [
+            models.UniqueConstraint(fields=["organisation", "key"], name="idempotency_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class WebhookEndpoint(models.Model):
+    """A URL of the organisation's that receives the event types it chose, signed with
+    ``secret`` (and, until ``previous_secret_until``, also with the secret it replaced)."""
+
+    organisation = models.ForeignKey(
+        Organisation,
+        on_delete=models.CASCADE,
+        related_name="webhook_endpoints",
+        verbose_name=_("organisation"),
+    )
+    url = models.URLField(_("URL"), max_length=500)
+    description = models.CharField(_("description"), max_length=200, blank=True)
+    event_types = models.JSONField(_("event types"), default=list)
+    secret = models.CharField(_("signing secret"), max_length=100)
+    previous_secret = models.CharField(_("previous secret"), max_length=100, blank=True)
+    previous_secret_until = models.DateTimeField(_("previous secret valid until"), null=True)
+    active = models.BooleanField(_("active"), default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("created by"),
+    )
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+        verbose_name = _("webhook endpoint")
+        verbose_name_plural = _("webhook endpoints")
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class WebhookEvent(models.Model):
+    """Something that happened to an organisation's objects, as sent to its endpoints.
+    ``dedupe`` makes an emission idempotent (one ``order.paid`` per order)."""
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="+", verbose_name=_("organisation")
+    )
+    event_id = models.CharField(_("event ID"), max_length=40, unique=True)
+    type = models.CharField(_("type"), max_length=60)
+    data = models.JSONField(_("data"), default=dict)
+    dedupe = models.CharField(_("deduplication key"), max_length=200, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("webhook event")
+        verbose_name_plural = _("webhook events")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "dedupe"],
+                condition=~models.Q(dedupe=""),
+                name="webhook_event_dedupe",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.event_id}"
+
+
+class WebhookDeliveryStatus(models.TextChoices):
+    PENDING = "pending", _("pending")
+    RETRYING = "retrying", _("retrying")
+    SUCCEEDED = "succeeded", _("succeeded")
+    FAILED = "failed", _("failed")
+
+
+class WebhookDelivery(models.Model):
+    """One event sent to one endpoint (a replay is a new delivery of the same event)."""
+
+    endpoint = models.ForeignKey(
+        WebhookEndpoint,
+        on_delete=models.CASCADE,
+        related_name="deliveries",
+        verbose_name=_("endpoint"),
+    )
+    event = models.ForeignKey(
+        WebhookEvent, on_delete=models.CASCADE, related_name="deliveries", verbose_name=_("event")
+    )
+    status = models.CharField(
+        _("status"),
+        max_length=12,
+        choices=WebhookDeliveryStatus.choices,
+        default=WebhookDeliveryStatus.PENDING,
+    )
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
+    replay_of = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    last_status_code = models.PositiveSmallIntegerField(_("last HTTP status"), null=True)
+    last_response_ms = models.PositiveIntegerField(_("last response time (ms)"), null=True)
+    last_error = models.CharField(_("last error"), max_length=500, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    delivered_at = models.DateTimeField(_("delivered"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("webhook delivery")
+        verbose_name_plural = _("webhook deliveries")
+
+    def __str__(self) -> str:
+        return f"{self.event} → {self.endpoint}"
+
+
+class WebhookAttempt(models.Model):
+    """One HTTP request of a delivery: the log the dashboard shows."""
+
+    delivery = models.ForeignKey(
+        WebhookDelivery,
+        on_delete=models.CASCADE,
+        related_name="attempt_log",
+        verbose_name=_("delivery"),
+    )
+    status_code = models.PositiveSmallIntegerField(_("HTTP status"), null=True)
+    response_ms = models.PositiveIntegerField(_("response time (ms)"))
+    error = models.CharField(_("error"), max_length=500, blank=True)
+    created_at = models.DateTimeField(_("at"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        verbose_name = _("webhook attempt")
+        verbose_name_plural = _("webhook attempts")
+
+    def __str__(self) -> str:
+        return f"{self.delivery_id}: {self.status_code or self.error}"

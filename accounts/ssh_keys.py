@@ -1,14 +1,16 @@
 """SSH public keys: parse and judge one ``authorized_keys`` line (no Django models here).
 
-Accepted: ed25519, ECDSA (P-256/384/521) and RSA of at least 3072 bits. Anything else
-(DSA, short RSA, garbage, a private key pasted by mistake) is refused with a message that
-says why. Parsing is done by the ``cryptography`` package, not by pattern matching.
+Accepted: ed25519, ECDSA (P-256/384/521) and RSA of 3072 to 16,384 bits (OpenSSH's sshd
+refuses larger RSA keys). Anything else (DSA, short or huge RSA, garbage, a private key
+pasted by mistake, two keys pasted into one field) is refused with a message that says
+why. Parsing is done by the ``cryptography`` package, not by pattern matching.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import serialization
@@ -16,7 +18,11 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from django.utils.translation import gettext as _
 
 RSA_MIN_BITS = 3072
+#: OpenSSH's limit (``SSH_RSA_MAXIMUM_MODULUS_SIZE``): sshd refuses a larger key at login.
+RSA_MAX_BITS = 16_384
 MAX_KEY_LENGTH = 16_384
+#: Where a public key starts: its type, then its base64 (which always begins "AAAA").
+KEY_START = re.compile(r"(?:^|\s)((?:ssh|ecdsa|sk)-[\w@.-]+)\s+AAAA")
 
 
 class InvalidSshKey(ValueError):
@@ -42,6 +48,15 @@ def parse_public_key(text: str) -> ParsedSshKey:
     if "PRIVATE KEY" in line:
         raise InvalidSshKey(
             _("This is a private key. Never share it: paste the public key (the .pub file).")
+        )
+    starts = KEY_START.findall(line)
+    if len(starts) > 1:
+        raise InvalidSshKey(
+            _(
+                "This field holds %(n)s keys (%(types)s): paste one key here and add each "
+                "other key on its own."
+            )
+            % {"n": len(starts), "types": ", ".join(starts[:5])}
         )
     parts = line.split(" ", 2)
     if len(parts) < 2:
@@ -79,6 +94,15 @@ def parse_public_key(text: str) -> ParsedSshKey:
                     "an ed25519 key instead: ssh-keygen -t ed25519"
                 )
                 % {"bits": bits, "min": RSA_MIN_BITS}
+            )
+        if bits > RSA_MAX_BITS:
+            raise InvalidSshKey(
+                _(
+                    "This RSA key has %(bits)s bits; the servers' SSH accepts at most "
+                    "%(max)s, so it could not log in. Create an ed25519 key instead: "
+                    "ssh-keygen -t ed25519"
+                )
+                % {"bits": bits, "max": RSA_MAX_BITS}
             )
     else:
         raise InvalidSshKey(

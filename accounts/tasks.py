@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from smtplib import SMTPException
 
-from celery import shared_task
+from celery import Task, shared_task
+from django.conf import settings
 
-from accounts import services
+from accounts import services, webhooks
 from core.queues import CeleryQueue
 
 # Seconds: (soft, hard). The soft limit raises inside the task so it can stop cleanly.
@@ -48,3 +49,25 @@ def invitation_email(invitation_id: int, language: str) -> str:
 def password_reset_email(email: str, language: str) -> int:
     """Password reset links for the accounts of an address (none: nothing is sent)."""
     return services.password_reset_deliver(email=email, language=language)
+
+
+@shared_task(
+    bind=True,
+    name="accounts.tasks.webhook_deliver",
+    queue=CeleryQueue.DEFAULT,
+    max_retries=None,
+    acks_late=True,
+    soft_time_limit=60,
+    time_limit=90,
+)
+def webhook_deliver(self: Task, delivery_id: int) -> str:
+    """POST one webhook delivery; retried with exponential backoff until it succeeds or
+    ``PORTAL_WEBHOOK_MAX_RETRIES`` retries have failed. Idempotent: a delivery that
+    succeeded is not sent again (a replay is a new delivery)."""
+    retries = self.request.retries
+    final = retries >= settings.PORTAL_WEBHOOK_MAX_RETRIES
+    try:
+        return webhooks.delivery_attempt(delivery_id=delivery_id, final=final)
+    except webhooks.DeliveryFailed as exc:
+        countdown = min(settings.PORTAL_WEBHOOK_RETRY_BASE * 2**retries, 3600.0)
+        raise self.retry(exc=exc, countdown=countdown) from exc

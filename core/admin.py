@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.timesince import timesince
 from django.utils.translation import gettext_lazy, ngettext
 
-from core import outbox
+from core import outbox, task_labels
 from core.admin_base import ReadOnlyAdmin
 from core.models import OutboxMessage, OutboxStatus
 
@@ -23,7 +23,8 @@ class OutboxMessageAdmin(ReadOnlyAdmin):
 
     @admin.display(description=gettext_lazy("tasks"))
     def tasks(self, obj: OutboxMessage) -> str:
-        return " → ".join(obj.task_names)
+        # What the work does, in the page's language (never the tasks' Python names).
+        return " → ".join(task_labels.label(name) for name in obj.task_names)
 
     @admin.display(description=gettext_lazy("waiting for"))
     def age(self, obj: OutboxMessage) -> str:
@@ -32,7 +33,7 @@ class OutboxMessageAdmin(ReadOnlyAdmin):
         return timesince(obj.created_at, timezone.now())
 
     def has_publish_permission(self, request: HttpRequest) -> bool:
-        return request.user.is_staff
+        return request.user.has_perm("core.change_outboxmessage")
 
     @admin.action(description=gettext_lazy("Publish now"), permissions=["publish"])
     def publish_now(self, request: HttpRequest, queryset: QuerySet[OutboxMessage]) -> None:

@@ -150,7 +150,7 @@ class LifecycleEventInline(ReadOnlyInline):
     """A lifecycle's event rows (``core.models.LifecycleEvent``) on its subject's page:
     when, from, to, who and why. Subclasses name the ``model``."""
 
-    fields = ("created_at", "from_label", "to_label", "actor", "reason")
+    fields = ("created_at", "from_label", "to_label", "actor", "why")
     readonly_fields = fields
     show_change_link = False
     verbose_name_plural = gettext_lazy("status history")

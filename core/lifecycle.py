@@ -34,7 +34,9 @@ from django.dispatch import Signal
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from core import texts
 from core.errors import IllegalTransition
+from core.texts import Text
 from core.types import Actor, actor_or_none
 
 # Sent after every write of the mechanism (moves, creations, notes) with ``sender`` the
@@ -97,18 +99,22 @@ def _lifecycle_of(model: type[models.Model]) -> Lifecycle:
 
 
 # Why a move happens: one text for all, or a function of each object (e.g. its deadline).
-Reason = str | Callable[[Any], str]
+# A system text is a ``core.texts.Text`` (stored as its code and parameters, shown in the
+# reader's language); a plain string is words a person typed, kept as typed.
+Reason = Text | str | Callable[[Any], Text | str]
 
 
 def _event(
     lifecycle: Lifecycle, obj: Any, source: str, target: str, actor: Actor, reason: Reason
 ) -> Any:
+    plain, coded = texts.stored(reason(obj) if callable(reason) else reason)
     return lifecycle.events()(
         **{lifecycle.subject_field: obj},
         from_status=source,
         to_status=target,
         actor=actor_or_none(actor),
-        reason=str(reason(obj) if callable(reason) else reason),
+        reason=plain,
+        reason_text=coded,
     )
 
 
@@ -192,7 +198,7 @@ class Move:
 
     obj: Any
     to: str
-    reason: str
+    reason: Text | str
     updates: Mapping[str, Any] = field(default_factory=dict)
 
 

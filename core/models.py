@@ -10,6 +10,8 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from core import task_labels, texts
+
 
 class LifecycleEvent(models.Model):
     """One row per move of a lifecycle: who, when, from, to and why.
@@ -29,7 +31,11 @@ class LifecycleEvent(models.Model):
         related_name="+",
         verbose_name=_("by"),
     )
+    # ``reason`` is the English text (logs, search, hash chains); ``reason_text`` the code
+    # and parameters of a system text (``core.texts``), None for words a person typed.
+    # Pages and documents show ``why()``: the text in their own language.
     reason = models.TextField(_("why"), blank=True)
+    reason_text = models.JSONField(_("why (code)"), null=True, blank=True, editable=False)
     created_at = models.DateTimeField(_("when"), auto_now_add=True, db_index=True)
 
     class Meta:
@@ -48,6 +54,12 @@ class LifecycleEvent(models.Model):
     @classmethod
     def status_label(cls, status: str) -> str:
         return str(dict(cls.status_choices()).get(status, status)) if status else "∅"
+
+    def why(self) -> str:
+        """Why it happened, in the active language (as typed when a person wrote it)."""
+        return texts.render(self.reason_text, self.reason)
+
+    why.short_description = _("why")  # type: ignore[attr-defined]
 
     def from_label(self) -> str:
         return self.status_label(self.from_status)
@@ -121,7 +133,7 @@ class OutboxMessage(models.Model):
         ]
 
     def __str__(self) -> str:
-        return " → ".join(step[0] for step in self.steps)
+        return " → ".join(task_labels.label(step[0]) for step in self.steps)
 
     @property
     def task_names(self) -> list[str]:

@@ -39,6 +39,7 @@ from core.admin_base import (
 )
 from core.csv import CSVFileError, EscapedCSV, not_csv_message
 from core.errors import DomainError
+from core.texts import Text
 from inventory import csv_jobs, services
 from inventory.models import (
     GPUModel,
@@ -421,7 +422,7 @@ class NodeAdmin(DomainErrorMessagesMixin, SiteScopedChoicesMixin, InventoryImpor
                     node_id=obj.pk,
                     changes={name: getattr(obj, name) for name in changed},
                     actor=request.user,
-                    reason=_("Edited in the admin."),
+                    reason=Text("Edited in the admin."),
                 )
             return
         created = services.node_create(
@@ -434,7 +435,7 @@ class NodeAdmin(DomainErrorMessagesMixin, SiteScopedChoicesMixin, InventoryImpor
             bmc_address=obj.bmc_address,
             status=obj.status,
             actor=request.user,
-            reason=_("Added in the admin."),
+            reason=Text("Added in the admin."),
         )
         if obj.notes:
             created.notes = obj.notes
@@ -450,7 +451,7 @@ class NodeAdmin(DomainErrorMessagesMixin, SiteScopedChoicesMixin, InventoryImpor
             nodes=list(queryset.order_by("hostname")),
             to_status=to_status,
             actor=request.user,
-            reason=_("Moved to “%(status)s” with the admin's bulk action.") % {"status": label},
+            reason=Text("Moved to “%(status)s” with the admin's bulk action.", status=label),
         )
         if moved:
             messages.success(
@@ -480,7 +481,7 @@ class NodeAdmin(DomainErrorMessagesMixin, SiteScopedChoicesMixin, InventoryImpor
 
 @admin.register(NodeEvent)
 class NodeEventAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "node", "from_label", "to_label", "actor", "reason")
+    list_display = ("created_at", "node", "from_label", "to_label", "actor", "why")
     fields = list_display
     readonly_fields = list_display
     list_select_related = ("node", "actor")
@@ -600,7 +601,7 @@ class ReservationAdmin(SiteTimeZoneMixin, ReadOnlyAdmin):
 @admin.register(ReservationEvent)
 class ReservationEventAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "reservation", "node", "from_label", "to_label", "actor")
-    fields = (*list_display, "reason")
+    fields = (*list_display, "why")
     readonly_fields = fields
     list_select_related = ("reservation__node", "actor")
     list_filter = (EventStatusFilter,)

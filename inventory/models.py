@@ -4,9 +4,12 @@ Invariants live here (field validation, ``clean()``, database constraints). Writ
 through ``inventory.services``; multi-line reads through ``inventory.selectors``.
 
 No double booking: PostgreSQL enforces it with the exclusion constraint
-``reservation_no_overlap`` (btree_gist, added in migration 0001 on PostgreSQL only):
+``reservation_no_overlap`` (btree_gist, migrations 0002 and 0010, PostgreSQL only):
 two *active* reservations (status ``hold`` or ``firm``) of one node may not have
-overlapping half-open ranges ``[start_at, end_at)``. ``reservation_hold`` checks the
+overlapping *held* ranges ``[held_from, held_until)``. A reservation rents
+``[start_at, end_at)`` and holds the node from the site's lead time before the start
+(provisioning) to its cleaning time after the end, so the named nodes stay the
+customer's from provisioning to the end of cleaning. ``reservation_hold`` checks the
 same rule first so that SQLite and forms get a clear message, not an IntegrityError.
 """
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import uuid
 import zoneinfo
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -72,6 +76,24 @@ class Site(models.Model):
             "this long after it is paid."
         ),
     )
+    ssh_jump_host = models.CharField(
+        _("SSH jump host"),
+        max_length=200,
+        blank=True,
+        help_text=_(
+            "The bastion customers connect through (user@host or host:port), shown in the "
+            "delivery details; empty: the portal's PORTAL_SSH_JUMP_HOST."
+        ),
+    )
+    cleaning_hours = models.PositiveIntegerField(
+        _("cleaning time (hours)"),
+        default=8,
+        validators=[MaxValueValidator(24 * 30)],
+        help_text=_(
+            "How long cleaning takes after a rental ends (disk wipe, BIOS reset, checks): "
+            "the node stays booked for this long after the end."
+        ),
+    )
 
     class Meta:
         ordering = ["code"]
@@ -85,6 +107,14 @@ class Site(models.Model):
 
     def __str__(self) -> str:
         return f"{self.display_name} ({self.code})"
+
+    def held_range(self, start_at: datetime, end_at: datetime) -> tuple[datetime, datetime]:
+        """What renting ``[start_at, end_at)`` here keeps a node for: from the lead time
+        before the start (provisioning) to the cleaning time after the end."""
+        return (
+            start_at - timedelta(hours=self.lead_time_hours),
+            end_at + timedelta(hours=self.cleaning_hours),
+        )
 
     @property
     def display_name(self) -> str:
@@ -422,6 +452,15 @@ class Node(models.Model):
         help_text=_("Empty: the portal's default (PORTAL_HARDWARE_DRIVER)."),
     )
     ip_address = models.GenericIPAddressField(_("IP address"), null=True, blank=True)
+    fabric_address = models.GenericIPAddressField(
+        _("fabric address"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "The node's address on the GPU fabric (IPoIB or RoCE), which NCCL and MPI use "
+            "between the nodes of a cluster."
+        ),
+    )
     status = models.CharField(
         _("status"), max_length=16, choices=NodeStatus.choices, default=NodeStatus.AVAILABLE
     )
@@ -548,6 +587,10 @@ class Reservation(models.Model):
     )
     start_at = models.DateTimeField(_("starts"))
     end_at = models.DateTimeField(_("ends"))
+    # The node is kept from provisioning to the end of cleaning (``Site.held_range``);
+    # no two active reservations of a node overlap on this range.
+    held_from = models.DateTimeField(_("held from"))
+    held_until = models.DateTimeField(_("held until"))
     status = models.CharField(
         _("status"),
         max_length=16,
@@ -597,6 +640,12 @@ class Reservation(models.Model):
                 condition=Q(end_at__gt=models.F("start_at")),
                 name="reservation_end_after_start",
                 violation_error_message=_("A reservation must end after it starts."),
+            ),
+            models.CheckConstraint(
+                condition=Q(held_from__lte=models.F("start_at"))
+                & Q(held_until__gte=models.F("end_at")),
+                name="reservation_held_covers_rental",
+                violation_error_message=_("A reservation holds its node over its whole rental."),
             ),
             models.CheckConstraint(
                 condition=~Q(status="hold") | Q(expires_at__isnull=False),

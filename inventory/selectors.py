@@ -27,13 +27,21 @@ from inventory.placement import Candidate, Placement, earliest_full_start, place
 EARLIEST_START_HORIZON = timedelta(days=365)
 
 
-def _busy_over(start_at: datetime, end_at: datetime) -> tuple[Exists, Exists]:
+def _busy_over(
+    start_at: datetime, end_at: datetime, *, continues: str = "", at: datetime | None = None
+) -> tuple[Exists, Exists]:
+    """A node's bookings and maintenance windows that meet the held range ``[start_at,
+    end_at)``: a booking counts over its own held range (lead time and cleaning). A
+    booking of ``continues`` that ends at ``at`` does not count: the new one continues it
+    on the same node without a break (``reservation_hold(continues=…)``)."""
     reserved = Reservation.objects.filter(
         node=OuterRef("pk"),
         status__in=ACTIVE_RESERVATION_STATUSES,
-        start_at__lt=end_at,
-        end_at__gt=start_at,
+        held_from__lt=end_at,
+        held_until__gt=start_at,
     )
+    if continues and at is not None:
+        reserved = reserved.exclude(owner_ref=continues, end_at=at)
     maintained = MaintenanceWindow.objects.filter(
         node=OuterRef("pk"), start_at__lt=end_at, end_at__gt=start_at
     )
@@ -41,17 +49,29 @@ def _busy_over(start_at: datetime, end_at: datetime) -> tuple[Exists, Exists]:
 
 
 def free_nodes(
-    *, site: Site | int, node_type: NodeType | int, start_at: datetime, end_at: datetime
+    *,
+    site: Site | int,
+    node_type: NodeType | int,
+    start_at: datetime,
+    end_at: datetime,
+    continues: str = "",
 ) -> QuerySet[Node]:
-    """Nodes of a type at a site that can be booked over all of ``[start_at, end_at)``:
-    not reserved, not in a maintenance window, not in maintenance, faulty or retired."""
-    reserved, maintained = _busy_over(start_at, end_at)
+    """Nodes of a type at a site that can be booked over all of ``[start_at, end_at)``
+    with the site's lead time before and cleaning time after (``Site.held_range``): not
+    reserved, not in a maintenance window, not in maintenance, faulty or retired."""
+    reserved, maintained = _busy_over(
+        *_site(site).held_range(start_at, end_at), continues=continues, at=start_at
+    )
     return (
         Node.objects.filter(site=site, node_type=node_type)
         .exclude(status__in=NODE_UNBOOKABLE_STATUSES)
         .exclude(reserved)
         .exclude(maintained)
     )
+
+
+def _site(site: Site | int) -> Site:
+    return site if isinstance(site, Site) else Site.objects.get(pk=site)
 
 
 @dataclass(frozen=True)
@@ -82,6 +102,7 @@ def availability_search(
     count: int,
     start_at: datetime,
     end_at: datetime,
+    continues: str = "",
 ) -> Availability:
     """Free nodes grouped by leaf switch, and the topology-aware choice of ``count``.
 
@@ -91,7 +112,9 @@ def availability_search(
     if count <= 0:
         raise ValueError("count must be positive")
     rows = (
-        free_nodes(site=site, node_type=node_type, start_at=start_at, end_at=end_at)
+        free_nodes(
+            site=site, node_type=node_type, start_at=start_at, end_at=end_at, continues=continues
+        )
         .order_by()  # placement sorts for itself; no ORDER BY in SQL
         .values_list("pk", "hostname", "leaf_switch__name", "rack__name")
     )
@@ -132,26 +155,35 @@ def _earliest_full_start(
     duration: timedelta,
     free_ids: list[int],
 ) -> datetime | None:
+    # Search for a free held range (the rental with the site's lead and cleaning time),
+    # then answer with the rental's start inside it.
+    place_of = _site(site)
+    held_start, held_end = place_of.held_range(start_at, start_at + duration)
+    lead = start_at - held_start
+    start_at, duration = held_start, held_end - held_start
     horizon_end = start_at + duration + EARLIEST_START_HORIZON
     bookable = Q(node__site=site, node__node_type=node_type) & ~Q(
         node__status__in=NODE_UNBOOKABLE_STATUSES
     )
-    in_horizon = Q(start_at__lt=horizon_end, end_at__gt=start_at)
     # No ORDER BY in either part: SQLite refuses one inside a compound SELECT.
     reservations = (
-        Reservation.objects.filter(bookable, in_horizon, status__in=ACTIVE_RESERVATION_STATUSES)
+        Reservation.objects.filter(
+            bookable,
+            Q(held_from__lt=horizon_end, held_until__gt=start_at),
+            status__in=ACTIVE_RESERVATION_STATUSES,
+        )
         .order_by()
-        .values_list("node_id", "start_at", "end_at")
+        .values_list("node_id", "held_from", "held_until")
     )
     windows = (
-        MaintenanceWindow.objects.filter(bookable, in_horizon)
+        MaintenanceWindow.objects.filter(bookable, start_at__lt=horizon_end, end_at__gt=start_at)
         .order_by()
         .values_list("node_id", "start_at", "end_at")
     )
     busy: dict[int, list[tuple[datetime, datetime]]] = defaultdict(list)
     for node_id, s, e in reservations.union(windows, all=True).order_by():
         busy[node_id].append((s, e))
-    return earliest_full_start(
+    found = earliest_full_start(
         busy=busy,
         eligible=set(free_ids) | set(busy),
         count=count,
@@ -159,6 +191,7 @@ def _earliest_full_start(
         duration=duration,
         horizon_end=horizon_end,
     )
+    return None if found is None else found + lead
 
 
 def free_counts_now(*, at: datetime | None = None) -> dict[tuple[int, int], int]:

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Sum
+from django.db.models import F, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from core import lifecycle
 from core.errors import DomainError, DoubleBooking
+from core.texts import Text
 from core.types import Actor
 from inventory.models import (
     ACTIVE_RESERVATION_STATUSES,
@@ -25,11 +26,14 @@ from inventory.models import (
     NodeType,
     Reservation,
     ReservationStatus,
+    Site,
     Switch,
     SwitchRole,
 )
 
 EXCLUSION_CONSTRAINT = "reservation_no_overlap"
+# A booking in one of these no longer holds its node.
+GONE_STATUSES = frozenset({ReservationStatus.RELEASED, ReservationStatus.EXPIRED})
 
 
 def _check_range(start_at: datetime, end_at: datetime) -> None:
@@ -144,7 +148,7 @@ def node_create(
         leaf_switch_id=leaf_switch_id, node_type_id=node_type_id, exclude_node_id=None
     )
     node.save()
-    lifecycle.record_creation([node], actor=actor, reason=reason or _("Added to the inventory."))
+    lifecycle.record_creation([node], actor=actor, reason=reason or Text("Added to the inventory."))
     return node
 
 
@@ -283,26 +287,39 @@ def maintenance_window_create(
 # --- Reservations -----------------------------------------------------------------------
 
 
-def _conflicts(node_ids: Sequence[int], start_at: datetime, end_at: datetime) -> list[str]:
-    """Human-readable reasons why some of the nodes cannot be booked over the range."""
+def _conflicts(
+    node_ids: Sequence[int],
+    start_at: datetime,
+    end_at: datetime,
+    *,
+    ignore: Collection[int] = (),
+) -> list[str]:
+    """Human-readable reasons why some of the nodes cannot be held over ``[start_at,
+    end_at)`` (a held range: the rental with its lead and cleaning time)."""
     reasons: list[str] = []
     clashes = (
         Reservation.objects.filter(
             node_id__in=node_ids,
             status__in=ACTIVE_RESERVATION_STATUSES,
-            start_at__lt=end_at,
-            end_at__gt=start_at,
+            held_from__lt=end_at,
+            held_until__gt=start_at,
         )
+        .exclude(pk__in=list(ignore))
         .select_related("node")
         .order_by("node__hostname", "start_at")
     )
     for r in clashes:
         reasons.append(
-            _("%(hostname)s is already booked from %(start)s to %(end)s")
+            _(
+                "%(hostname)s is already booked from %(start)s to %(end)s (held from "
+                "%(held_from)s to %(held_until)s for provisioning and cleaning)"
+            )
             % {
                 "hostname": r.node.hostname,
                 "start": r.start_at.isoformat(),
                 "end": r.end_at.isoformat(),
+                "held_from": r.held_from.isoformat(),
+                "held_until": r.held_until.isoformat(),
             }
         )
     windows = (
@@ -334,8 +351,15 @@ def reservation_hold(
     firm: bool = False,
     actor: Actor = None,
     group: uuid.UUID | None = None,
+    continues: str = "",
 ) -> list[Reservation]:
     """Book every node over ``[start_at, end_at)``, all or none.
+
+    Each node is held from the site's lead time before the start to its cleaning time
+    after the end (``Site.held_range``). ``continues`` names the owner of bookings this
+    one continues without a break (a renewal on the same nodes): where such a booking of
+    a node ends at ``start_at``, neither its cleaning nor this one's lead time is needed,
+    so its held range ends at its end and this one's begins at the start.
 
     A hold (the default) needs ``expires_at``; ``firm=True`` books for good. The check
     here gives a clear message; PostgreSQL's exclusion constraint is the last word when
@@ -366,11 +390,25 @@ def reservation_hold(
                         "statuses": ", ".join(n.get_status_display() for n in unbookable),
                     }
                 )
-            reasons = _conflicts(node_ids, start_at, end_at)
+            ranges = _held_ranges(locked, start_at, end_at)
+            before = _continued(node_ids, start_at, continues)
+            for node_id in before:
+                ranges[node_id] = (start_at, ranges[node_id][1])
+            reasons = [
+                reason
+                for n in locked
+                for reason in _conflicts(
+                    [n.pk], *ranges[n.pk], ignore=[r.pk for r in before.get(n.pk, [])]
+                )
+            ]
             if reasons:
                 raise DoubleBooking(
                     _("These nodes are not free for the whole period: %(reasons)s.")
                     % {"reasons": "; ".join(reasons)}
+                )
+            for previous in before.values():  # cleaning moves to the end of this one
+                Reservation.objects.filter(pk__in=[r.pk for r in previous]).update(
+                    held_until=F("end_at")
                 )
             created = Reservation.objects.bulk_create(
                 [
@@ -378,6 +416,8 @@ def reservation_hold(
                         node=n,
                         start_at=start_at,
                         end_at=end_at,
+                        held_from=ranges[n.pk][0],
+                        held_until=ranges[n.pk][1],
                         status=status,
                         expires_at=None if firm else expires_at,
                         group=group,
@@ -390,7 +430,7 @@ def reservation_hold(
             if any(r.pk is None for r in created):  # backends that return no ids
                 created = list(Reservation.objects.filter(group=group).order_by("node_id"))
             lifecycle.record_creation(
-                created, actor=actor, reason=_("Booked for %(owner)s.") % {"owner": owner_ref}
+                created, actor=actor, reason=Text("Booked for %(owner)s.", owner=owner_ref)
             )
             return created
     except IntegrityError as exc:
@@ -401,13 +441,72 @@ def reservation_hold(
         raise
 
 
+def _held_ranges(
+    nodes: Sequence[Node], start_at: datetime, end_at: datetime
+) -> dict[int, tuple[datetime, datetime]]:
+    sites = {s.pk: s for s in Site.objects.filter(pk__in={n.site_id for n in nodes})}
+    return {n.pk: sites[n.site_id].held_range(start_at, end_at) for n in nodes}
+
+
+def _continued(
+    node_ids: Sequence[int], start_at: datetime, owner_ref: str
+) -> dict[int, list[Reservation]]:
+    """The active bookings of ``owner_ref`` that end where a continuing booking starts."""
+    if not owner_ref:
+        return {}
+    found: dict[int, list[Reservation]] = {}
+    for r in Reservation.objects.select_for_update().filter(
+        node_id__in=node_ids,
+        status__in=ACTIVE_RESERVATION_STATUSES,
+        owner_ref=owner_ref,
+        end_at=start_at,
+    ):
+        found.setdefault(r.node_id, []).append(r)
+    return found
+
+
+def _restore_cleaning(gone: Sequence[Reservation]) -> None:
+    """Bookings that ``gone`` continued get their cleaning time back (up to the next
+    active booking of the node) once ``gone`` no longer holds the node."""
+    for r in gone:
+        previous = list(
+            Reservation.objects.select_for_update()
+            .filter(
+                node_id=r.node_id,
+                status__in=ACTIVE_RESERVATION_STATUSES,
+                end_at=r.start_at,
+                held_until=r.start_at,
+            )
+            .select_related("node__site")
+        )
+        for p in previous:
+            until = p.node.site.held_range(p.start_at, p.end_at)[1]
+            nxt = (
+                Reservation.objects.filter(
+                    node_id=p.node_id,
+                    status__in=ACTIVE_RESERVATION_STATUSES,
+                    held_from__gte=p.end_at,
+                )
+                .exclude(pk=r.pk)
+                .order_by("held_from")
+                .values_list("held_from", flat=True)
+                .first()
+            )
+            if nxt is not None:
+                until = min(until, nxt)
+            Reservation.objects.filter(pk=p.pk).update(held_until=max(until, p.end_at))
+
+
 def reservation_transition(
     *, reservation: Reservation, to_status: str, actor: Actor = None, reason: str
 ) -> Reservation:
     updates = {} if to_status == ReservationStatus.HOLD else {"expires_at": None}
-    return lifecycle.transition(
+    moved = lifecycle.transition(
         reservation, to=to_status, actor=actor, reason=reason, updates=updates
     )
+    if to_status in GONE_STATUSES:
+        _restore_cleaning([moved])
+    return moved
 
 
 def _bulk_transition(
@@ -416,9 +515,12 @@ def _bulk_transition(
     """Move reservations the caller has locked (with their nodes read) together: one
     insert of events and one update, whatever the number of nodes."""
     updates = {} if to_status == ReservationStatus.HOLD else {"expires_at": None}
-    return lifecycle.transition_many(
+    moved = lifecycle.transition_many(
         reservations, to=to_status, actor=actor, reason=reason, updates=updates, locked=True
     )
+    if to_status in GONE_STATUSES:
+        _restore_cleaning(moved)
+    return moved
 
 
 def _group_transition(
@@ -444,7 +546,7 @@ def reservation_group_confirm(
         group=group,
         to_status=ReservationStatus.FIRM,
         actor=actor,
-        reason=reason or _("Confirmed."),
+        reason=reason or Text("Confirmed."),
     )
 
 
@@ -532,7 +634,9 @@ def reservation_swap(
             start_at = max(now, current.start_at)
             if start_at >= current.end_at:
                 raise DomainError(_("The booking is over: nothing left to move."))
-            reasons = _conflicts([spare.pk], start_at, current.end_at)
+            held_from, held_until = _held_ranges([spare], start_at, current.end_at)[spare.pk]
+            held_from = min(max(held_from, now), start_at)  # the swap provisions from now
+            reasons = _conflicts([spare.pk], held_from, held_until)
             if reasons:
                 raise DoubleBooking(
                     _("These nodes are not free for the whole period: %(reasons)s.")
@@ -550,6 +654,8 @@ def reservation_swap(
                 node=spare,
                 start_at=start_at,
                 end_at=current.end_at,
+                held_from=held_from,
+                held_until=held_until,
                 status=ReservationStatus.FIRM
                 if reservation.status == ReservationStatus.FIRM
                 else ReservationStatus.HOLD,
@@ -582,14 +688,12 @@ def reservation_expire_holds(*, now: datetime | None = None) -> int:
         )
         if not due:
             return 0
-        expired = len(
-            lifecycle.transition_many(
-                due,
-                to=ReservationStatus.EXPIRED,
-                reason=lambda r: (
-                    _("The hold expired at %(at)s.") % {"at": r.expires_at.isoformat()}
-                ),
-                updates={"expires_at": None},
-            )
+        gone = lifecycle.transition_many(
+            due,
+            to=ReservationStatus.EXPIRED,
+            reason=lambda r: Text("The hold expired at %(at)s.", at=r.expires_at),
+            updates={"expires_at": None},
         )
+        _restore_cleaning(gone)
+        expired = len(gone)
     return expired

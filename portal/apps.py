@@ -20,9 +20,13 @@ class PortalConfig(AppConfig):
         )
         admin.site.site_title = admin.site.site_header
         admin.site.index_title = _("Inventory, quotes and payments")
+        # What each background task does, for the outbox admin (core.task_labels).
+        import_module("portal.task_labels")
         # Services enqueue tasks by name (core.jobs); register every app's tasks in each
         # process (web, worker, shell), so that a name always resolves to its task.
         for config in apps.get_app_configs():
             for module in (f"{config.name}.tasks", f"{config.name}.validation.tasks"):
                 if find_spec(module.rsplit(".", 1)[0]) and find_spec(module) is not None:
                     import_module(module)
+        # Webhook events from lifecycle writes and dunning notices (portal.api.events).
+        import_module("portal.api.events").connect()

@@ -54,19 +54,25 @@ def route_task(
     return {"queue": str(queue)} if queue else None
 
 
-def _make_filesystem_broker_folders() -> None:
-    """kombu's filesystem transport (the embedded default) needs its folders to exist."""
-    options = app.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "control_folder", "processed_folder"):
-        if options.get(key):
-            Path(options[key]).mkdir(parents=True, exist_ok=True)
-    backend = app.conf.result_backend or ""
+def make_local_folders() -> None:
+    """The folders Celery writes to on this machine, whatever the broker: kombu's
+    filesystem transport (the embedded default), a ``file://`` result backend and beat's
+    schedule file (under ``var/celery`` also with Redis as the broker, so a fresh data
+    folder would stop beat at once without it)."""
+    if str(app.conf.broker_url or "").startswith("filesystem://"):
+        options = app.conf.broker_transport_options or {}
+        for key in ("data_folder_in", "data_folder_out", "control_folder", "processed_folder"):
+            if options.get(key):
+                Path(options[key]).mkdir(parents=True, exist_ok=True)
+    backend = str(app.conf.result_backend or "")
     if backend.startswith("file://"):
         Path(backend.removeprefix("file://")).mkdir(parents=True, exist_ok=True)
+    schedule = app.conf.beat_schedule_filename
+    if schedule:
+        Path(schedule).parent.mkdir(parents=True, exist_ok=True)
 
 
-if str(app.conf.broker_url or "").startswith("filesystem://"):
-    _make_filesystem_broker_folders()
+make_local_folders()
 
 
 # --- The outbox relay inside every worker -------------------------------------------------

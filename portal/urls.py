@@ -15,6 +15,7 @@ urlpatterns = [
     path("i18n/setlang/", i18n.set_language, name="set_language"),
     path("healthz", health.healthz, name="healthz"),
     path("stripe/", include(payment_urls.webhook_urlpatterns)),
+    path("api/v1/", include("portal.api.urls")),
     path("api/", include("billing.invoicing.urls")),
     path("telemetry/", include("provisioning.telemetry.urls")),
 ]

@@ -188,7 +188,9 @@ class NodeValidationAdmin(admin.ModelAdmin):
             "{} · {}", run.get_status_display(), run.created_at.strftime("%Y-%m-%d %H:%M")
         )
 
-    @admin.action(description=gettext_lazy("Re-run validation (quick profile)"))
+    @admin.action(
+        description=gettext_lazy("Re-run validation (quick profile)"), permissions=["change"]
+    )
     def recheck(self, request: HttpRequest, queryset: QuerySet[NodeValidation]) -> None:
         started = 0
         for node in queryset:

@@ -16,11 +16,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from django.utils.translation import gettext as _
-
 from billing.models import Order, OrderStatus, Suspension, SuspensionStatus
 from billing.orders.selectors import order_nodes
 from core import lifecycle
+from core.texts import Text
 from inventory.models import Node
 from provisioning.drivers.base import DriverError, HardwareDriver, TransientDriverError
 from provisioning.models import ProvisioningRun, RunKind
@@ -66,9 +65,12 @@ def order_power_sync(*, order_id: int) -> PowerSync:
     if not result.target:
         return result
     if result.target == "off":
-        note = _("Powered off: order %(n)s is suspended for an unpaid invoice (no data deleted).")
+        note = Text(
+            "Powered off: order %(n)s is suspended for an unpaid invoice (no data deleted).",
+            n=order.number,
+        )
     else:
-        note = _("Powered on: order %(n)s is resumed.")
+        note = Text("Powered on: order %(n)s is resumed.", n=order.number)
     for node in order_nodes(order):
         try:
             driver = node_driver(order, node)
@@ -88,14 +90,14 @@ def order_power_sync(*, order_id: int) -> PowerSync:
             logger.warning("Power %s of %s failed: %s", result.target, node.hostname, exc)
             continue
         result.changed.append(node.hostname)
-        lifecycle.record_note([node], reason=note % {"n": order.number})
+        lifecycle.record_note([node], reason=note)
     if result.failed and not result.transient:
         lifecycle.record_note(
             [order],
-            reason=_("Powering %(target)s failed for %(nodes)s: staff act by hand.")
-            % {
-                "target": result.target,
-                "nodes": "; ".join(f"{h}: {m}" for h, m in sorted(result.failed.items())),
-            },
+            reason=Text(
+                "Powering %(target)s failed for %(nodes)s: staff act by hand.",
+                target=result.target,
+                nodes="; ".join(f"{h}: {m}" for h, m in sorted(result.failed.items())),
+            ),
         )
     return result

@@ -1,5 +1,8 @@
 """Staff pages of a provisioning run: live progress, retry a step, send a node to swap,
-cancel the run. Each action goes through a service that records an event."""
+cancel the run. Each action goes through a service that records an event, and each names
+the permission it needs: seeing a run ``provisioning.view_provisioningrun``; retrying,
+swapping and cancelling ``provisioning.change_provisioningrun`` (the seeded Operations
+group has both)."""
 
 from __future__ import annotations
 
@@ -16,29 +19,39 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import DomainError
-from provisioning import runs, selectors
+from provisioning import access, runs, selectors
 from provisioning.models import NodeStep, ProvisioningRun
 from provisioning.validation.reasons import annotate_progress
 
-
-def staff_member_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Staff only: anyone else gets 403 before anything is looked up."""
-
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not (request.user.is_authenticated and request.user.is_staff):
-            raise PermissionDenied
-        return view(request, *args, **kwargs)
-
-    return wrapped
+VIEW_RUNS = "provisioning.view_provisioningrun"
+OPERATE_RUNS = "provisioning.change_provisioningrun"
 
 
-@staff_member_required
+def staff_permission_required(
+    permission: str,
+) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """Staff with ``permission`` only: anyone else gets 403 before anything is looked up."""
+
+    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            user = request.user
+            if not (user.is_authenticated and user.is_staff and user.has_perm(permission)):
+                raise PermissionDenied
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorator
+
+
+@staff_permission_required(VIEW_RUNS)
 @require_GET
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(ProvisioningRun.objects.select_related("order"), pk=run_id)
     context = {
         "progress": annotate_progress(selectors.run_progress(run)),
+        "delivery_access": access.order_access(run.order, run) if run.order_id else None,
         "staff": True,
         "poll_url": reverse("provisioning_run", args=[run.pk]),
         "events": run.events.order_by("-created_at", "-id")[:50],
@@ -52,7 +65,7 @@ def _back(run_id: int) -> HttpResponse:
     return redirect("provisioning_run", run_id=run_id)
 
 
-@staff_member_required
+@staff_permission_required(OPERATE_RUNS)
 @require_POST
 def step_retry(request: HttpRequest, run_id: int, step_id: int) -> HttpResponse:
     step = get_object_or_404(NodeStep, pk=step_id, run_id=run_id)
@@ -64,7 +77,7 @@ def step_retry(request: HttpRequest, run_id: int, step_id: int) -> HttpResponse:
     return _back(run_id)
 
 
-@staff_member_required
+@staff_permission_required(OPERATE_RUNS)
 @require_POST
 def node_swap(request: HttpRequest, run_id: int, node_id: int) -> HttpResponse:
     run = get_object_or_404(ProvisioningRun, pk=run_id)
@@ -81,7 +94,7 @@ def node_swap(request: HttpRequest, run_id: int, node_id: int) -> HttpResponse:
     return _back(run_id)
 
 
-@staff_member_required
+@staff_permission_required(OPERATE_RUNS)
 @require_POST
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(ProvisioningRun, pk=run_id)

@@ -109,6 +109,7 @@ def demo_objects() -> dict:
     from django.contrib.auth import get_user_model
 
     from accounts.models import Organisation
+    from billing.demo import DEMO_ORGANISATION_TAX_IDS
     from billing.pricing import selectors
 
     users = get_user_model().objects
@@ -123,7 +124,7 @@ def demo_objects() -> dict:
         "rtx": GPUModel.objects.get(name="RTX 3090 24G"),
         "types": {nt.code: nt for nt in NodeType.objects.all()},
         "gpus": {g.name: g for g in GPUModel.objects.all()},
-        "org": Organisation.objects.get(name="Pearl River AI Lab"),
+        "org": Organisation.objects.get(tax_id=DEMO_ORGANISATION_TAX_IDS[0]),
         "sales": users.get(username="sales"),
         "manager": users.get(username="manager"),
         "admin": users.get(username="admin"),

@@ -43,7 +43,13 @@ class ContractAdmin(ReadOnlyAdmin):
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    @admin.action(description=gettext_lazy("Countersign the selected contracts"))
+    def has_countersign_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm(contract_services.COUNTERSIGN_PERMISSION))
+
+    @admin.action(
+        description=gettext_lazy("Countersign the selected contracts"),
+        permissions=["countersign"],
+    )
     def countersign(self, request: HttpRequest, queryset: QuerySet[Contract]) -> None:
         done = 0
         for contract in queryset:

@@ -35,6 +35,7 @@ from billing.models import (
 )
 from core import jobs, lifecycle
 from core.errors import DomainError
+from core.texts import Text
 from core.types import Actor
 
 PROVISIONING_START_TASK = "provisioning.tasks.provisioning_start"
@@ -119,7 +120,7 @@ def order_release_for_provisioning(*, order: Order, actor: Actor = None) -> bool
         now = timezone.now()
         provision_at = max(now, provisioning_planned_at(order))
         basis = (
-            _("contract %(n)s signed") % {"n": state.contract.number}
+            Text("contract %(n)s signed", n=state.contract.number)
             if state.contract is not None and state.contract.status in CONTRACT_SIGNED
             else _("standard terms %(v)s accepted") % {"v": state.terms.version}
         )
@@ -131,18 +132,15 @@ def order_release_for_provisioning(*, order: Order, actor: Actor = None) -> bool
         except IntegrityError:
             return False
         if provision_at > now:
-            reason = _(
+            reason = Text(
                 "Paid and %(basis)s: provisioning begins at %(at)s, %(hours)s hours before "
-                "the start."
-            ) % {
-                "basis": basis,
-                "at": timezone.localtime(provision_at, order.site.tzinfo).strftime(
-                    "%Y-%m-%d %H:%M"
-                ),
-                "hours": order.site.lead_time_hours,
-            }
+                "the start.",
+                basis=basis,
+                at=timezone.localtime(provision_at, order.site.tzinfo).strftime("%Y-%m-%d %H:%M"),
+                hours=order.site.lead_time_hours,
+            )
         else:
-            reason = _("Paid and %(basis)s: provisioning starts.") % {"basis": basis}
+            reason = Text("Paid and %(basis)s: provisioning starts.", basis=basis)
         lifecycle.record_note([order], actor=actor, reason=reason)
         # Billing knows provisioning only by its task's name: the higher layer subscribes
         # (and starts the run when provision_at has come; a beat job starts later ones).
@@ -182,8 +180,9 @@ def terms_accept(*, order: Order, user: Actor, name: str, ip: str | None) -> Ter
         lifecycle.record_note(
             [order],
             actor=user,
-            reason=_("Standard terms %(v)s accepted by %(name)s.")
-            % {"v": acceptance.version, "name": name},
+            reason=Text(
+                "Standard terms %(v)s accepted by %(name)s.", v=acceptance.version, name=name
+            ),
         )
     order_release_for_provisioning(order=order, actor=user)
     return acceptance

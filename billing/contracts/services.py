@@ -41,6 +41,7 @@ from billing.models import (
 from billing.pricing.periods import site_today
 from core import lifecycle
 from core.errors import DomainError
+from core.texts import Text
 from core.types import Actor
 from core.validators import name_check
 
@@ -151,9 +152,9 @@ def contract_draft(
         terms_version=settings.PORTAL_TERMS_VERSION,
     )
     reason = (
-        _("Drafted from quote %(n)s v%(v)s.") % {"n": quote.number, "v": quote.version}
+        Text("Drafted from quote %(n)s v%(v)s.", n=quote.number, v=quote.version)
         if amends is None
-        else _("Amendment of contract %(n)s.") % {"n": amends.number}
+        else Text("Amendment of contract %(n)s.", n=amends.number)
     )
     lifecycle.record_creation([contract], actor=actor, reason=reason)
     audit_append(
@@ -344,7 +345,7 @@ def contract_sign(
             locked,
             to=ContractStatus.CUSTOMER_SIGNED,
             actor=user,
-            reason=_("Signed by %(name)s (%(title)s).") % {"name": full_name, "title": title},
+            reason=Text("Signed by %(name)s (%(title)s).", name=full_name, title=title),
             updates={
                 "signer": user,
                 "signer_name": full_name,
@@ -363,11 +364,14 @@ def contract_sign(
 
 # --- The provider's countersignature and seal -------------------------------------------
 
+#: Who may countersign (the admin's action and this service check it).
+COUNTERSIGN_PERMISSION = "billing.countersign_contract"
+
 
 def contract_countersign(*, contract: Contract, actor: Actor) -> Contract:
     """Staff countersign; the sealed PDF is made on the documents queue; a paid order is
     released for provisioning."""
-    if actor is None or not actor.is_staff:
+    if actor is None or not actor.is_staff or not actor.has_perm(COUNTERSIGN_PERMISSION):
         raise DomainError(_("Only staff countersign contracts."))
     with transaction.atomic():
         locked = Contract.objects.select_for_update().get(pk=contract.pk)
@@ -376,7 +380,7 @@ def contract_countersign(*, contract: Contract, actor: Actor) -> Contract:
             locked,
             to=ContractStatus.COUNTERSIGNED,
             actor=actor,
-            reason=_("Countersigned."),
+            reason=Text("Countersigned."),
             updates={"countersigner": actor, "countersigned_at": now},
             locked=True,
         )
@@ -402,8 +406,7 @@ def contract_sealed(*, contract: Contract, document: ContractDocument) -> None:
         locked.save(update_fields=["final_sha256"])
         lifecycle.record_note(
             [locked],
-            reason=_("Sealed with the provider's signature (SHA-256 %(h)s).")
-            % {"h": document.sha256},
+            reason=Text("Sealed with the provider's signature (SHA-256 %(h)s).", h=document.sha256),
         )
 
 
@@ -420,7 +423,7 @@ def contracts_activate_and_end(*, now: Any = None) -> int:
             locked = Contract.objects.select_for_update().get(pk=c.pk)
             if locked.status == ContractStatus.COUNTERSIGNED:
                 lifecycle.transition(
-                    locked, to=target, reason=_("The rental period began."), locked=True
+                    locked, to=target, reason=Text("The rental period began."), locked=True
                 )
                 moved += 1
     for c in Contract.objects.filter(
@@ -430,7 +433,7 @@ def contracts_activate_and_end(*, now: Any = None) -> int:
             locked = Contract.objects.select_for_update().get(pk=c.pk)
             if locked.status in (ContractStatus.ACTIVE, ContractStatus.SUSPENDED):
                 lifecycle.transition(
-                    locked, to=ContractStatus.ENDED, reason=_("The rental ended."), locked=True
+                    locked, to=ContractStatus.ENDED, reason=Text("The rental ended."), locked=True
                 )
                 moved += 1
     return moved

@@ -93,7 +93,7 @@ class CreditNoteAdmin(ReadOnlyAdmin):
 
     def issue_view(self, request: HttpRequest) -> HttpResponse:
         """Staff issue a credit note (红字) against an invoice (``credit_note_issue``)."""
-        if not request.user.has_perm("billing.change_invoice"):
+        if not request.user.has_perm("billing.add_creditnote"):
             raise PermissionDenied
         form = CreditNoteForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
@@ -156,7 +156,7 @@ class RefundAdmin(ReadOnlyAdmin):
     def issue_view(self, request: HttpRequest) -> HttpResponse:
         """Staff refund a payment: through Stripe for a card payment, recorded with its
         reference for a bank transfer (``refund_record``)."""
-        if not request.user.has_perm("billing.change_payment"):
+        if not request.user.has_perm("billing.add_refund"):
             raise PermissionDenied
         form = RefundForm(request.POST or None, initial={"payment": request.GET.get("payment")})
         if request.method == "POST" and form.is_valid():

@@ -28,6 +28,11 @@ def credit_note_context(note: CreditNote, *, language: str) -> dict[str, Any]:
     zh = language.lower().startswith("zh")
     with translation.override(language):
         the_provider = provider(language, site)
+        party = (
+            (note.fapiao or {}).get("title")
+            or note.organisation.legal_name
+            or note.organisation.name
+        )
         lines = [
             {
                 "description": (line.get("description_zh") if zh else "") or line["description"],
@@ -51,7 +56,9 @@ def credit_note_context(note: CreditNote, *, language: str) -> dict[str, Any]:
             "currency": note.currency,
             "lines": lines,
             "running_left_css": css_content(f"{the_provider.brand} · {_('Credit note')}"),
-            "running_right_css": css_content(f"{note.number} · {note.invoice.number}"),
+            # The note's own number and the customer, as an invoice's pages carry theirs:
+            # the invoice it corrects is named once, in the masthead.
+            "running_right_css": css_content(f"{note.number} · {party}"),
             "footer_left_css": css_content(f"{the_provider.name} · {the_provider.website}"),
         }
 

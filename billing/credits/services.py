@@ -34,6 +34,7 @@ from billing.models import (
 from billing.payments import services as payment_services
 from core import jobs, lifecycle
 from core.errors import DomainError
+from core.texts import Text
 from core.types import Actor
 
 CENT = Decimal("0.01")
@@ -85,12 +86,13 @@ def refund_record(
             reference=reference.strip(),
             created_by=actor,
         )
-        note = _("Refund %(n)s: %(amount)s %(cur)s returned by bank transfer %(ref)s.") % {
-            "n": refund.number,
-            "amount": amount,
-            "cur": refund.currency,
-            "ref": reference,
-        }
+        note = Text(
+            "Refund %(n)s: %(amount)s %(cur)s returned by bank transfer %(ref)s.",
+            n=refund.number,
+            amount=amount,
+            cur=refund.currency,
+            ref=reference,
+        )
         refunded = payment.amount_refunded + amount
         if refunded >= payment.amount:
             lifecycle.transition(
@@ -218,8 +220,13 @@ def credit_note_issue(
         lifecycle.record_note(
             [invoice],
             actor=actor,
-            reason=_("Credit note %(cn)s issued: %(amount)s %(cur)s. %(why)s")
-            % {"cn": note.number, "amount": gross, "cur": note.currency, "why": reason},
+            reason=Text(
+                "Credit note %(cn)s issued: %(amount)s %(cur)s. %(why)s",
+                cn=note.number,
+                amount=gross,
+                cur=note.currency,
+                why=reason,
+            ),
         )
         jobs.enqueue("billing.tasks.document_render_credit_note", note.pk, order.quote.language)
         return note

@@ -197,6 +197,10 @@ def seed_price_books() -> list[PriceBook]:
 
 # Valid 统一社会信用代码 (GB 32100-2015 check character; tests/portal/test_uscc.py).
 DEMO_ORGANISATION_TAX_IDS = ("91440300MA5DEM0006",)
+# The demo customer is a Shenzhen company: its name and its owner's as a Chinese customer
+# writes them (its pages, quotes and contract show them).
+DEMO_ORGANISATION_NAME = "珠江智算实验室"
+DEMO_CUSTOMER_NAME = "李伟"
 
 
 def seed_sales_and_customers() -> None:
@@ -207,11 +211,12 @@ def seed_sales_and_customers() -> None:
             SalesProfile.objects.update_or_create(
                 user=user, defaults={"max_discount": D(limit), "can_approve": approves}
             )
+    # Found by its tax ID: a database seeded before keeps the name it was given.
     org, _ = Organisation.objects.get_or_create(
-        name="Pearl River AI Lab",
+        tax_id=DEMO_ORGANISATION_TAX_IDS[0],
         defaults={
+            "name": DEMO_ORGANISATION_NAME,
             "legal_name": "深圳珠江智算科技有限公司",
-            "tax_id": DEMO_ORGANISATION_TAX_IDS[0],
             "billing_address": "深圳市南山区科技园 1 号",
             "country": "CN",
             "billing_email": "finance@pearlriver.example",

@@ -14,6 +14,7 @@ from accounts.models import Organisation
 from billing.contracts import documents as contract_documents
 from billing.contracts import services as contract_services
 from billing.contracts import signatures
+from billing.demo import DEMO_CUSTOMER_NAME, DEMO_ORGANISATION_TAX_IDS
 from billing.models import CONTRACT_SIGNED, Contract, ContractStatus
 from billing.orders import acceptance
 from billing.pricing.periods import site_today
@@ -38,8 +39,8 @@ def demo_signed_contract() -> Contract:
     if existing is None:
         quote = quote_services.quote_create(
             site=site,
-            organisation=Organisation.objects.get(name="Pearl River AI Lab"),
-            contact_name="Li Wei",
+            organisation=Organisation.objects.get(tax_id=DEMO_ORGANISATION_TAX_IDS[0]),
+            contact_name=DEMO_CUSTOMER_NAME,
             contact_email=customer.email,
             term="quarter",
             duration=2,
@@ -55,7 +56,9 @@ def demo_signed_contract() -> Contract:
             notes=DEMO_NOTE,
         )
         quote = quote_services.quote_send(quote=quote, actor=sales)
-        order = acceptance.quote_accept(quote=quote, user=customer, name="Li Wei", ip="203.0.113.9")
+        order = acceptance.quote_accept(
+            quote=quote, user=customer, name=DEMO_CUSTOMER_NAME, ip="203.0.113.9"
+        )
         existing = Contract.objects.get(order=order)
     contract = existing
     if contract.status == ContractStatus.DRAFTED:
@@ -65,7 +68,7 @@ def demo_signed_contract() -> Contract:
         contract_services.contract_sign(
             contract=contract,
             user=customer,
-            full_name="Li Wei",
+            full_name=DEMO_CUSTOMER_NAME,
             title="CTO",
             consent=True,
             code=code,

@@ -29,7 +29,6 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone, translation
-from django.utils.translation import gettext as _
 
 from billing.models import (
     ORDER_IN_SERVICE_STATUSES,
@@ -47,6 +46,7 @@ from billing.models import (
     SuspensionStatus,
 )
 from core import jobs, lifecycle
+from core.texts import Text
 from core.types import Actor
 
 logger = logging.getLogger(__name__)
@@ -194,14 +194,13 @@ def _customer_language(order: Order) -> str:
 
 
 def _suspended_reason(invoice: Invoice, order: Order) -> str:
-    return _(
+    return Text(
         "Invoice %(n)s is unpaid since %(due)s: order %(order)s is suspended and its nodes "
-        "are powered off. No data is deleted; paying the invoice resumes it."
-    ) % {
-        "n": invoice.number,
-        "due": timezone.localtime(invoice.due_at, order.site.tzinfo).strftime("%Y-%m-%d"),
-        "order": order.number,
-    }
+        "are powered off. No data is deleted; paying the invoice resumes it.",
+        n=invoice.number,
+        due=timezone.localtime(invoice.due_at, order.site.tzinfo).strftime("%Y-%m-%d"),
+        order=order.number,
+    )
 
 
 def suspension_resume(*, suspension: Suspension, actor: Actor = None) -> bool:
@@ -220,12 +219,19 @@ def suspension_resume(*, suspension: Suspension, actor: Actor = None) -> bool:
             return False
         with translation.override(_customer_language(locked.order)):
             reason = (
-                _("Invoice %(n)s was paid: order %(order)s is resumed and its nodes powered on.")
-                if invoice.status == InvoiceStatus.PAID
-                else _(
-                    "Invoice %(n)s was voided: order %(order)s is resumed and its nodes powered on."
+                Text(
+                    "Invoice %(n)s was paid: order %(order)s is resumed and its nodes powered on.",
+                    n=invoice.number,
+                    order=locked.order.number,
                 )
-            ) % {"n": invoice.number, "order": locked.order.number}
+                if invoice.status == InvoiceStatus.PAID
+                else Text(
+                    "Invoice %(n)s was voided: order %(order)s is resumed and its nodes "
+                    "powered on.",
+                    n=invoice.number,
+                    order=locked.order.number,
+                )
+            )
         lifecycle.transition(
             locked,
             to=SuspensionStatus.RESUMED,

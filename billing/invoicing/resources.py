@@ -6,10 +6,13 @@ The admin's upload (preview, then confirm), ``manage.py import_usage`` and
 * A CSV file is read by :class:`UsageCSV` (through :func:`core.csv.read_csv`: the header
   names the columns, in any order; cells are stripped and a spreadsheet's formula escape
   ``'`` is taken off); the API's JSON records become the same dataset
-  (:func:`dataset_from_records`). The columns are ``external_id, order, day, quantity``
-  and optionally ``metric`` (``egress_tb``, the default) and ``node``.
+  (:func:`dataset_from_records`: a record that is not an object, or a value that is
+  neither text nor a number, is that row's error). The columns are ``external_id,
+  order, day, quantity`` and optionally ``metric`` (``egress_tb``, the default) and
+  ``node``. No cell may hold a control character (a NUL would be stored and exported).
 * Each row is checked field by field (an order by its number, and one that ran; a day
-  within the order; a quantity of TB with at most 3 decimals), then across rows: the
+  within the order, written exactly ``YYYY-MM-DD``; a quantity of TB with at most 3
+  decimals; a node name of at most 100 characters, never cut), then across rows: the
   same external id twice in one file is refused.
 * A row whose external id was recorded before (for the same order) with the same values
   is left as it is (skipped, "unchanged": re-sends are idempotent); with other values it
@@ -21,6 +24,8 @@ The admin's upload (preview, then confirm), ``manage.py import_usage`` and
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -45,6 +50,8 @@ from core.types import Actor, actor_or_none
 COLUMNS = ("external_id", "order", "metric", "day", "quantity", "node")
 REQUIRED = ("external_id", "order", "day", "quantity")
 MAX_ROWS = 20_000
+#: The largest body the API takes and the largest file the admin's upload takes.
+MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 MAX_QUANTITY = Decimal("1000000")
 #: Usage is recorded for orders that ran (not for lapsed or cancelled ones).
 METERED_STATUSES = ORDER_PAID_STATUSES
@@ -94,11 +101,17 @@ class UsageCSV(EscapedCSV):
 
 class RecordsDataset(tablib.Dataset):
     """The API's JSON records as a dataset; ``not_objects`` are the rows (1-based) that
-    were not JSON objects (their cells are blank)."""
+    were not JSON objects (their cells are blank); ``not_scalars`` the (row, column)
+    pairs whose value was an object, a list or true/false (their cells are blank)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.not_objects: set[int] = set()
+        self.not_scalars: dict[int, list[str]] = {}
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
 
 
 def dataset_from_records(records: Sequence[Any]) -> RecordsDataset:
@@ -108,7 +121,14 @@ def dataset_from_records(records: Sequence[Any]) -> RecordsDataset:
         if not isinstance(record, dict):
             dataset.not_objects.add(number)
             record = {}
-        dataset.append(["" if record.get(c) is None else str(record[c]) for c in COLUMNS])
+        cells = []
+        for column in COLUMNS:
+            value = record.get(column)
+            if value is not None and not _scalar(value):
+                dataset.not_scalars.setdefault(number, []).append(column)
+                value = None
+            cells.append("" if value is None else str(value))
+        dataset.append(cells)
     return dataset
 
 
@@ -117,6 +137,20 @@ def dataset_from_records(records: Sequence[Any]) -> RecordsDataset:
 
 def _cell(value: Any) -> str:
     return "" if value is None else str(value).strip()
+
+
+def has_control_characters(text: str) -> bool:
+    """NUL, escapes, line breaks inside a cell…: nothing a usage cell may hold."""
+    return any(unicodedata.category(c) == "Cc" for c in text)
+
+
+def control_characters_message() -> str:
+    return _("Remove the control characters (such as NUL) from this value.")
+
+
+#: Exactly ISO 8601's calendar date: ``date.fromisoformat`` also takes 20261220 and
+#: 2026-W52-1, which a metering system writing them has most likely mixed up.
+ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 class ExternalIdWidget(widgets.Widget):
@@ -174,8 +208,11 @@ class MetricWidget(widgets.Widget):
 
 class DayWidget(widgets.Widget):
     def clean(self, value: Any, row: dict[str, Any] | None = None, **kwargs: Any) -> date:
+        text = _cell(value)
         try:
-            return date.fromisoformat(_cell(value))
+            if not ISO_DAY.fullmatch(text):
+                raise ValueError
+            return date.fromisoformat(text)
         except ValueError:
             raise ValueError(_("Write the day as YYYY-MM-DD.")) from None
 
@@ -198,10 +235,15 @@ class QuantityWidget(widgets.Widget):
 
 
 class NodeWidget(widgets.Widget):
-    """The node's hostname, as given (cut to 100 characters)."""
+    """The node's hostname, as given (at most 100 characters; never cut)."""
 
     def clean(self, value: Any, row: dict[str, Any] | None = None, **kwargs: Any) -> str:
-        return _cell(value)[:100]
+        text = _cell(value)
+        if len(text) > 100:
+            raise ValueError(
+                _("A node name has at most 100 characters; this one has %(n)s.") % {"n": len(text)}
+            )
+        return text
 
 
 # --- The resource ------------------------------------------------------------------------
@@ -215,7 +257,11 @@ class UsageInstanceLoader(BaseInstanceLoader):
         self, resource: UsageRecordResource, dataset: tablib.Dataset | None = None
     ) -> None:
         super().__init__(resource, dataset)
-        keys = {_key(row) for row in (dataset.dict if dataset is not None else [])}
+        keys = {
+            key
+            for key in (_key(row) for row in (dataset.dict if dataset is not None else []))
+            if not has_control_characters("".join(key))  # refused by the row's checks
+        }
         stored = UsageRecord.objects.filter(
             order__number__in={number for number, _id in keys},
             external_id__in={external_id for _number, external_id in keys},
@@ -265,6 +311,7 @@ class UsageRecordResource(resources.ModelResource):
         self.actor = actor_or_none(actor)
         self._seen: set[tuple[str, str]] = set()
         self._not_objects: set[int] = set()
+        self._not_scalars: dict[int, list[str]] = {}
 
     @classmethod
     def column_of(cls) -> dict[str, str]:
@@ -281,6 +328,7 @@ class UsageRecordResource(resources.ModelResource):
         super().before_import(dataset, **kwargs)
         self._seen = set()
         self._not_objects = set(getattr(dataset, "not_objects", ()))
+        self._not_scalars = dict(getattr(dataset, "not_scalars", {}))
         if kwargs.get("user") is not None:
             self.actor = actor_or_none(kwargs["user"])
 
@@ -293,10 +341,21 @@ class UsageRecordResource(resources.ModelResource):
         errors: dict[str, list[str]] = {}
         # An optional column that the file leaves out is blank: the default metric.
         row = {column: row.get(column, "") for column in COLUMNS}
+        attribute_of = {c: a for a, c in self.column_of().items()}
+        refused: dict[str, str] = {}
+        for column in self._not_scalars.get(kwargs.get("row_number") or 0, []):
+            refused[column] = _("Give text or a number, not an object, a list or true/false.")
+        for column in COLUMNS:
+            if column not in refused and has_control_characters(str(row[column] or "")):
+                refused[column] = control_characters_message()
+        for column in refused:
+            row[column] = ""  # checked no further: its own message says what is wrong
         try:
             super().import_instance(instance, row, **kwargs)
         except ValidationError as exc:
             errors = {k: list(v) for k, v in exc.message_dict.items()}
+        for column, message in refused.items():
+            errors[attribute_of[column]] = [message]
         for field, messages in self.row_checks(instance, row, stored, errors).items():
             errors.setdefault(field, []).extend(messages)
         if errors:

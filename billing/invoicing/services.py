@@ -48,6 +48,7 @@ from billing.models import (
 )
 from billing.pricing import schedule as schedule_engine
 from core import jobs, lifecycle
+from core.texts import Text
 from core.types import Actor
 
 logger = logging.getLogger(__name__)
@@ -187,7 +188,9 @@ def _usage_rows(order: Order, *, before: date) -> tuple[list[dict[str, Any]], li
             metric=UsageMetric.EGRESS_TB,
             invoice__isnull=True,
             day__lt=_month_start(before),
-        ).order_by("day", "pk")
+        )
+        .select_related("voids")
+        .order_by("day", "pk")
     )
     if not records:
         return [], []
@@ -211,37 +214,80 @@ def _usage_rows(order: Order, *, before: date) -> tuple[list[dict[str, Any]], li
         Decimal("0"),
     )
     allowance_left = max(egress_allowance(order) - already, Decimal("0"))
+    # Billed beyond the prepaid allowance so far: what corrections can give back.
+    billed_beyond = max(already - egress_allowance(order), Decimal("0"))
     months: dict[date, list[UsageRecord]] = {}
+    corrections: dict[date, list[UsageRecord]] = {}
     for record in records:
-        months.setdefault(_month_start(record.day), []).append(record)
+        # A voiding record of a record billed already corrects that invoice; one whose
+        # record is still unbilled cancels it out within the month below.
+        corrects_billed = record.voids_id is not None and record.voids.invoice_id is not None
+        group = corrections if corrects_billed else months
+        group.setdefault(_month_start(record.day), []).append(record)
     rows = []
-    for month, items in sorted(months.items()):
-        used = sum((r.quantity for r in items), Decimal("0"))
-        covered = min(used, allowance_left)
-        allowance_left -= covered
-        billable = used - covered
-        net = cents(billable * price)
-        rows.append(
-            {
-                "kind": InvoiceLineKind.USAGE,
-                "code": EGRESS_CODE,
-                "description": f"Internet egress traffic {month:%Y-%m} (billed in arrears)",
-                "description_zh": f"公网出口流量 {month:%Y-%m}（按实际用量后付）",
-                "quantity": billable,
-                "unit": "tb",
-                "unit_price": price,
-                "net": net,
-                "vat": cents(net * rate),
-                "vat_rate": rate,
-                "tax_category": TaxCategory.TELECOM,
-                "detail": {
-                    "month": f"{month:%Y-%m}",
-                    "used_tb": str(used),
-                    "prepaid_tb": str(covered),
-                    "records": len(items),
-                },
-            }
-        )
+    for month in sorted(set(months) | set(corrections)):
+        items = months.get(month, [])
+        if items:
+            used = sum((r.quantity for r in items), Decimal("0"))
+            covered = min(used, allowance_left)
+            allowance_left -= covered
+            billable = used - covered
+            net = cents(billable * price)
+            rows.append(
+                {
+                    "kind": InvoiceLineKind.USAGE,
+                    "code": EGRESS_CODE,
+                    "description": f"Internet egress traffic {month:%Y-%m} (billed in arrears)",
+                    "description_zh": f"公网出口流量 {month:%Y-%m}（按实际用量后付）",
+                    "quantity": billable,
+                    "unit": "tb",
+                    "unit_price": price,
+                    "net": net,
+                    "vat": cents(net * rate),
+                    "vat_rate": rate,
+                    "tax_category": TaxCategory.TELECOM,
+                    "detail": {
+                        "month": f"{month:%Y-%m}",
+                        "used_tb": str(used),
+                        "prepaid_tb": str(covered),
+                        "records": len(items),
+                    },
+                }
+            )
+        voids = corrections.get(month, [])
+        if voids:
+            voided = -sum((r.quantity for r in voids), Decimal("0"))
+            given_back = min(voided, billed_beyond)
+            billed_beyond -= given_back
+            net = cents(-given_back * price)
+            reasons = "; ".join(dict.fromkeys(r.void_reason for r in voids))
+            rows.append(
+                {
+                    "kind": InvoiceLineKind.USAGE,
+                    "code": EGRESS_CODE,
+                    "description": (
+                        f"Correction: internet egress traffic {month:%Y-%m}, "
+                        f"{voided} TB voided ({reasons})"
+                    ),
+                    "description_zh": (
+                        f"更正：公网出口流量 {month:%Y-%m}，作废 {voided} TB（{reasons}）"
+                    ),
+                    "quantity": -given_back,
+                    "unit": "tb",
+                    "unit_price": price,
+                    "net": net,
+                    "vat": cents(net * rate),
+                    "vat_rate": rate,
+                    "tax_category": TaxCategory.TELECOM,
+                    "detail": {
+                        "month": f"{month:%Y-%m}",
+                        "voided_tb": str(voided),
+                        "credited_tb": str(given_back),
+                        "reasons": reasons,
+                        "records": len(voids),
+                    },
+                }
+            )
     return rows, [r.pk for r in records]
 
 
@@ -318,7 +364,7 @@ def _invoice_create(
         reason=(
             _("Issued for billing period %(seq)s.") % {"seq": period.seq}
             if period
-            else _("Issued for metered usage.")
+            else Text("Issued for metered usage.")
         ),
     )
     jobs.enqueue("billing.tasks.document_render_invoice", invoice.pk, order.quote.language)

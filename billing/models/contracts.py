@@ -155,6 +155,7 @@ class Contract(models.Model):
         ordering = ["-created_at", "-pk"]
         verbose_name = _("contract")
         verbose_name_plural = _("contracts")
+        permissions = [("countersign_contract", _("Can countersign contracts for the provider"))]
 
     def __str__(self) -> str:
         return self.number

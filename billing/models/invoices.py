@@ -8,7 +8,6 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
-from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone, translation
@@ -291,16 +290,19 @@ class UsageMetric(models.TextChoices):
 
 
 class UsageRecord(models.Model):
-    """Metered usage of an order on one day (site time), in the metric's unit."""
+    """Metered usage of an order on one day (site time), in the metric's unit.
+
+    Records never change. A wrong one is voided by a voiding record (``voids``, with a
+    ``void_reason``): the same order, metric and day with the opposite quantity, so the
+    next invoice bills the difference (``billing.invoicing.usage.usage_record_void``)."""
 
     order = models.ForeignKey(
         Order, on_delete=models.PROTECT, related_name="usage_records", verbose_name=_("order")
     )
     metric = models.CharField(_("metric"), max_length=16, choices=UsageMetric.choices)
     day = models.DateField(_("day"))
-    quantity = models.DecimalField(
-        _("quantity"), max_digits=14, decimal_places=3, validators=[MinValueValidator(0)]
-    )
+    # Negative only on a voiding record (the constraint below).
+    quantity = models.DecimalField(_("quantity"), max_digits=14, decimal_places=3)
     external_id = models.CharField(_("external id"), max_length=100)
     source = models.CharField(_("source"), max_length=16)  # "csv" | "api"
     node_hostname = models.CharField(_("node"), max_length=100, blank=True)
@@ -313,6 +315,15 @@ class UsageRecord(models.Model):
         related_name="+",
         verbose_name=_("recorded by"),
     )
+    voids = models.OneToOneField(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="voided_by",
+        verbose_name=_("voids"),
+    )
+    void_reason = models.TextField(_("reason for voiding"), blank=True)
     invoice = models.ForeignKey(
         Invoice,
         on_delete=models.PROTECT,
@@ -326,9 +337,20 @@ class UsageRecord(models.Model):
         ordering = ["order", "day", "pk"]
         verbose_name = _("usage record")
         verbose_name_plural = _("usage records")
+        # The one permission for every way usage is recorded or voided: the admin's
+        # import, the API's staff session and the void action.
+        permissions = [("record_usage", _("Can post, import and void usage records"))]
         constraints = [
             models.UniqueConstraint(fields=["order", "external_id"], name="usage_unique_external"),
-            models.CheckConstraint(condition=Q(quantity__gte=0), name="usage_quantity_positive"),
+            models.CheckConstraint(
+                condition=Q(voids__isnull=True, quantity__gte=0)
+                | Q(voids__isnull=False, quantity__lte=0),
+                name="usage_quantity_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(voids__isnull=True) | ~Q(void_reason=""),
+                name="usage_void_has_reason",
+            ),
         ]
 
     def __str__(self) -> str:

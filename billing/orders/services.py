@@ -16,7 +16,6 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 
 from accounts.models import SshPublicKey
 from billing.contracts.gate import order_release_for_provisioning
@@ -43,6 +42,7 @@ from billing.pricing.terms import (
 )
 from core import jobs, lifecycle
 from core.errors import DomainError
+from core.texts import Plural, Text
 from core.types import Actor
 from inventory import services as inventory_services
 from inventory.models import ImageProfile, Reservation, ReservationStatus
@@ -116,7 +116,7 @@ def order_create_from_quote(
     lifecycle.record_creation(
         [order],
         actor=actor,
-        reason=_("Created from quote %(n)s v%(v)s.") % {"n": quote.number, "v": quote.version},
+        reason=Text("Created from quote %(n)s v%(v)s.", n=quote.number, v=quote.version),
     )
     if quote.reservation_group:
         inventory_services.reservation_group_extend(
@@ -124,7 +124,7 @@ def order_create_from_quote(
             expires_at=due + PAYMENT_GRACE,
             owner_ref=f"order:{order.number}",
             actor=actor,
-            reason=_("Held for order %(n)s until payment.") % {"n": order.number},
+            reason=Text("Held for order %(n)s until payment.", n=order.number),
         )
     # The first billing period's document; later periods are issued by the beat job
     # (``billing.invoicing.services``).
@@ -153,7 +153,7 @@ def _confirm_nodes(order: Order, actor: Actor) -> str:
     )
     if reservations and all(r.status == ReservationStatus.HOLD for r in reservations):
         inventory_services.reservation_group_confirm(
-            group=order.reservation_group, actor=actor, reason=_("Paid.")
+            group=order.reservation_group, actor=actor, reason=Text("Paid.")
         )
         return ""
     if reservations and all(r.status == ReservationStatus.FIRM for r in reservations):
@@ -168,7 +168,7 @@ def _confirm_nodes(order: Order, actor: Actor) -> str:
                 reservation=r,
                 to_status=ReservationStatus.RELEASED,
                 actor=actor,
-                reason=_("Re-booked after payment."),
+                reason=Text("Re-booked after payment."),
             )
     first = reservations[0]
     try:
@@ -191,7 +191,7 @@ def _confirm_nodes(order: Order, actor: Actor) -> str:
         ) from exc
     order.reservation_group = rebooked[0].group
     order.save(update_fields=["reservation_group"])
-    return _("Paid after the hold lapsed; the same nodes were booked again.")
+    return Text("Paid after the hold lapsed; the same nodes were booked again.")
 
 
 def order_mark_paid(*, order: Order, actor: Actor = None, comment: str = "") -> tuple[Order, bool]:
@@ -210,7 +210,7 @@ def order_mark_paid(*, order: Order, actor: Actor = None, comment: str = "") -> 
             lifecycle.record_note(
                 [order],
                 actor=actor,
-                reason=_("Payment received after the order expired: refund or re-quote."),
+                reason=Text("Payment received after the order expired: refund or re-quote."),
             )
             return order, False
         try:
@@ -222,14 +222,18 @@ def order_mark_paid(*, order: Order, actor: Actor = None, comment: str = "") -> 
             order=order,
             to_status=OrderStatus.PAID,
             actor=actor,
-            reason=" ".join(c for c in (comment, note) if c),
+            reason=(
+                Text("%(comment)s %(note)s", comment=comment, note=note)
+                if comment and note
+                else comment or note
+            ),
             paid_at=timezone.now(),
         )
         paid = invoices_move(
             order=order,
             source=InvoiceStatus.ISSUED,
             to_status=InvoiceStatus.PAID,
-            reason=comment or _("Paid."),
+            reason=comment or Text("Paid."),
             paid_at=order.paid_at,
         )
         for invoice in paid:  # the PDF gets its PAID stamp
@@ -274,7 +278,7 @@ def invoice_settle(*, invoice: Invoice, actor: Actor = None, comment: str = "") 
             invoice,
             to=InvoiceStatus.PAID,
             actor=actor,
-            reason=comment or _("Paid."),
+            reason=comment or Text("Paid."),
             updates={"paid_at": timezone.now()},
             locked=True,
         )
@@ -323,7 +327,7 @@ def invoice_mark_paid_by_transfer(
         reference=reference,
         succeeded_at=timezone.now(),
     )
-    comment = _("Bank transfer %(ref)s.") % {"ref": reference}
+    comment = Text("Bank transfer %(ref)s.", ref=reference)
     lifecycle.record_creation([payment], actor=actor, reason=comment)
     invoice.paid_reference = reference
     invoice.marked_paid_by = actor
@@ -341,7 +345,7 @@ def invoice_mark_paid_by_transfer(
         else []
     )
     if stale:
-        replaced = _("Replaced: a bank transfer paid part of the invoice.")
+        replaced = Text("Replaced: a bank transfer paid part of the invoice.")
         lifecycle.transition_many(
             stale,
             to=PaymentStatus.FAILED,
@@ -355,8 +359,12 @@ def invoice_mark_paid_by_transfer(
         lifecycle.record_note(
             [invoice],
             actor=actor,
-            reason=_("Partial payment of %(amount)s (%(ref)s); %(left)s still due.")
-            % {"amount": amount, "ref": reference, "left": due - amount},
+            reason=Text(
+                "Partial payment of %(amount)s (%(ref)s); %(left)s still due.",
+                amount=amount,
+                ref=reference,
+                left=due - amount,
+            ),
         )
     return invoice_settle(invoice=invoice, actor=actor, comment=comment)
 
@@ -377,16 +385,16 @@ def order_expire_unpaid(*, now: datetime | None = None) -> int:
                 continue
             if order.reservation_group:
                 inventory_services.reservation_group_release(
-                    group=order.reservation_group, reason=_("Not paid in time.")
+                    group=order.reservation_group, reason=Text("Not paid in time.")
                 )
             order_transition(
-                order=order, to_status=OrderStatus.EXPIRED, reason=_("Not paid in time.")
+                order=order, to_status=OrderStatus.EXPIRED, reason=Text("Not paid in time.")
             )
             invoices_move(
                 order=order,
                 source=InvoiceStatus.ISSUED,
                 to_status=InvoiceStatus.VOID,
-                reason=_("The order was not paid in time."),
+                reason=Text("The order was not paid in time."),
             )
             _cancel_open_intents_after_commit(order)
             expired += 1
@@ -436,11 +444,12 @@ def order_set_access(
     lifecycle.record_note(
         [order],
         actor=actor,
-        reason=ngettext(
+        reason=Plural(
             "Access set: %(count)s SSH key, image %(image)s.",
             "Access set: %(count)s SSH keys, image %(image)s.",
             len(keys),
-        )
-        % {"count": len(keys), "image": order.image_profile or "—"},
+            count=len(keys),
+            image=str(order.image_profile or "—"),
+        ),
     )
     return order

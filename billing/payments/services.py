@@ -37,6 +37,7 @@ from billing.orders.selectors import order_later_open_invoice, order_open_invoic
 from billing.orders.services import invoice_amount_paid
 from core import lifecycle
 from core.errors import DomainError
+from core.texts import Text
 from core.types import Actor
 
 logger = logging.getLogger(__name__)
@@ -178,7 +179,7 @@ def payment_card_start(*, order: Order, actor: Actor) -> tuple[Payment, str]:
                             existing,
                             to=PaymentStatus.PENDING,
                             actor=actor,
-                            reason=_("The card payment is tried again on the same intent."),
+                            reason=Text("The card payment is tried again on the same intent."),
                         )
                     return existing, intent["client_secret"]
             intent = stripe_api.payment_intent_create(
@@ -206,7 +207,7 @@ def payment_card_start(*, order: Order, actor: Actor) -> tuple[Payment, str]:
             },
         )
         if created:
-            lifecycle.record_creation([payment], actor=actor, reason=_("Created."))
+            lifecycle.record_creation([payment], actor=actor, reason=Text("Created."))
         return payment, intent["client_secret"]
 
 
@@ -376,11 +377,15 @@ def refunded_total_apply(
         )
     if total <= payment.amount_refunded:
         return processed()
-    note = _(
+    note = Text(
         "Refund recorded (%(src)s): %(total)s %(cur)s of %(amount)s refunded so far. "
         "Provisioning is not reversed automatically; staff decide whether to end the "
-        "service."
-    ) % {"src": source, "total": total, "cur": payment.currency, "amount": payment.amount}
+        "service.",
+        src=source,
+        total=total,
+        cur=payment.currency,
+        amount=payment.amount,
+    )
     if total >= payment.amount and payment.status == PaymentStatus.SUCCEEDED:
         lifecycle.transition(
             payment,

@@ -50,6 +50,10 @@ def _context(order: Order) -> dict[str, Any]:
         "invoice": invoice,
         "due": due,  # shown in the site's timezone
         "site_timezone": order.site.timezone,
+        # Mainland sellers send payment requests (付款通知书), Hong Kong ones invoices.
+        "payment_request": bool(
+            getattr(getattr(order.site, "seller", None), "issues_fapiao", False)
+        ),
         "payable": later
         or (
             order.status == OrderStatus.AWAITING_PAYMENT

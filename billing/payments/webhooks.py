@@ -53,6 +53,7 @@ from billing.payments.services import (
 )
 from billing.pricing.terms import CARD_METHODS
 from core import jobs, lifecycle
+from core.texts import Text, label
 
 logger = logging.getLogger(__name__)
 
@@ -256,10 +257,20 @@ def _method_of(intent: dict[str, Any]) -> str | None:
     return found if found in CARD_METHODS else None
 
 
+#: The ``reference`` of a payment recorded for a PaymentIntent the portal did not create.
+NOT_MADE_BY_PORTAL = "stripe: not made by the portal"
+
+
 def _payment_for_intent(intent: dict[str, Any]) -> Payment | None:
     """The payment of a PaymentIntent (locked, after its order), or one recorded now for
     an intent made elsewhere whose metadata names one of our invoices; ``None`` when
-    nothing matches."""
+    nothing matches.
+
+    An intent made elsewhere (not created by the portal: the Stripe dashboard, another
+    system) is recorded with the amount and currency it really received, never with
+    what the invoice still asks (which is 0 once the invoice is paid): so one that
+    arrives for a paid invoice becomes a duplicate the refund action can reach, and one
+    whose amount does not match is flagged as not ours, to refund."""
     pi_id = intent.get("id")
     if not isinstance(pi_id, str) or not pi_id:
         return None
@@ -276,13 +287,38 @@ def _payment_for_intent(intent: dict[str, Any]) -> Payment | None:
         defaults={
             "invoice": invoice,
             "method": _method_of(intent) or PaymentMethod.CARD,
-            "currency": invoice.currency,
-            "amount": invoice.gross_total - invoice_amount_paid(invoice),
+            "reference": NOT_MADE_BY_PORTAL,
+            **_received(intent, invoice),
         },
     )
     if created:
-        lifecycle.record_creation([made], reason=_("Created."))
+        lifecycle.record_creation(
+            [made], reason=Text("Created from a PaymentIntent not made by the portal.")
+        )
     return Payment.objects.select_for_update().get(stripe_payment_intent=pi_id)
+
+
+def _received(intent: dict[str, Any], invoice: Invoice) -> dict[str, Any]:
+    """The amount and currency an intent made elsewhere really received (the invoice's
+    currency and what it still asks when the payload names no amount)."""
+    minor = _minor(intent.get("amount_received")) or _minor(intent.get("amount"))
+    currency = str(intent.get("currency") or "").upper()
+    if minor is None or not currency:
+        return {
+            "currency": invoice.currency,
+            "amount": invoice.gross_total - invoice_amount_paid(invoice),
+        }
+    try:
+        return {"currency": currency[:3], "amount": stripe_api.from_minor_units(minor, currency)}
+    except (TypeError, ValueError, KeyError):
+        return {"currency": invoice.currency, "amount": Decimal("0")}
+
+
+def _not_ours_message(pi: Any, payment: Payment, invoice: Invoice) -> str:
+    return _(
+        "Not ours, refund: PaymentIntent %(pi)s was not created by the portal and its "
+        "%(amount)s %(cur)s do not pay what invoice %(n)s asks."
+    ) % {"pi": pi, "amount": payment.amount, "cur": payment.currency, "n": invoice.number}
 
 
 def _unknown_intent(intent: dict[str, Any]) -> Outcome:
@@ -308,6 +344,16 @@ def _on_intent_succeeded(payload: dict[str, Any]) -> Outcome:
     if payment is None:
         return _unknown_intent(intent)
     invoice = Invoice.objects.select_related("order").get(pk=payment.invoice_id)
+    if payment.reference == NOT_MADE_BY_PORTAL and payment.status == PaymentStatus.PENDING:
+        # Not ours: it pays the invoice only when it brings exactly what is due; once
+        # the invoice is paid it goes on as a duplicate (the refund action reaches it).
+        due = invoice.gross_total - invoice_amount_paid(invoice)
+        if payment.currency != invoice.currency or (due > 0 and payment.amount != due):
+            error = _not_ours_message(intent.get("id"), payment, invoice)
+            if payment.failure_message != error:
+                payment.failure_message = error
+                payment.save(update_fields=["failure_message"])
+            return flagged(error)
     received = _minor(intent.get("amount_received"))
     if not received:
         received = _minor(intent.get("amount"))
@@ -375,8 +421,11 @@ def _intent_succeeded_record(payment: Payment, intent: dict[str, Any], stamped: 
     lifecycle.transition(
         payment,
         to=PaymentStatus.SUCCEEDED,
-        reason=_("Paid by %(method)s (Stripe %(pi)s).")
-        % {"method": payment.get_method_display(), "pi": intent.get("id")},
+        reason=Text(
+            "Paid by %(method)s (Stripe %(pi)s).",
+            method=label(PaymentMethod, payment.method),
+            pi=intent.get("id"),
+        ),
         updates={
             **{name: getattr(payment, name) for name in stamped},
             "succeeded_at": timezone.now(),
@@ -389,8 +438,10 @@ def _intent_succeeded_record(payment: Payment, intent: dict[str, Any], stamped: 
         lifecycle.transition(
             payment,
             to=PaymentStatus.REFUNDED,
-            reason=_("Payment %(pi)s was refunded in full before it was processed; order not paid.")
-            % {"pi": intent.get("id")},
+            reason=Text(
+                "Payment %(pi)s was refunded in full before it was processed; order not paid.",
+                pi=intent.get("id"),
+            ),
             locked=True,
         )
 

@@ -305,20 +305,23 @@ def _calendar_compute(
         )
         site_of[pk] = site_id
 
-    on_our_nodes = Q(
-        node__site__in=list(sites),
-        node__node_type__in=type_ids,
-        start_at__lt=period_end,
-        end_at__gt=period_start,
-    )
+    on_our_nodes = Q(node__site__in=list(sites), node__node_type__in=type_ids)
     # No ORDER BY in the parts of a UNION (SQLite refuses it; the models have orderings).
+    # A booking keeps its node over its held range (lead time and cleaning).
     reservations = (
-        Reservation.objects.filter(on_our_nodes, status__in=ACTIVE_RESERVATION_STATUSES)
+        Reservation.objects.filter(
+            on_our_nodes,
+            held_from__lt=period_end,
+            held_until__gt=period_start,
+            status__in=ACTIVE_RESERVATION_STATUSES,
+        )
         .order_by()
-        .values_list("node_id", "start_at", "end_at")
+        .values_list("node_id", "held_from", "held_until")
     )
     windows = (
-        MaintenanceWindow.objects.filter(on_our_nodes)
+        MaintenanceWindow.objects.filter(
+            on_our_nodes, start_at__lt=period_end, end_at__gt=period_start
+        )
         .order_by()
         .values_list("node_id", "start_at", "end_at")
     )
@@ -368,8 +371,8 @@ def capacity_over(*, start_at: datetime, end_at: datetime) -> dict[tuple[int, in
     reserved = Reservation.objects.filter(
         node=OuterRef("pk"),
         status__in=ACTIVE_RESERVATION_STATUSES,
-        start_at__lt=end_at,
-        end_at__gt=start_at,
+        held_from__lt=end_at,
+        held_until__gt=start_at,
     )
     maintained = MaintenanceWindow.objects.filter(
         node=OuterRef("pk"), start_at__lt=end_at, end_at__gt=start_at

@@ -82,6 +82,34 @@ def hold_terms(
     return HoldTerms(method=method, pay_by=due)
 
 
+def earliest_start_for(site: Site, methods: list[str], *, now: datetime | None = None) -> date:
+    """The earliest start date that every one of ``methods`` can meet (the rule of
+    ``hold_terms``): the site's lead time for any method, and for a bank transfer a
+    payment deadline at least ``TRANSFER_MIN_WINDOW`` away, before that lead time."""
+    now = now or timezone.now()
+    start = earliest_start_date(site, now=now)
+    if any(method not in CARD_METHODS for method in methods):
+        start = max(start, earliest_start_date(site, now=now + TRANSFER_MIN_WINDOW))
+    return start
+
+
+def earliest_start_reason(site: Site, methods: list[str], *, now: datetime | None = None) -> str:
+    """The earliest start and why it is not sooner, for the methods offered."""
+    values = {
+        "date": earliest_start_for(site, methods, now=now).isoformat(),
+        "hours": site.lead_time_hours,
+    }
+    if any(method not in CARD_METHODS for method in methods):
+        return (
+            _(
+                "The earliest start is %(date)s: the nodes need %(hours)s hours to prepare, "
+                "and a bank transfer needs a working day to arrive before that."
+            )
+            % values
+        )
+    return _("The earliest start is %(date)s: the nodes need %(hours)s hours to prepare.") % values
+
+
 def transfer_refusal(terms: HoldTerms) -> str:
     """What the customer reads when a bank transfer cannot arrive in time for the start."""
     return _(

@@ -21,7 +21,7 @@ from billing.pricing import selectors
 from billing.pricing.periods import site_today
 from billing.quotes.services import ItemSpec
 from core.errors import DomainError
-from core.validators import no_emoji
+from core.forms import NameField
 from inventory.models import GPUModel, NodeType, Site
 
 HUNDRED = Decimal("100")
@@ -78,7 +78,7 @@ class QuoteForm(forms.Form):
     organisation = forms.ModelChoiceField(
         label=_("Customer organisation"), queryset=Organisation.objects.none()
     )
-    contact_name = forms.CharField(label=_("Contact name"), max_length=200, validators=[no_emoji])
+    contact_name = NameField(label=_("Contact name"), max_length=200)
     contact_email = forms.EmailField(label=_("Contact email"))
     language = forms.ChoiceField(label=_("Quote language"), choices=settings.LANGUAGES)
     site = forms.ModelChoiceField(label=_("Data centre"), queryset=Site.objects.none())

@@ -37,6 +37,7 @@ from billing.quotes.services.lifecycle import quote_create, quote_send
 from billing.quotes.services.pricing import quote_items
 from core import jobs, lifecycle
 from core.errors import DomainError
+from core.texts import Text
 
 logger = logging.getLogger(__name__)
 
@@ -106,11 +107,16 @@ def renewal_offer(*, order_id: int) -> Renewal | None:
                     extra_discount=min(old.extra_discount, quote_common.discount_limit(creator)),
                     language=old.language,
                 )
-                quote = quote_send(quote=quote, actor=creator, prefer_nodes=[n.pk for n in current])
+                quote = quote_send(
+                    quote=quote,
+                    actor=creator,
+                    prefer_nodes=[n.pk for n in current],
+                    continues=f"order:{order.number}",
+                )
     except DomainError as exc:
         renewal = Renewal.objects.create(order=order, unavailable=exc.message)
         with translation.override(old.language):
-            why = _("No renewal could be offered: %(why)s") % {"why": exc.message}
+            why = Text("No renewal could be offered: %(why)s", why=exc.message)
         lifecycle.record_note([order], reason=why)
         jobs.enqueue(EMAIL_TASK, renewal.pk)
         return renewal
@@ -125,10 +131,11 @@ def renewal_offer(*, order_id: int) -> Renewal | None:
     )
     with translation.override(old.language):
         quote.notes = _renewal_notes(order, renewal)
-        offered = _("Renewal quote %(q)s offered (%(how)s).") % {
-            "q": quote.number,
-            "how": _("same nodes held") if renewal.same_nodes else _("other nodes offered"),
-        }
+        offered = Text(
+            "Renewal quote %(q)s offered (%(how)s).",
+            q=quote.number,
+            how=Text("same nodes held") if renewal.same_nodes else Text("other nodes offered"),
+        )
     quote.save(update_fields=["notes"])
     lifecycle.record_note([order], reason=offered)
     if order.organisation.auto_renew and renewal.same_nodes:
@@ -171,9 +178,7 @@ def _auto_accept(renewal: Renewal) -> None:
     except DomainError as exc:
         logger.info("Renewal %s not accepted automatically: %s", quote.number, exc.message)
         with translation.override(quote.language):
-            why = _("The renewal could not be accepted automatically: %(why)s") % {
-                "why": exc.message
-            }
+            why = Text("The renewal could not be accepted automatically: %(why)s", why=exc.message)
         lifecycle.record_note([renewal.order], reason=why)
         return
     renewal.auto_accepted = True

@@ -23,7 +23,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from accounts.models import Membership, Organisation
-from billing.models import ItemKind, Order, OrderStatus, Term
+from billing.models import ItemKind, Order, OrderStatus, Quote, Term
 from billing.orders.acceptance import quote_accept
 from billing.pricing import catalog
 from billing.pricing import engine as pricing
@@ -300,8 +300,21 @@ def hold_limits(organisation: Organisation) -> dict[str, int]:
     return limits[key]
 
 
+def organisation_lock(organisation: Organisation) -> Organisation:
+    """Lock the organisation's row until the caller's transaction ends, so that two of its
+    orders are checked against the hold limits one after the other, never side by side.
+
+    PostgreSQL: ``SELECT … FOR UPDATE`` on the row. SQLite has no row locks (Django
+    drops ``FOR UPDATE``), but the embedded default's transactions are ``IMMEDIATE``
+    (``portal.settings.base``): each takes the database's write lock when it begins, so
+    writers run one at a time and the check and the write are in the same one."""
+    return Organisation.objects.select_for_update().get(pk=organisation.pk)
+
+
 def hold_limits_check(*, organisation: Organisation, node_count: int) -> None:
-    """Refuse an order that would take the organisation past its hold limits."""
+    """Refuse an order that would take the organisation past its hold limits. Call it
+    inside the transaction that places the order, after ``organisation_lock``: a check
+    outside it would let parallel requests each see the limit not yet reached."""
     limits = hold_limits(organisation)
     unpaid = Order.objects.filter(
         organisation=organisation, status=OrderStatus.AWAITING_PAYMENT
@@ -377,6 +390,83 @@ def order_self_service(
         return existing
     if payment_method not in payment_methods_offered():
         raise DomainError(_("Choose a payment method."))
+    placed = _self_service_place(
+        user=user,
+        organisation=organisation,
+        site=site,
+        node_type=node_type,
+        node_count=node_count,
+        card_gpu_model_id=card_gpu_model_id,
+        cards_per_node=cards_per_node,
+        term=term,
+        duration=duration,
+        start_date=start_date,
+        addons=addons,
+        payment_method=payment_method,
+        ip=ip,
+        idempotency_key=idempotency_key,
+    )
+    assert isinstance(placed, Order)
+    return placed
+
+
+def quote_self_service(
+    *,
+    user: Actor,
+    organisation: Organisation,
+    site: Site,
+    node_type: NodeType,
+    node_count: int,
+    card_gpu_model_id: int | None,
+    cards_per_node: int,
+    term: str,
+    duration: int,
+    start_date: date,
+    addons: dict[str, Decimal],
+) -> Quote:
+    """A firm quote without accepting it (the API's ``POST /quotes/``): priced, sent, and
+    holding the placed nodes until it expires; the same rules and retries as
+    ``order_self_service``."""
+    if not Membership.objects.filter(user=user, organisation=organisation).exists():
+        raise DomainError(_("You are not a member of this organisation."))
+    placed = _self_service_place(
+        user=user,
+        organisation=organisation,
+        site=site,
+        node_type=node_type,
+        node_count=node_count,
+        card_gpu_model_id=card_gpu_model_id,
+        cards_per_node=cards_per_node,
+        term=term,
+        duration=duration,
+        start_date=start_date,
+        addons=addons,
+        payment_method=None,
+        ip=None,
+        idempotency_key="",
+    )
+    assert isinstance(placed, Quote)
+    return placed
+
+
+def _self_service_place(
+    *,
+    user: Actor,
+    organisation: Organisation,
+    site: Site,
+    node_type: NodeType,
+    node_count: int,
+    card_gpu_model_id: int | None,
+    cards_per_node: int,
+    term: str,
+    duration: int,
+    start_date: date,
+    addons: dict[str, Decimal],
+    payment_method: str | None,
+    ip: str | None,
+    idempotency_key: str,
+) -> Order | Quote:
+    """Check, place and hold with retries; accept too unless ``payment_method`` is None."""
     configuration_check(
         site=site,
         node_type=node_type,
@@ -397,6 +487,8 @@ def order_self_service(
         cards_per_node=cards_per_node,
         addons=tuple(sorted((c, q) for c, q in addons.items() if q > 0)),
     )
+    # A quick refusal before any placement; the check that counts is repeated under the
+    # organisation's lock inside each try (``_order_place``).
     hold_limits_check(organisation=organisation, node_count=node_count)
     items = configuration_items(config)
     last: DomainError | None = None
@@ -447,15 +539,20 @@ def _order_place(
     items: list[ItemSpec],
     organisation: Organisation,
     user: Actor,
-    payment_method: str,
+    payment_method: str | None,
     ip: str | None,
     idempotency_key: str,
-) -> Order:
-    """One try, in its own transaction: hold the nodes, then quote, send and accept."""
+) -> Order | Quote:
+    """One try, in its own transaction: hold the nodes, then quote, send and accept (only
+    send when ``payment_method`` is None)."""
     site, term, duration, start_date = config.site, config.term, config.duration, config.start_date
     name, email = _contact(user, organisation)
     language = translation.get_language() or "zh-hans"
     with transaction.atomic():
+        # The organisation's orders one at a time: counted under its lock, so five
+        # accepts sent at once cannot each see the limit not yet reached.
+        organisation = organisation_lock(organisation)
+        hold_limits_check(organisation=organisation, node_count=config.node_count)
         # Place and hold first: the search is the slow part, and it needs no
         # number. The gapless numbers (quote, order, invoice) are taken after
         # it, so their sequence rows stay locked only for the short rest of the
@@ -489,6 +586,8 @@ def _order_place(
             notes=_("Self-service order."),
         )
         quote = quote_send(quote=quote, actor=user, held=held)
+        if payment_method is None:
+            return quote
         order = quote_accept(
             quote=quote, user=user, name=name, ip=ip, payment_method=payment_method
         )

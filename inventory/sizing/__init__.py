@@ -26,12 +26,19 @@ Memory per GPU, training (bytes; Ψ = parameters held by one model-parallel shar
 - inference: weights × bytes per parameter; KV cache = 2 × layers × KV heads × head dim
   × bytes × context × concurrent sequences (grouped-query attention: KV heads, not
   attention heads).
-- headroom: a fixed 2 GB for the CUDA context, cuBLAS workspace and NCCL buffers plus
+- ZeRO-3's gather/prefetch buffer on its own line (two layers' 16-bit weights, 2·w·Ψ/L),
+  none where the data-parallel degree is 1 (ZeRO has nothing to partition there).
+- everything per GPU is in GiB (2^30 bytes), as the cards have it ("80G" is 80 GiB); a
+  plan over 90% of it is flagged.
+- headroom: a fixed 2 GiB for the CUDA context, cuBLAS workspace and NCCL buffers plus
   10% of the rest for allocator fragmentation (our estimate).
 
 Compute: 6 × N × D FLOPs to train (Kaplan et al. 2020), 2 × N per generated token,
 over the measured bf16 GEMM reference of VALIDATION.md × an MFU (assumed 40% unless the
-customer says otherwise); MoE counts active parameters.
+customer says otherwise); MoE counts active parameters. Training time adds the
+communication the compute cannot hide, from the fabric's bandwidth (``network``); a plan
+whose traffic between nodes outlasts its compute is network-bound. Inference: replicas
+share the concurrent sequences; an MoE decode reads only the routed experts' weights.
 
 The seeds' rule of thumb (parameters × bytes × 3.5, ZeRO-3 "cuts 4–8×") is shown beside
 the real estimate, never used to decide a plan. The seeds' fabric rules stay rules.
@@ -42,7 +49,8 @@ formatted here and passed in as named placeholders.
 Modules, bottom first: ``formatting`` (numbers, labels), ``architectures`` (published
 model shapes), ``hardware`` (``NodeOption``, what a GPU runs), ``inputs``
 (``SizingInput``, ``validate``), ``shape`` (the model as sized, size bands), ``memory``
-(the formulas above, memory per GPU), ``plans`` (one layout, the search), ``explain``
+(the formulas above, memory per GPU), ``network`` (bandwidths, one step's communication),
+``plans`` (one layout, the search), ``explain``
 (the rule of thumb, the memory and compute notes), ``advice`` (parallelism, fabric, what
 would fit), ``result`` (``size``, ``evaluate``), ``serialise`` (JSON, the seeds' examples).
 """
@@ -61,6 +69,7 @@ from inventory.sizing.hardware import (
 from inventory.sizing.inputs import (
     DEFAULT_MFU,
     INFER_PRECISIONS,
+    KV_PRECISIONS,
     MODES,
     OFFLOADS,
     OPTIMIZERS,
@@ -75,12 +84,15 @@ from inventory.sizing.memory import (
     Memory,
     activation_bytes,
     activation_bytes_per_layer,
+    gather_buffer_bytes,
+    kv_bytes_per_value,
     kv_cache_bytes,
     memory_per_gpu,
     model_states_bytes,
     model_states_gb,
     state_bytes,
 )
+from inventory.sizing.network import StepTime, inter_node_busbw, intra_node_busbw
 from inventory.sizing.plans import MAX_NODES, OptionOutcome, Plan
 from inventory.sizing.result import SizingResult, evaluate, size
 from inventory.sizing.serialise import SeedExample, plan_json, result_json, seed_examples
@@ -90,6 +102,7 @@ __all__ = [
     "ARCHITECTURES",
     "DEFAULT_MFU",
     "INFER_PRECISIONS",
+    "KV_PRECISIONS",
     "MAX_NODES",
     "MODES",
     "OFFLOADS",
@@ -110,10 +123,15 @@ __all__ = [
     "SizingError",
     "SizingInput",
     "SizingResult",
+    "StepTime",
     "activation_bytes",
     "activation_bytes_per_layer",
     "evaluate",
+    "gather_buffer_bytes",
     "gpu_architecture",
+    "inter_node_busbw",
+    "intra_node_busbw",
+    "kv_bytes_per_value",
     "kv_cache_bytes",
     "memory_per_gpu",
     "model_states_bytes",

@@ -46,7 +46,7 @@ def parallelism_text(band: Band, plan: Plan | None, mode: str) -> str:
         ) % {"tp": plan.tp, "pp": plan.pp, "replicas": plan.dp}
     parts = {
         "layout": plan.layout,
-        "zero": plan.zero,
+        "zero": plan.zero_label,
         "nodes": plan.nodes,
         "gpus": plan.gpus,
     }
@@ -60,8 +60,8 @@ def parallelism_text(band: Band, plan: Plan | None, mode: str) -> str:
             )
             + " "
             + ngettext(
-                "This plan: %(layout)s, ZeRO-%(zero)s, %(gpus)s GPUs on %(nodes)s node.",
-                "This plan: %(layout)s, ZeRO-%(zero)s, %(gpus)s GPUs on %(nodes)s nodes.",
+                "This plan: %(layout)s, %(zero)s, %(gpus)s GPUs on %(nodes)s node.",
+                "This plan: %(layout)s, %(zero)s, %(gpus)s GPUs on %(nodes)s nodes.",
                 plan.nodes,
             )
             % parts
@@ -74,22 +74,42 @@ def parallelism_text(band: Band, plan: Plan | None, mode: str) -> str:
             )
             + " "
             + ngettext(
-                "This plan: %(layout)s, ZeRO-%(zero)s, %(gpus)s GPUs on %(nodes)s node.",
-                "This plan: %(layout)s, ZeRO-%(zero)s, %(gpus)s GPUs on %(nodes)s nodes.",
+                "This plan: %(layout)s, %(zero)s, %(gpus)s GPUs on %(nodes)s node.",
+                "This plan: %(layout)s, %(zero)s, %(gpus)s GPUs on %(nodes)s nodes.",
                 plan.nodes,
             )
             % parts
         )
+    if plan.zero is None:
+        return _("One GPU: no parallelism, so no ZeRO stage applies.")
     return (
         ngettext(
             "Data parallel (PyTorch DDP, or ZeRO/FSDP to shard) across %(gpus)s GPUs on %(nodes)s "
-            "node, ZeRO-%(zero)s.",
+            "node, %(zero)s.",
             "Data parallel (PyTorch DDP, or ZeRO/FSDP to shard) across %(gpus)s GPUs on %(nodes)s "
-            "nodes, ZeRO-%(zero)s.",
+            "nodes, %(zero)s.",
             plan.nodes,
         )
         % parts
     )
+
+
+def zero_note(plan: Plan | None, requested: int) -> str:
+    """Why the plan carries no ZeRO stage although one was asked for ("" otherwise)."""
+    if plan is None or plan.zero is not None or requested == 0:
+        return ""
+    return _(
+        "ZeRO-%(stage)s was asked for, but this plan is %(layout)s: with a data-parallel "
+        "degree of 1 there is nothing for ZeRO to partition, so no ZeRO stage applies; "
+        "tensor and pipeline parallelism split the model instead."
+    ) % {"stage": requested, "layout": plan.layout}
+
+
+def frameworks_text(plan: Plan | None) -> str:
+    if plan is None or not plan.frameworks:
+        return ""
+    # Translators: the separator between two framework names.
+    return _("Runs on: %(names)s.") % {"names": _(", ").join(plan.frameworks)}
 
 
 def fabric_advice(band: Band, plan: Plan | None) -> tuple[str, str]:

@@ -75,6 +75,10 @@ ARCHITECTURES: dict[str, Architecture] = {
             source="Qwen/Qwen2.5-7B config.json",
         ),
         Architecture(
+            "qwen2-72b", "Qwen2 72B", 72.71e9, 72.71e9, 80, 8192, 64, 8, 128, 29568,
+            152064, source="Qwen/Qwen2-72B config.json",
+        ),
+        Architecture(
             "qwen2.5-72b", "Qwen2.5 72B", 72.71e9, 72.71e9, 80, 8192, 64, 8, 128, 29568,
             152064, source="Qwen/Qwen2.5-72B config.json",
         ),

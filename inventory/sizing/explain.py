@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
-from core.i18n_hook import _
+from core.i18n_hook import _, ngettext
 from inventory.sizing.formatting import (
     BILLION,
     GB,
+    GIB,
     OPTIMIZER_LABELS,
     billions,
+    fabric_label,
     fmt,
     fmt_gb,
     fmt_sci,
@@ -29,10 +31,11 @@ from inventory.sizing.memory import (
     HEADROOM_FRACTION,
     INFER_CHUNK_TOKENS,
     WEIGHT_BYTES,
+    kv_bytes_per_value,
     kv_cache_bytes,
     state_bytes,
 )
-from inventory.sizing.plans import Plan
+from inventory.sizing.plans import SECONDS_PER_DAY, Plan
 from inventory.sizing.shape import Shape
 
 Source = Literal["seeds", "estimate", "paper"]
@@ -136,15 +139,16 @@ def rule_comparison_text(
         text = then(
             text,
             _(
-                "Real estimate: %(per_gpu)s GB per GPU on %(gpus)s × %(gpu)s (%(layout)s, "
-                "ZeRO-%(zero)s), against %(rule)s GB by the rule."
+                "Real estimate: %(per_gpu)s GiB (%(per_gpu_gb)s GB) per GPU on %(gpus)s × "
+                "%(gpu)s (%(layout)s, %(zero)s), against %(rule)s GB by the rule."
             )
             % {
                 "per_gpu": fmt_gb(plan.memory.total),
+                "per_gpu_gb": fmt_gb(plan.memory.total * GIB / GB),
                 "gpus": plan.gpus,
                 "gpu": plan.option.gpu_model,
                 "layout": plan.layout,
-                "zero": plan.zero,
+                "zero": plan.zero_label,
                 "rule": fmt(rule.needed_gb),
             },
         )
@@ -162,18 +166,18 @@ def _inference_memory_notes(inp: SizingInput, shape: Shape) -> list[Note]:
         Note(
             _(
                 "Weights: %(params)s B parameters × %(bytes)s bytes (%(precision)s) = "
-                "%(total)s GB, split by TP × PP."
+                "%(total)s GiB, split by TP × PP."
             )
             % {
                 "params": billions(shape.params_total),
                 "bytes": fmt(nbytes, Decimal("0.001")),
                 "precision": inp.precision,
-                "total": fmt_gb(shape.params_total * nbytes / GB),
+                "total": fmt_gb(shape.params_total * nbytes / GIB),
             },
             "paper",
         )
     )
-    kv_bytes = 1 if inp.precision == "fp8" else (4 if inp.precision == "fp32" else 2)
+    kv_bytes = int(kv_bytes_per_value(inp))
     if shape.kv_elems == 2 * shape.kv_heads * shape.head_dim:
         kv = kv_cache_bytes(
             layers=shape.layers,
@@ -188,8 +192,9 @@ def _inference_memory_notes(inp: SizingInput, shape: Shape) -> list[Note]:
                 _(
                     "KV cache: 2 × %(layers)s layers × %(kv_heads)s KV heads × %(head_dim)s "
                     "head dim × %(bytes)s bytes × %(context)s tokens × %(seqs)s sequences = "
-                    "%(total)s GB (grouped-query attention: %(kv_heads)s KV heads, not "
-                    "%(heads)s attention heads), split by TP and PP."
+                    "%(total)s GiB (grouped-query attention: %(kv_heads)s KV heads, not "
+                    "%(heads)s attention heads), shared by the replicas' sequences and "
+                    "split by TP and PP."
                 )
                 % {
                     "layers": shape.layers,
@@ -198,7 +203,7 @@ def _inference_memory_notes(inp: SizingInput, shape: Shape) -> list[Note]:
                     "bytes": kv_bytes,
                     "context": fmt(inp.context),
                     "seqs": fmt(inp.concurrency),
-                    "total": fmt_gb(kv / GB),
+                    "total": fmt_gb(kv / GIB),
                     "heads": shape.heads,
                 },
                 "paper",
@@ -219,7 +224,7 @@ def _inference_memory_notes(inp: SizingInput, shape: Shape) -> list[Note]:
                 _(
                     "KV cache: %(layers)s layers × %(elems)s cached values per token "
                     "(multi-head latent attention) × %(bytes)s bytes × %(context)s tokens × "
-                    "%(seqs)s sequences = %(total)s GB."
+                    "%(seqs)s sequences = %(total)s GiB, shared by the replicas' sequences."
                 )
                 % {
                     "layers": shape.layers,
@@ -227,11 +232,22 @@ def _inference_memory_notes(inp: SizingInput, shape: Shape) -> list[Note]:
                     "bytes": kv_bytes,
                     "context": fmt(inp.context),
                     "seqs": fmt(inp.concurrency),
-                    "total": fmt_gb(kv / GB),
+                    "total": fmt_gb(kv / GIB),
                 },
                 "paper",
             )
         )
+    if inp.kv_precision == "fp8":
+        kv_text = _(
+            "KV cache in fp8 (--kv-cache-dtype fp8), 1 byte per value, whatever the weights "
+            "are stored in."
+        )
+    else:
+        kv_text = _(
+            "KV cache kept in %(kind)s (%(bytes)s bytes per value), as vLLM and SGLang do "
+            "unless fp8 KV is set, whatever the weights are stored in."
+        ) % {"kind": "fp32" if inp.precision == "fp32" else "bf16/fp16", "bytes": kv_bytes}
+    lines.append(Note(kv_text, "estimate"))
     lines.append(
         Note(
             _(
@@ -254,7 +270,7 @@ def _training_memory_notes(inp: SizingInput, shape: Shape) -> list[Note]:
             _(
                 "Model states: %(optimizer)s at %(precision)s keeps %(w)s bytes of weights + "
                 "%(g)s of gradients + %(k)s of optimizer states = %(total)s bytes per "
-                "parameter, %(gb)s GB for %(params)s B parameters."
+                "parameter, %(gb)s GiB for %(params)s B parameters."
             )
             % {
                 "optimizer": _(OPTIMIZER_LABELS[inp.optimizer]),
@@ -263,7 +279,7 @@ def _training_memory_notes(inp: SizingInput, shape: Shape) -> list[Note]:
                 "g": fmt(g),
                 "k": fmt(k),
                 "total": fmt(w + g + k),
-                "gb": fmt_gb((w + g + k) * shape.params_total / GB),
+                "gb": fmt_gb((w + g + k) * shape.params_total / GIB),
                 "params": billions(shape.params_total),
             },
             "paper",
@@ -274,12 +290,23 @@ def _training_memory_notes(inp: SizingInput, shape: Shape) -> list[Note]:
             _(
                 "ZeRO (Rajbhandari et al. 2019): stage 0 (w+g+K)Ψ; stage 1 (w+g)Ψ + "
                 "KΨ/N_d; stage 2 wΨ + (g+K)Ψ/N_d; stage 3 (w+g+K)Ψ/N_d, with Ψ the "
-                "parameters of one TP × PP shard and N_d the data-parallel degree; "
-                "ZeRO-3 also gathers one layer's weights at a time (two with prefetch)."
+                "parameters of one TP × PP shard and N_d the data-parallel degree. With "
+                "N_d = 1 there is nothing to partition and the stage does nothing."
             ),
             "paper",
         )
     )
+    if inp.zero_stage == 3:
+        lines.append(
+            Note(
+                _(
+                    "ZeRO-3 gather/prefetch buffer, on top of the paper's model states: the "
+                    "full 16-bit weights of the layer in use and of the next one prefetched, "
+                    "2 × w × Ψ/L (none where N_d = 1)."
+                ),
+                "estimate",
+            )
+        )
     if inp.precision == "fp8":
         lines.append(
             Note(
@@ -360,7 +387,7 @@ def memory_notes(inp: SizingInput, shape: Shape, plan: Plan | None) -> list[Note
     lines.append(
         Note(
             _(
-                "Headroom: %(fixed)s GB for the CUDA context, cuBLAS workspace and NCCL "
+                "Headroom: %(fixed)s GiB for the CUDA context, cuBLAS workspace and NCCL "
                 "buffers + %(share)s of the rest for allocator fragmentation."
             )
             % {"fixed": fmt(HEADROOM_FIXED_GB), "share": percent(HEADROOM_FRACTION)},
@@ -384,17 +411,84 @@ def memory_notes(inp: SizingInput, shape: Shape, plan: Plan | None) -> list[Note
         lines.append(
             Note(
                 _(
-                    "Per GPU on %(layout)s: %(states)s + %(acts)s + %(kv)s + %(headroom)s = "
-                    "%(total)s GB of %(have)s GB."
+                    "Per GPU on %(layout)s: %(states)s model states + %(gather)s ZeRO-3 "
+                    "gather buffer + %(acts)s activations + %(kv)s KV cache + %(headroom)s "
+                    "headroom = %(total)s GiB of %(have)s GiB (%(share)s)."
                 )
                 % {
                     "layout": plan.layout,
                     "states": fmt_gb(m.model_states),
+                    "gather": fmt_gb(m.gather_buffer),
                     "acts": fmt_gb(m.activations),
                     "kv": fmt_gb(m.kv_cache),
                     "headroom": fmt_gb(m.headroom),
                     "total": fmt_gb(m.total),
-                    "have": fmt(plan.gpu_memory_gb),
+                    "have": fmt(plan.gpu_memory_gib),
+                    "share": percent(plan.memory_share, Decimal("0.1")),
+                },
+                "estimate",
+            )
+        )
+        if plan.memory_warning:
+            lines.append(
+                Note(
+                    _(
+                        "This plan uses %(share)s of each GPU's memory (over 90%%): a longer "
+                        "sequence, a bigger batch or a memory spike may not fit; the next "
+                        "larger plan leaves room."
+                    )
+                    % {"share": percent(plan.memory_share, Decimal("0.1"))},
+                    "estimate",
+                )
+            )
+    return lines
+
+
+def _step_notes(inp: SizingInput, plan: Plan) -> list[Note]:
+    """One micro-batch's compute against its communication, and whether the network
+    holds the plan back."""
+    step = plan.step
+    assert step is not None
+    lines = [
+        Note(
+            _(
+                "One step (micro-batch %(batch)s × %(seq)s tokens per GPU, no gradient "
+                "accumulation): %(compute)s s of compute; data-parallel traffic "
+                "%(traffic)s GB per GPU (%(what)s) at %(bandwidth)s GB/s = %(dp)s s, "
+                "overlapped with the compute; tensor, expert and pipeline parallel traffic "
+                "%(other)s s on top."
+            )
+            % {
+                "batch": inp.micro_batch,
+                "seq": fmt(inp.seq_len),
+                "compute": fmt(step.compute, Decimal("0.01")),
+                "traffic": fmt_gb(step.dp_bytes / GB),
+                "what": _("ZeRO-3 re-gathers the weights every micro-batch: 3 × w × Ψ")
+                if plan.zero == 3
+                else _("gradients: 2 × w × Ψ"),
+                "bandwidth": fmt(step.dp_bandwidth, Decimal(1)),
+                "dp": fmt(step.data_parallel, Decimal("0.01")),
+                "other": fmt(
+                    step.tensor_parallel + step.expert_parallel + step.pipeline,
+                    Decimal("0.01"),
+                ),
+            },
+            "estimate",
+        )
+    ]
+    if plan.network_bound:
+        lines.append(
+            Note(
+                _(
+                    "Network-bound: the traffic between nodes (%(dp)s s) takes longer than "
+                    "the compute (%(compute)s s), so the GPUs wait on the %(fabric)s links. "
+                    "A faster fabric, a bigger micro-batch, tensor parallel inside the node "
+                    "or a lower ZeRO stage would help."
+                )
+                % {
+                    "dp": fmt(step.data_parallel, Decimal("0.01")),
+                    "compute": fmt(step.compute, Decimal("0.01")),
+                    "fabric": fabric_label(plan.option.fabric),
                 },
                 "estimate",
             )
@@ -427,30 +521,64 @@ def compute_notes(inp: SizingInput, shape: Shape, plan: Plan | None) -> list[Not
                 Note(
                     _(
                         "Time: %(flops)s ÷ (%(gpus)s GPUs × %(tflops)s TFLOPS measured GEMM × "
-                        "%(mfu)s MFU, assumed) = %(days)s days."
+                        "%(mfu)s MFU, assumed) = %(compute_days)s days of compute; with the "
+                        "communication the compute cannot hide, %(days)s days."
                     )
                     % {
                         "flops": fmt_sci(flops),
                         "gpus": plan.gpus,
                         "tflops": fmt(reference_tflops(plan.option)),
                         "mfu": mfu,
+                        "compute_days": fmt(
+                            flops / (plan.gpus * plan.sustained_tflops * 1e12 * SECONDS_PER_DAY),
+                            Decimal("0.1"),
+                        ),
                         "days": fmt(plan.train_days, Decimal("0.1")),
                     },
                     "estimate",
                 )
             )
+    if inp.mode == "train" and plan is not None and plan.step is not None:
+        lines.extend(_step_notes(inp, plan))
     if inp.mode == "infer":
         lines.append(
             Note(
                 _(
-                    "Throughput estimate: decoding reads the weights and KV cache once per "
-                    "step (memory-bandwidth bound), capped by 2 × %(params)s B active "
-                    "parameters FLOPs per token at the measured GEMM × %(mfu)s MFU (assumed)."
+                    "Throughput estimate: the replicas share the %(seqs)s concurrent "
+                    "sequences; each decode step reads the weights (for an MoE model only "
+                    "the experts the batch's tokens are routed to) and the KV cache once "
+                    "(memory-bandwidth bound), capped by 2 × %(params)s B active parameters "
+                    "FLOPs per token at the measured GEMM × %(mfu)s MFU (assumed)."
                 )
-                % {"params": billions(shape.params_active), "mfu": mfu},
+                % {
+                    "seqs": fmt(inp.concurrency),
+                    "params": billions(shape.params_active),
+                    "mfu": mfu,
+                },
                 "estimate",
             )
         )
+        if plan is not None:
+            lines.append(
+                Note(
+                    ngettext(
+                        "This plan: %(replicas)s replica serving %(per)s sequences; each GPU "
+                        "reads %(weights)s GiB of weights and %(kv)s GiB of KV cache per "
+                        "step.",
+                        "This plan: %(replicas)s replicas serving %(per)s sequences each; "
+                        "each GPU reads %(weights)s GiB of weights and %(kv)s GiB of KV "
+                        "cache per step.",
+                        plan.dp,
+                    )
+                    % {
+                        "replicas": plan.dp,
+                        "per": fmt(plan.sequences_per_replica),
+                        "weights": fmt_gb(plan.weights_read_gib),
+                        "kv": fmt_gb(plan.memory.kv_cache),
+                    },
+                    "estimate",
+                )
+            )
     if inp.precision in ("fp32", "fp8"):
         lines.append(
             Note(

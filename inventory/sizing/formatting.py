@@ -10,7 +10,8 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from core.i18n_hook import _, gettext_noop
 
-GB = 1e9
+GB = 1e9  # the paper's and the seeds' gigabyte (10^9 bytes): the rule of thumb, ZeRO Fig. 1
+GIB = float(2**30)  # memory per GPU is in GiB, as the cards have it ("80G" is 80 GiB)
 BILLION = 1e9
 
 
@@ -53,7 +54,7 @@ def fmt(value: Decimal | int | float, places: Decimal = GB_PLACES) -> str:
 
 
 def fmt_gb(value: float) -> str:
-    """GB with one decimal under 100, none above: "31.4", "1,129"."""
+    """GB or GiB with one decimal under 100, none above: "31.4", "1,129"."""
     return fmt(value, Decimal("0.1") if abs(value) < 100 else Decimal(1))
 
 
@@ -68,9 +69,9 @@ def billions(count: float) -> str:
     return fmt(count / BILLION, Decimal("0.1"))
 
 
-def percent(fraction: Decimal | float) -> str:
+def percent(fraction: Decimal | float, places: Decimal = GB_PLACES) -> str:
     """0.9 -> "90%"."""
-    return _("%(number)s%%") % {"number": fmt(Decimal(str(fraction)) * 100)}
+    return _("%(number)s%%") % {"number": fmt(Decimal(str(fraction)) * 100, places)}
 
 
 def fabric_label(code: str) -> str:

@@ -19,7 +19,8 @@ from inventory.gpus import gpu_facts
 class NodeOption:
     """A node type as the calculator sees it (the caller builds it from the inventory).
 
-    ``gpu_memory_gb`` and ``bf16_tflops`` (the measured GEMM reference) are per GPU;
+    ``gpu_memory_gib`` (GiB, as the card has it: "80G" is 80 GiB) and ``bf16_tflops``
+    (the measured GEMM reference) are per GPU;
     ``host_ram_gb`` is the node's RAM; ``monthly_price_per_node`` is the list price of
     one node for one month, or None when there is no price to compare.
     """
@@ -28,7 +29,7 @@ class NodeOption:
     name: str
     gpu_model: str
     gpus_per_node: int
-    gpu_memory_gb: Decimal | int
+    gpu_memory_gib: Decimal | int
     bf16_tflops: Decimal
     intra_node: str
     nic_count: int

@@ -18,6 +18,9 @@ INFER_PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8", "int4", "fp3
 OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "adafactor", "adam8bit")
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
 OFFLOADS: tuple[str, ...] = ("none", "cpu", "nvme")
+# The KV cache's precision (inference): "auto" keeps the activations' type (bf16/fp16,
+# fp32 for an fp32 model), as vLLM and SGLang do unless told ``--kv-cache-dtype fp8``.
+KV_PRECISIONS: tuple[str, ...] = ("auto", "fp8")
 
 
 DEFAULT_MFU = Decimal("0.40")
@@ -58,6 +61,7 @@ class SizingInput:
     offload: str = "none"
     context: int = 8192
     concurrency: int = 1
+    kv_precision: str = "auto"
     mfu: Decimal = DEFAULT_MFU
     # A custom shape (optional; estimated from the size when left empty).
     layers: int | None = None
@@ -186,12 +190,19 @@ def _method(inp: SizingInput) -> dict[str, Any]:
             _("Unknown offload “%(value)s”: choose one of %(choices)s.")
             % {"value": offload, "choices": ", ".join(OFFLOADS)},
         )
+    kv_precision = inp.kv_precision or "auto"
+    if kv_precision not in KV_PRECISIONS:
+        raise SizingError(
+            "kv_precision",
+            _("Unknown KV cache precision “%(value)s”: choose one of %(choices)s.")
+            % {"value": kv_precision, "choices": ", ".join(KV_PRECISIONS)},
+        )
     if inp.mode == "train" and offload != "none" and stage == 0:
         raise SizingError(
             "offload",
             _("Offloading optimizer states needs ZeRO stage 1, 2 or 3 (ZeRO-Offload)."),
         )
-    return {"zero_stage": stage, "offload": offload}
+    return {"zero_stage": stage, "offload": offload, "kv_precision": kv_precision}
 
 
 def _run(inp: SizingInput) -> dict[str, Any]:

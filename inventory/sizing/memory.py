@@ -1,9 +1,11 @@
-"""Memory per GPU, part by part (bytes; each one a published formula).
+"""Memory per GPU, part by part (bytes; each one a published formula), in GiB.
 
-Training: model states under ZeRO (Rajbhandari et al. 2019, §3 and Fig. 1), offload
+Training: model states under ZeRO (Rajbhandari et al. 2019, §3 and Fig. 1), the ZeRO-3
+gather/prefetch buffer on a line of its own (the paper's 16Ψ/N_d counts none), offload
 (ZeRO-Offload, ZeRO-Infinity), activations (Korthikanti et al. 2022, §4). Inference:
-weights × bytes per parameter and the KV cache. Headroom: a fixed 2 GB for the CUDA
-context, cuBLAS workspace and NCCL buffers plus 10% of the rest (our estimate).
+weights × bytes per parameter and the KV cache of the sequences one replica serves.
+Headroom: a fixed 2 GiB for the CUDA context, cuBLAS workspace and NCCL buffers plus 10%
+of the rest (our estimate).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from inventory.sizing.formatting import GB, rounded
+from inventory.sizing.formatting import GB, GIB, rounded
 from inventory.sizing.inputs import SizingInput
 from inventory.sizing.shape import Shape
 
@@ -27,7 +29,7 @@ WEIGHT_BYTES: dict[str, float] = {
 }
 
 
-HEADROOM_FIXED_GB = 2.0  # CUDA context + cuBLAS workspace + NCCL buffers (estimate)
+HEADROOM_FIXED_GB = 2.0  # GiB: CUDA context + cuBLAS workspace + NCCL buffers (estimate)
 HEADROOM_FRACTION = 0.10  # allocator fragmentation (estimate)
 HOST_RESERVE_FRACTION = 0.10  # host RAM kept for the OS, dataloaders, pinned buffers
 
@@ -37,21 +39,33 @@ INFER_CHUNK_TOKENS = 8192  # prefill chunk (vLLM's default max batched tokens)
 
 @dataclass(frozen=True)
 class Memory:
-    """Memory per GPU in GB (10^9 bytes)."""
+    """Memory per GPU in GiB (2^30 bytes), as the cards have it.
+
+    ``model_states`` is the ZeRO paper's figure (its 16Ψ/N_d at stage 3);
+    ``gather_buffer`` is what ZeRO-3 gathers on top of it (a layer in use and the next
+    one prefetched), 0 below stage 3 or with nothing to gather (DP 1)."""
 
     model_states: float
     activations: float
     kv_cache: float
     headroom: float
     host_per_gpu: float = 0.0  # offloaded to host RAM (or NVMe)
+    gather_buffer: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.model_states + self.activations + self.kv_cache + self.headroom
+        return (
+            self.model_states
+            + self.gather_buffer
+            + self.activations
+            + self.kv_cache
+            + self.headroom
+        )
 
     def as_dict(self) -> dict[str, float]:
         return {
             "model_states": rounded(self.model_states),
+            "gather_buffer": rounded(self.gather_buffer),
             "activations": rounded(self.activations),
             "kv_cache": rounded(self.kv_cache),
             "headroom": rounded(self.headroom),
@@ -97,6 +111,7 @@ def model_states_bytes(
 def model_states_gb(
     params: float, *, dp: int, stage: int, w: float = 2, g: float = 2, k: float = 12
 ) -> float:
+    """In the paper's GB (10^9 bytes), as its Fig. 1 prints them."""
     return model_states_bytes(params, dp=dp, stage=stage, w=w, g=g, k=k) / GB
 
 
@@ -155,6 +170,20 @@ def kv_cache_bytes(
     return math.ceil(layers / pp) * elems * bytes_per_value * context * concurrency
 
 
+def kv_bytes_per_value(inp: SizingInput) -> float:
+    """The KV cache's own precision: engines keep it in the activations' 16-bit type
+    (fp32 for an fp32 model), whatever the weights are stored in, unless fp8 KV is set
+    (vLLM and SGLang ``--kv-cache-dtype fp8``)."""
+    if inp.kv_precision == "fp8":
+        return 1.0
+    return 4.0 if inp.precision == "fp32" else 2.0
+
+
+def sequences_per_replica(inp: SizingInput, replicas: int) -> int:
+    """The requested concurrent sequences shared out over the replicas (rounded up)."""
+    return max(1, math.ceil(inp.concurrency / max(1, replicas)))
+
+
 def _headroom(used: float) -> float:
     return HEADROOM_FIXED_GB + HEADROOM_FRACTION * used
 
@@ -162,28 +191,29 @@ def _headroom(used: float) -> float:
 def memory_per_gpu(
     inp: SizingInput, shape: Shape, *, tp: int, pp: int, dp: int, ep: int = 1
 ) -> Memory:
-    """Memory per GPU of one layout (GB), part by part."""
+    """Memory per GPU of one layout (GiB), part by part. For inference ``dp`` is the
+    number of replicas, which share the requested concurrent sequences."""
     if inp.mode == "infer":
         nbytes = WEIGHT_BYTES[inp.precision]
         weights = shape.params_total * nbytes / (tp * pp)
-        kv_bytes = 1.0 if inp.precision == "fp8" else (4.0 if inp.precision == "fp32" else 2.0)
+        seqs = sequences_per_replica(inp, dp)
         kv = kv_cache_bytes(
             layers=shape.layers,
             kv_heads=shape.kv_heads,
             head_dim=shape.head_dim,
-            bytes_per_value=kv_bytes,
+            bytes_per_value=kv_bytes_per_value(inp),
             context=inp.context,
-            concurrency=inp.concurrency,
+            concurrency=seqs,
             tp=tp,
             pp=pp,
             kv_elems=shape.kv_elems
             if shape.kv_elems != 2 * shape.kv_heads * shape.head_dim
             else None,
         )
-        chunk = min(INFER_CHUNK_TOKENS, inp.context * inp.concurrency)
+        chunk = min(INFER_CHUNK_TOKENS, inp.context * seqs)
         acts = chunk * (4 * shape.hidden + 2 * shape.ffn) * 2 / tp
-        used = (weights + kv + acts) / GB
-        return Memory(weights / GB, acts / GB, kv / GB, _headroom(used))
+        used = (weights + kv + acts) / GIB
+        return Memory(weights / GIB, acts / GIB, kv / GIB, _headroom(used))
 
     w, g, k = state_bytes(inp.precision, inp.optimizer)
     stage = inp.zero_stage
@@ -202,9 +232,9 @@ def memory_per_gpu(
     else:
         states = model_states_bytes(dense, dp=dp, stage=stage, w=w, g=g, k=k)
         states += model_states_bytes(experts, dp=expert_dp, stage=stage, w=w, g=g, k=k)
-    if stage == 3:
-        # ZeRO-3 gathers a layer's parameters before using it, and prefetches the next.
-        states += 2 * w * (dense + experts) / max(1, math.ceil(shape.layers / pp))
+    gather = gather_buffer_bytes(
+        shape, w=w, stage=stage, dense=dense, experts=experts, dp=dp, expert_dp=expert_dp, pp=pp
+    )
     acts = activation_bytes(
         shape,
         seq=inp.seq_len,
@@ -213,5 +243,32 @@ def memory_per_gpu(
         ckpt=inp.checkpointing,
         flash=inp.flash_attention,
     )
-    used = (states + acts) / GB
-    return Memory(states / GB, acts / GB, 0.0, _headroom(used), host / GB)
+    used = (states + gather + acts) / GIB
+    return Memory(
+        states / GIB,
+        acts / GIB,
+        0.0,
+        _headroom(used),
+        host_per_gpu=host / GIB,
+        gather_buffer=gather / GIB,
+    )
+
+
+def gather_buffer_bytes(
+    shape: Shape,
+    *,
+    w: float,
+    stage: int,
+    dense: float,
+    experts: float,
+    dp: int,
+    expert_dp: int,
+    pp: int,
+) -> float:
+    """ZeRO-3 gathers a layer's full 16-bit weights before using it and prefetches the
+    next (DeepSpeed's prefetch bucket, FSDP's forward prefetch): two layers of this
+    stage's shard, 2·w·Ψ/L. Nothing is gathered where nothing is partitioned (DP 1)."""
+    if stage != 3:
+        return 0.0
+    gathered = (dense if dp > 1 else 0.0) + (experts if expert_dp > 1 else 0.0)
+    return 2 * w * gathered / max(1, math.ceil(shape.layers / pp))

@@ -1,9 +1,13 @@
 """One layout on one node type (``plan_layout``) and the search for the smallest one
 that runs (``search_option``): memory, host RAM, the seeds' fabric and band rules, price
-and time.
+and time, and the frameworks that run it.
 
 Compute: 6 × N × D FLOPs to train (Kaplan et al. 2020), 2 × N per generated token, over
-the measured GEMM reference × an MFU; MoE counts active parameters.
+the measured GEMM reference × an MFU; MoE counts active parameters. Training time adds
+the communication that the compute cannot hide (``inventory.sizing.network``).
+Inference: the replicas share the requested concurrent sequences; a decode step reads
+each GPU's weights once (for an MoE model only the experts the batch's tokens are routed
+to) and its sequences' KV cache, at the GPU's memory bandwidth.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from core.i18n_hook import _
-from inventory.sizing.formatting import BILLION, GB, fabric_label, fmt, fmt_gb, intra_label
+from inventory.sizing.formatting import BILLION, GIB, fabric_label, fmt, fmt_gb, intra_label
 from inventory.sizing.hardware import (
     NodeOption,
     gpu_architecture,
@@ -22,7 +26,15 @@ from inventory.sizing.hardware import (
     reference_tflops,
 )
 from inventory.sizing.inputs import SizingInput
-from inventory.sizing.memory import HOST_RESERVE_FRACTION, Memory, memory_per_gpu
+from inventory.sizing.memory import (
+    HOST_RESERVE_FRACTION,
+    WEIGHT_BYTES,
+    Memory,
+    memory_per_gpu,
+    sequences_per_replica,
+    state_bytes,
+)
+from inventory.sizing.network import StepTime, step_time
 from inventory.sizing.shape import Band, Shape
 
 SECONDS_PER_DAY = 86_400
@@ -36,6 +48,7 @@ NVLINK_KINDS = frozenset({"nvswitch", "nvlink"})
 RDMA_FABRICS = frozenset({"ib_ndr", "ib_hdr", "roce_v2"})
 TP_CHOICES = (1, 2, 4, 8)
 PP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+MEMORY_WARNING_SHARE = 0.90  # above this share of a GPU's memory a plan is flagged
 
 
 @dataclass(frozen=True)
@@ -49,10 +62,10 @@ class Plan:
     pp: int
     dp: int
     ep: int
-    zero: int
+    zero: int | None  # the ZeRO stage that acts; None where it does nothing (DP 1)
     offload: str
     memory: Memory
-    gpu_memory_gb: float
+    gpu_memory_gib: float
     host_needed_gb: float  # per node
     monthly_total: Decimal | None
     sustained_tflops: float  # per GPU: reference × MFU
@@ -61,6 +74,11 @@ class Plan:
     band_rule: str
     band_rule_met: bool
     problems: tuple[str, ...] = ()
+    zero_requested: int = 0
+    frameworks: tuple[str, ...] = ()
+    step: StepTime | None = None  # training: one micro-batch's compute and communication
+    sequences_per_replica: int = 0  # inference
+    weights_read_gib: float = 0.0  # inference: weights one GPU reads per decode step
 
     @property
     def fits(self) -> bool:
@@ -73,7 +91,26 @@ class Plan:
 
     @property
     def memory_share(self) -> float:
-        return self.memory.total / self.gpu_memory_gb if self.gpu_memory_gb else 0.0
+        return self.memory.total / self.gpu_memory_gib if self.gpu_memory_gib else 0.0
+
+    @property
+    def memory_share_percent(self) -> float:
+        return 100 * self.memory_share
+
+    @property
+    def memory_warning(self) -> bool:
+        """Over 90% of the GPU's memory: little room for a longer sequence or a spike."""
+        return self.memory_share > MEMORY_WARNING_SHARE
+
+    @property
+    def zero_label(self) -> str:
+        """ "ZeRO-3", or "—" where ZeRO does nothing (data-parallel degree 1)."""
+        return "—" if self.zero is None else f"ZeRO-{self.zero}"
+
+    @property
+    def network_bound(self) -> bool:
+        """The data-parallel traffic across nodes takes longer than the compute."""
+        return self.step is not None and self.step.across_nodes and self.step.bound
 
     @property
     def gpu_count(self) -> int:
@@ -252,10 +289,10 @@ def plan_layout(
     if precision:
         problems.append(precision)
     memory = memory_per_gpu(inp, shape, tp=tp, pp=pp, dp=dp, ep=ep if shape.is_moe else 1)
-    capacity = float(option.gpu_memory_gb)
+    capacity = float(option.gpu_memory_gib)
     if memory.total > capacity:
         problems.append(
-            _("%(need)s GB per GPU does not fit in the %(gpu)s's %(have)s GB")
+            _("%(need)s GiB per GPU does not fit in the %(gpu)s's %(have)s GiB")
             % {"need": fmt_gb(memory.total), "gpu": option.gpu_model, "have": fmt(capacity)}
         )
     host_needed = 0.0
@@ -263,23 +300,56 @@ def plan_layout(
         host_needed = memory.host_per_gpu * min(gpus, per_node) / (1 - HOST_RESERVE_FRACTION)
         if host_needed > option.host_ram_gb:
             problems.append(
-                _("offloading needs %(need)s GB of host RAM per node; %(name)s has %(have)s GB")
+                _("offloading needs %(need)s GiB of host RAM per node; %(name)s has %(have)s GiB")
                 % {"need": fmt_gb(host_needed), "name": option.name, "have": option.host_ram_gb}
             )
     problems.extend(_fabric_problems(band, option, nodes, gpus, inp.mode))
     mfu = float(inp.mfu)
     rate = _compute_rate(option, inp.precision, mfu)
     days = tokens_per_s = None
+    step: StepTime | None = None
+    seqs = 0
+    weights_read = 0.0
+    zero: int | None = None
+    if inp.mode == "train":
+        w = state_bytes(inp.precision, inp.optimizer)[0]
+        ep_used = ep if shape.is_moe else 1
+        step = step_time(
+            option=option,
+            nodes=nodes,
+            tp=tp,
+            pp=pp,
+            dp=dp,
+            ep=ep_used,
+            zero=inp.zero_stage,
+            w=w,
+            dense_shard=shape.dense_params / (tp * pp),
+            expert_shard=shape.expert_params / (tp * pp * max(1, ep_used)),
+            active_params=shape.params_active,
+            layers=shape.layers,
+            hidden=shape.hidden,
+            experts_active=shape.experts_active or 1,
+            tokens=inp.seq_len * inp.micro_batch,
+            recompute=inp.checkpointing,
+            rate_tflops=rate,
+        )
+        # ZeRO partitions over the data-parallel GPUs: with one there is nothing to
+        # partition (ZeRO-Offload still moves the states to the host).
+        zero = inp.zero_stage if dp > 1 or inp.offload != "none" else None
     if inp.mode == "train" and inp.target_tokens_billion is not None and rate > 0:
-        flops = 6 * shape.params_active * float(inp.target_tokens_billion) * BILLION
-        days = flops / (gpus * rate * 1e12 * SECONDS_PER_DAY)
+        assert step is not None
+        tokens_per_step = dp * inp.seq_len * inp.micro_batch
+        steps = float(inp.target_tokens_billion) * BILLION / tokens_per_step
+        days = steps * step.total / SECONDS_PER_DAY
     if inp.mode == "infer":
+        seqs = sequences_per_replica(inp, dp)
+        weights_read = _weights_read_per_gpu(inp, shape, tp=tp, pp=pp, seqs=seqs)
         bandwidth = memory_bandwidth(option)
-        replicas = max(1, dp)
         compute_cap = gpus * rate * 1e12 / (2 * shape.params_active) if rate > 0 else float("inf")
         if bandwidth > 0:
-            step = pp * (memory.model_states + memory.kv_cache) * GB / (bandwidth * 1e12)
-            bandwidth_cap = replicas * inp.concurrency / step
+            decode = pp * (weights_read + memory.kv_cache) * GIB / (bandwidth * 1e12)
+            # Every replica steps at once; together they serve the requested sequences.
+            bandwidth_cap = inp.concurrency / decode
         else:
             bandwidth_cap = float("inf")
         best = min(compute_cap, bandwidth_cap)
@@ -293,10 +363,10 @@ def plan_layout(
         pp=pp,
         dp=dp,
         ep=ep if shape.is_moe else 1,
-        zero=inp.zero_stage if inp.mode == "train" else 0,
+        zero=zero,
         offload=inp.offload if inp.mode == "train" else "none",
         memory=memory,
-        gpu_memory_gb=capacity,
+        gpu_memory_gib=capacity,
         host_needed_gb=host_needed,
         monthly_total=_price(option, nodes),
         sustained_tflops=rate,
@@ -305,7 +375,64 @@ def plan_layout(
         band_rule=rule,
         band_rule_met=met,
         problems=tuple(problems),
+        zero_requested=inp.zero_stage if inp.mode == "train" else 0,
+        frameworks=frameworks_for(
+            inp, tp=tp, pp=pp, dp=dp, ep=ep if shape.is_moe else 1, zero=zero
+        ),
+        step=step,
+        sequences_per_replica=seqs,
+        weights_read_gib=weights_read,
     )
+
+
+def _weights_read_per_gpu(inp: SizingInput, shape: Shape, *, tp: int, pp: int, seqs: int) -> float:
+    """GiB of weights one GPU reads per decode step: all of its shard for a dense model;
+    for an MoE model the dense part and only the experts that the batch's ``seqs`` tokens
+    are routed to (with uniform routing a share 1 − (1 − k/E)^seqs of them)."""
+    nbytes = WEIGHT_BYTES[inp.precision]
+    params = shape.params_total
+    if shape.is_moe and shape.expert_params:
+        touched = 1 - (1 - shape.experts_active / shape.experts) ** seqs
+        params = shape.dense_params + shape.expert_params * touched
+    return params * nbytes / (tp * pp) / GIB
+
+
+def frameworks_for(
+    inp: SizingInput, *, tp: int, pp: int, dp: int, ep: int, zero: int | None
+) -> tuple[str, ...]:
+    """The frameworks that run this layout as planned (product names, not translated)."""
+    if inp.mode == "infer":
+        return ("vLLM", "SGLang")
+    if inp.offload == "nvme":
+        return ("DeepSpeed ZeRO-Infinity",)
+    if inp.offload == "cpu":
+        return ("DeepSpeed ZeRO-Offload",)
+    names: list[str] = []
+    if tp == 1 and pp == 1 and ep == 1:
+        if dp == 1 or zero is None:
+            return ("PyTorch",)
+        if zero == 0:
+            return ("PyTorch DDP", "DeepSpeed", "PyTorch FSDP (NO_SHARD)")
+        if zero == 1:
+            return ("DeepSpeed ZeRO-1", "Megatron-LM / NeMo (distributed optimizer)")
+        if zero == 2:
+            return ("DeepSpeed ZeRO-2", "PyTorch FSDP (SHARD_GRAD_OP)")
+        return ("DeepSpeed ZeRO-3", "PyTorch FSDP (FULL_SHARD)")
+    # Model parallel: Megatron-LM / NeMo run TP × PP (× EP) with a ZeRO-1-like
+    # distributed optimizer; ZeRO-2/3 with TP is Megatron-FSDP or FSDP2 + TP (torchtitan);
+    # DeepSpeed's pipeline engine takes ZeRO-1 only.
+    if zero is None or zero <= 1:
+        names.append("Megatron-LM / NeMo")
+        if ep == 1:
+            names.append("DeepSpeed (Megatron-DeepSpeed)")
+    else:
+        names.append("Megatron-LM / NeMo (Megatron-FSDP)")
+        names.append("PyTorch FSDP2 + TP/PP (torchtitan)")
+        if pp == 1 and ep == 1:
+            names.append("DeepSpeed (Megatron-DeepSpeed)")
+    if ep > 1:
+        names.append("DeepSpeed-MoE" if zero is not None and zero <= 2 and pp == 1 else "")
+    return tuple(n for n in names if n)
 
 
 def _gpus_for_deadline(inp: SizingInput, shape: Shape, option: NodeOption) -> int:
@@ -321,7 +448,7 @@ def _gpus_for_deadline(inp: SizingInput, shape: Shape, option: NodeOption) -> in
 def search_option(inp: SizingInput, shape: Shape, band: Band, option: NodeOption) -> OptionOutcome:
     """The smallest whole-node plan on this node type that runs (lowest TP × PP first)."""
     per_node = int(option.gpus_per_node)
-    if per_node <= 0 or float(option.gpu_memory_gb) <= 0:
+    if per_node <= 0 or float(option.gpu_memory_gib) <= 0:
         return OptionOutcome(option, None, (_("it has no GPUs"),))
     precision = precision_problem(option, inp.precision)
     if precision:
@@ -336,7 +463,7 @@ def search_option(inp: SizingInput, shape: Shape, band: Band, option: NodeOption
         and (tp == 1 or inp.mode == "infer" or option.intra_node in NVLINK_KINDS)
     ]
     combos.sort(key=lambda c: (c[0] * c[1], c[1], c[0]))
-    capacity = float(option.gpu_memory_gb)
+    capacity = float(option.gpu_memory_gib)
     # The part of the memory that no amount of data parallelism shrinks: with it alone
     # over the GPU's memory, a layout never fits.
     viable = []
@@ -362,8 +489,8 @@ def search_option(inp: SizingInput, shape: Shape, band: Band, option: NodeOption
             None,
             (
                 _(
-                    "even split as far as it goes, each GPU would need at least %(need)s GB; "
-                    "the %(gpu)s has %(have)s GB"
+                    "even split as far as it goes, each GPU would need at least %(need)s GiB; "
+                    "the %(gpu)s has %(have)s GiB"
                 )
                 % {"need": fmt_gb(smallest), "gpu": option.gpu_model, "have": fmt(capacity)},
             ),
@@ -371,24 +498,57 @@ def search_option(inp: SizingInput, shape: Shape, band: Band, option: NodeOption
     need_gpus = _gpus_for_deadline(inp, shape, option)
     first_nodes = max(1, math.ceil(need_gpus / per_node))
     last_nodes = MAX_NODES
-    if inp.mode == "infer":  # more replicas never lower the memory per GPU
-        last_nodes = max(first_nodes, math.ceil(max(tp * pp for tp, pp in viable) / per_node))
+    if inp.mode == "infer":
+        # More replicas lower the KV cache per GPU (they share the sequences) down to one
+        # sequence each; beyond that they never lower the memory per GPU.
+        widest = max(tp * pp for tp, pp in viable)
+        last_nodes = min(
+            MAX_NODES, max(first_nodes, math.ceil(widest * inp.concurrency / per_node))
+        )
     last: Plan | None = None
-    for nodes in range(first_nodes, last_nodes + 1):
+    late: Plan | None = None  # fits, but misses the deadline
+    nodes = first_nodes
+    while nodes <= last_nodes:
         gpus = nodes * per_node
+        fitting: list[Plan] = []
         for tp, pp in viable:
             if gpus % (tp * pp):
                 continue
             plan = plan_layout(inp, shape, band, option, gpus=gpus, tp=tp, pp=pp)
             if plan.fits:
-                return OptionOutcome(option, plan)
+                fitting.append(plan)
+                if nodes == 1 or inp.mode == "infer":
+                    break  # the smallest split that fits (the list is in that order)
+                continue
             last = plan
             if _fabric_problems(band, option, nodes, gpus, inp.mode):
                 # More nodes will not mend the fabric.
                 return OptionOutcome(option, None, plan.problems)
+        if fitting:
+            target = float(inp.target_days) if inp.target_days is not None else None
+            best = min(fitting, key=lambda plan: _multi_node_key(plan, target))
+            if target is None or best.train_days is None or best.train_days <= target:
+                return OptionOutcome(option, best)
+            # Communication makes it late: more nodes, as many as the shortfall says.
+            late = best
+            nodes = max(nodes + 1, math.ceil(nodes * best.train_days / target))
+            continue
+        nodes += 1
+    if late is not None:
+        return OptionOutcome(option, late)  # the fastest that fits; its days say it is late
     if last is None:
         return OptionOutcome(option, None, (_("no layout of whole nodes fits"),))
     return OptionOutcome(option, None, last.problems)
 
 
-# --- The seeds' rule of thumb -------------------------------------------------------------
+def _multi_node_key(plan: Plan, target_days: float | None) -> tuple[bool, bool, int, int, float]:
+    """Among the layouts that fit on the same nodes: not network-bound first, then on
+    time; for ZeRO-3 across nodes tensor parallel inside the node, as wide as it goes,
+    and no pipeline (TP's traffic stays on NVLink, each GPU re-gathers 1/TP of the
+    weights every micro-batch, and ZeRO keeps sharding across the nodes); otherwise the
+    smallest split; then the fastest step per token."""
+    late = target_days is not None and plan.train_days is not None and plan.train_days > target_days
+    per_token = plan.step.total / max(1, plan.dp) if plan.step is not None else 0.0
+    if plan.zero_requested == 3:
+        return (plan.network_bound, late, -plan.tp, plan.pp, per_token)
+    return (plan.network_bound, late, plan.tp * plan.pp, plan.pp, per_token)

@@ -11,9 +11,11 @@ from decimal import Decimal
 from core.i18n_hook import _
 from inventory.sizing.advice import (
     fabric_advice,
+    frameworks_text,
     parallelism_text,
     reason_if_none_text,
     what_would_fit_text,
+    zero_note,
 )
 from inventory.sizing.explain import (
     Note,
@@ -48,6 +50,7 @@ class SizingResult:
     reason_if_none: str
     what_would_fit: str
     parallelism: str
+    frameworks: str
     fabric: str
     topology: str
     notes: list[Note] = field(default_factory=list)
@@ -167,6 +170,9 @@ def _result(
     notes: list[Note] = []
     if cheapest is not None:
         notes.append(Note(cheapest.band_rule, "seeds"))
+        not_zero = zero_note(cheapest, inp.zero_stage if inp.mode == "train" else 0)
+        if not_zero:
+            notes.append(Note(not_zero, "paper"))
         if band == ">=100B" and inp.mode == "train" and inp.zero_stage != 3:
             notes.append(
                 Note(
@@ -192,6 +198,7 @@ def _result(
         reason_if_none=reason,
         what_would_fit=what,
         parallelism=parallelism_text(band, cheapest, inp.mode),
+        frameworks=frameworks_text(cheapest),
         fabric=fabric,
         topology=topology,
         notes=notes,

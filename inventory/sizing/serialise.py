@@ -32,11 +32,15 @@ def plan_json(plan: Plan) -> dict[str, Any]:
         "dp": plan.dp,
         "ep": plan.ep,
         "zero": plan.zero,
+        "zero_requested": plan.zero_requested,
         "offload": plan.offload,
+        "frameworks": list(plan.frameworks),
         "fits": plan.fits,
         "problems": list(plan.problems),
-        "per_gpu_gb": plan.memory.as_dict(),
-        "gpu_memory_gb": rounded(plan.gpu_memory_gb),
+        "per_gpu_gib": plan.memory.as_dict(),
+        "gpu_memory_gib": rounded(plan.gpu_memory_gib),
+        "memory_share": rounded(plan.memory_share, 4),
+        "memory_warning": plan.memory_warning,
         "host_ram": {
             "needed_gb_per_node": rounded(plan.host_needed_gb),
             "node_gb": plan.option.host_ram_gb,
@@ -52,6 +56,20 @@ def plan_json(plan: Plan) -> dict[str, Any]:
             "tokens_per_s_estimate": None
             if plan.tokens_per_s is None
             else rounded(plan.tokens_per_s, 0),
+            "sequences_per_replica": plan.sequences_per_replica or None,
+        },
+        "step": None
+        if plan.step is None
+        else {
+            "compute_s": rounded(plan.step.compute, 3),
+            "data_parallel_s": rounded(plan.step.data_parallel, 3),
+            "tensor_parallel_s": rounded(plan.step.tensor_parallel, 3),
+            "expert_parallel_s": rounded(plan.step.expert_parallel, 3),
+            "pipeline_s": rounded(plan.step.pipeline, 3),
+            "total_s": rounded(plan.step.total, 3),
+            "data_parallel_gb_per_gpu": rounded(plan.step.dp_bytes / GB, 2),
+            "data_parallel_busbw_gbs": rounded(plan.step.dp_bandwidth, 1),
+            "network_bound": plan.network_bound,
         },
     }
 
@@ -75,6 +93,7 @@ def result_json(result: SizingResult) -> dict[str, Any]:
             "checkpointing": inp.checkpointing,
             "context": inp.context,
             "concurrency": inp.concurrency,
+            "kv_precision": inp.kv_precision,
             "mfu": float(inp.mfu),
             "mfu_assumed": True,
             "target_tokens_billion": None
@@ -113,6 +132,7 @@ def result_json(result: SizingResult) -> dict[str, Any]:
         "reason_if_none": result.reason_if_none,
         "what_would_fit": result.what_would_fit,
         "parallelism": result.parallelism,
+        "frameworks": result.frameworks,
         "fabric": result.fabric,
         "topology": result.topology,
         "rejected": [
@@ -177,7 +197,7 @@ def seed_examples(options: Sequence[NodeOption]) -> list[SeedExample]:
         states = (w + g + k) * shape.params_total / GB
         if outcome.plan is not None:
             plan = outcome.plan
-            real = _("%(gpus)s × %(gpu)s (%(layout)s), %(per_gpu)s GB per GPU") % {
+            real = _("%(gpus)s × %(gpu)s (%(layout)s), %(per_gpu)s GiB per GPU") % {
                 "gpus": plan.gpus,
                 "gpu": option.gpu_model,
                 "layout": plan.layout,

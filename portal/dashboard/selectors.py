@@ -283,7 +283,7 @@ def order_timeline(
             to_label=_status_label(event.to_status),
             to_status=event.to_status,
             who=_who(event.actor, viewer, member_ids),
-            comment=event.reason,
+            comment=event.why(),
         )
         for event in order.events.all()
     ]

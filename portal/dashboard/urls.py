@@ -2,12 +2,33 @@
 
 from django.urls import path
 
-from portal.dashboard.views import continuity, contracts, documents, monitoring, orders
+from portal.dashboard.views import (
+    api,
+    cancellation,
+    continuity,
+    contracts,
+    documents,
+    monitoring,
+    orders,
+)
 
 urlpatterns = [
     path("", orders.dashboard, name="dashboard"),
+    path("api-keys/", api.api_keys_page, name="dashboard_api_keys"),
+    path("api-keys/new", api.api_key_create, name="dashboard_api_key_create"),
+    path("api-keys/<int:key_id>/revoke", api.api_key_revoke, name="dashboard_api_key_revoke"),
+    path("webhooks/", api.webhooks_page, name="dashboard_webhooks"),
+    path("webhooks/new", api.webhook_create, name="dashboard_webhook_create"),
+    path("webhooks/<int:endpoint_id>/rotate", api.webhook_rotate, name="dashboard_webhook_rotate"),
+    path("webhooks/<int:endpoint_id>/delete", api.webhook_delete, name="dashboard_webhook_delete"),
+    path(
+        "webhooks/deliveries/<int:delivery_id>/replay",
+        api.webhook_replay,
+        name="dashboard_webhook_replay",
+    ),
     path("orders/<slug:number>/", orders.order_detail, name="dashboard_order"),
     path("orders/<slug:number>/access", orders.order_access, name="dashboard_order_access"),
+    path("orders/<slug:number>/cancel", cancellation.order_cancel, name="dashboard_order_cancel"),
     path("orders/<slug:number>/progress/", orders.order_progress, name="dashboard_order_progress"),
     path("orders/<slug:number>/quote.pdf", documents.order_quote_pdf, name="dashboard_quote_pdf"),
     path(

@@ -20,6 +20,7 @@ if os.environ.get("DJANGO_SETTINGS_MODULE") == "portal.settings.test":
 
     prepare()
 
+from portal.settings.api import *  # noqa: F403
 from portal.settings.base import *  # noqa: F403
 from portal.settings.celery import *  # noqa: F403
 from portal.settings.portal import *  # noqa: F403

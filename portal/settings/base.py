@@ -40,6 +40,9 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_htmx",
     "import_export",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files (no CDN)
     "core",
     "accounts",
     "inventory",
@@ -175,7 +178,12 @@ MEDIA_ROOT = Path(env.str("DJANGO_MEDIA_ROOT", default=str(VAR_DIR / "media")))
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            # A cache that stops answering costs a request seconds, not minutes.
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+        }
     }
 else:
     # The embedded default: web, worker and beat are separate processes, so they share one

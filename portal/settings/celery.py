@@ -20,8 +20,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env.int(
         "PORTAL_BROKER_VISIBILITY_TIMEOUT", default=CELERY_LONGEST_TASK_S + 3600
     ),
-    # A request that publishes never waits long for a broker that does not answer.
+    # A request that publishes never waits long for a broker that does not answer, and
+    # no read hangs on one that stopped answering (above the 1 s BRPOP a worker waits).
     "socket_connect_timeout": 5,
+    "socket_timeout": 15,
 }
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -48,6 +50,20 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # checks around each task instead (as Django does around each request).
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 CELERY_RESULT_EXPIRES = 3600 * 24
+# Nothing reads a task's result (no request waits on one): results are not stored, and
+# publishing a task does not subscribe to its result on the backend either (which, with
+# the backend down, retried for about 19 s per task). The one exception declares
+# ``ignore_result=False`` on its decorator: a chord's header tasks
+# (``provisioning_slot_advance``), whose results the chord counts.
+CELERY_TASK_IGNORE_RESULT = True
+# Every Redis wait is bounded: the result backend's connect and reads, and its retries
+# (Celery's default is 20 tries, one a second).
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 3
+CELERY_REDIS_SOCKET_TIMEOUT = 10
+CELERY_REDIS_RETRY_ON_TIMEOUT = False
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
+    "retry_policy": {"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 1}
+}
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The outbox (core/outbox.py): how long one publish may wait for the broker (s), and how
@@ -64,6 +80,10 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-documents-and-emails": {
         "task": "billing.tasks.documents_sweep_task",
         "schedule": 300.0,
+    },
+    "webhooks-quote-expiring": {
+        "task": "portal.tasks.webhooks_quote_expiring_task",
+        "schedule": 600.0,
     },
     "expire-quotes": {
         "task": "billing.tasks.quote_expire_due_task",

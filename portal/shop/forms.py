@@ -13,8 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from billing.models import PaymentMethod, Term
 from billing.pricing.engine import TERM_DURATION
 from billing.pricing.engine import Term as PricingTerm
-from billing.pricing.periods import earliest_start_date
-from billing.pricing.terms import payment_methods_offered
+from billing.pricing.terms import earliest_start_for, payment_methods_offered
 from billing.shop.selfservice import (
     Configuration,
     ConfigurationInvalid,
@@ -98,6 +97,15 @@ class WizardForm(forms.Form):
     concurrency = forms.IntegerField(
         label=_("Concurrent sequences (inference)"), initial=1, min_value=1, max_value=100_000
     )
+    kv_precision = forms.ChoiceField(
+        label=_("KV cache precision (inference)"),
+        choices=[
+            ("auto", _("As the activations (bf16/fp16): the engines' default")),
+            ("fp8", _("fp8 (--kv-cache-dtype fp8)")),
+        ],
+        initial="auto",
+        required=False,
+    )
     mfu = forms.DecimalField(
         label=_("MFU (assumed)"),
         initial=sizing.DEFAULT_MFU,
@@ -166,6 +174,7 @@ class WizardForm(forms.Form):
                     offload=data["offload"] if data["mode"] == "train" else "none",
                     context=data["context"],
                     concurrency=data["concurrency"],
+                    kv_precision=data.get("kv_precision") or "auto",
                     mfu=data["mfu"],
                 )
             )
@@ -338,7 +347,9 @@ class ConfigureForm(forms.Form):
             "node_count": "1",
             "term": "month",
             "duration": "1",
-            "start_date": earliest_start_date(site).isoformat(),
+            # The earliest start every offered method can meet: with bank transfer
+            # offered, late enough for the transfer to arrive (Accept refuses sooner).
+            "start_date": earliest_start_for(site, payment_methods_offered()).isoformat(),
             "payment_method": payment_methods_offered()[0],
         }
         if snapshot is not None:

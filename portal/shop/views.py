@@ -26,6 +26,7 @@ from django.utils.cache import patch_vary_headers
 from django.utils.safestring import mark_safe
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
+from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts import selectors as accounts_selectors
@@ -35,7 +36,13 @@ from billing.pricing import catalog as shop
 from billing.pricing.engine import LineKind, gpu_equivalent
 from billing.pricing.periods import rental_period
 from billing.pricing.shop_data import shop_data
-from billing.pricing.terms import CARD_HOLD, hold_terms, payment_methods_offered, transfer_refusal
+from billing.pricing.terms import (
+    CARD_HOLD,
+    earliest_start_reason,
+    hold_terms,
+    payment_methods_offered,
+    transfer_refusal,
+)
 from billing.quotes.services import priced_lines_as_rows
 from billing.shop import estimates
 from billing.shop import selectors as shop_selectors
@@ -192,6 +199,7 @@ def _configure_context(
         addon_fields=form.addon_fields(),
         wizard_url=f"{reverse('wizard')}?{urlencode({'site': site.pk})}",
         login_url=resolve_url(settings.LOGIN_URL),
+        start_note=earliest_start_reason(site, payment_methods_offered()),
     )
     if not form.is_valid():
         return context
@@ -483,6 +491,8 @@ def configure_accept(request: HttpRequest) -> HttpResponse:
 
 # --- Anonymous estimate (a non-binding quote PDF) -------------------------------------------
 
+AUTO_DOWNLOAD = "download"  # query flag: the status page starts the download when ready
+
 
 @require_GET
 def configure_estimate(request: HttpRequest) -> HttpResponse:
@@ -511,7 +521,9 @@ def configure_estimate(request: HttpRequest) -> HttpResponse:
         )
         response["Retry-After"] = str(estimates.RATE_WINDOW_S)
         return response
-    return redirect("estimate_status", ticket.estimate.key)
+    # The page that follows downloads the file by itself once it is ready (issue 25:
+    # the quote PDF in three clicks, whether or not the queue has it ready at once).
+    return redirect(f"{reverse('estimate_status', args=[ticket.estimate.key])}?{AUTO_DOWNLOAD}=1")
 
 
 @require_GET
@@ -521,7 +533,15 @@ def estimate_status(request: HttpRequest, key: str) -> HttpResponse:
     estimate = shop_selectors.estimate_by_key(key)
     if estimate is None:
         raise Http404
-    context = {"estimate": estimate, "back_url": estimate.reopen_path}
+    auto = request.GET.get(AUTO_DOWNLOAD) == "1"
+    context = {
+        "estimate": estimate,
+        "back_url": estimate.reopen_path,
+        # While preparing, htmx polls this same address; when ready, a hidden frame
+        # fetches the attachment, so the download starts without another click.
+        "poll_url": request.get_full_path(),
+        "auto_download": auto and estimate.is_ready,
+    }
     partial = request.htmx and not request.htmx.history_restore_request
     template = "portal/_estimate.html" if partial else "portal/estimate.html"
     response = render(request, template, context)
@@ -530,6 +550,7 @@ def estimate_status(request: HttpRequest, key: str) -> HttpResponse:
 
 
 @require_GET
+@xframe_options_sameorigin  # the status page's hidden frame fetches it (an attachment)
 def estimate_pdf(request: HttpRequest, key: str) -> HttpResponse:
     """The stored estimate PDF (never rendered here: 404 until the queue has made it)."""
     estimate = shop_selectors.estimate_by_key(key)

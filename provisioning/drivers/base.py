@@ -298,6 +298,12 @@ class HardwareDriver(abc.ABC):
     def ping_os(self) -> bool:
         """True when the installed OS answers."""
 
+    def host_keys(self) -> list[str]:
+        """The installed OS's SSH host public keys as OpenSSH lines ("ssh-ed25519 AAAA…"),
+        where the driver can read them; empty otherwise (operations' known_hosts file,
+        checked against the BMC console when a node is racked, is then the source)."""
+        return []
+
 
 def check_boot_device(device: str) -> BootDevice:
     """The device if it is one of "pxe", "cd", "hdd"; otherwise ``UnsupportedOperation``."""

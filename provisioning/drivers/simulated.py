@@ -20,6 +20,9 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
 from provisioning.drivers.base import (
     BmcTimeout,
     DriverError,
@@ -148,6 +151,7 @@ class SimulatedDriver(HardwareDriver):
         self.media_url: str | None = None
         self.installed_image: str | None = None
         self.authorized_keys: dict[str, tuple[str, ...]] = {}
+        self._host_keys: list[str] = []
         self.os_running = False
         # what it took
         self.steps: list[SimulatedStep] = []
@@ -264,8 +268,18 @@ class SimulatedDriver(HardwareDriver):
         self._spend("install_image")
         self.installed_image = profile.name
         self.authorized_keys = {}
+        self._host_keys = _new_host_keys()  # a fresh OS makes fresh host keys
         self.os_running = False
         self.power = "on"  # the installer ran on a powered node
+
+    def host_keys(self) -> list[str]:
+        """Real Ed25519 and ECDSA P-256 public keys, made when the OS was installed (or
+        first asked for, when the state was rebuilt from a run's recorded steps)."""
+        if self.installed_image is None:
+            return []
+        if not self._host_keys:
+            self._host_keys = _new_host_keys()
+        return list(self._host_keys)
 
     def inject_access(self, *, ssh_public_keys: Sequence[str], username: str = "root") -> None:
         if self.installed_image is None:
@@ -288,3 +302,17 @@ class SimulatedDriver(HardwareDriver):
         except SimulatedFailure:
             return False
         return self.power == "on" and self.os_running
+
+
+def _new_host_keys() -> list[str]:
+    """One Ed25519 and one ECDSA P-256 host key, as an installed OS's sshd makes them."""
+    keys: list[ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey] = [
+        ed25519.Ed25519PrivateKey.generate(),
+        ec.generate_private_key(ec.SECP256R1()),
+    ]
+    return [
+        k.public_key()
+        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        .decode()
+        for k in keys
+    ]

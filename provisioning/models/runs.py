@@ -218,6 +218,9 @@ class RunNode(models.Model):
     )
     ssh_user = models.CharField(_("SSH user"), max_length=32, blank=True)
     addresses = models.JSONField(_("addresses"), default=list, blank=True)
+    # The node's SSH host keys as delivered ([{"type", "key", "fingerprint"}]), so that
+    # the customer can check the first connection (``provisioning.access``).
+    host_keys = models.JSONField(_("SSH host keys"), default=list, blank=True)
     delivered_at = models.DateTimeField(_("delivered"), null=True, blank=True)
 
     class Meta:

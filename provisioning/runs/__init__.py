@@ -19,6 +19,7 @@ from provisioning.runs.cleaning import (
     clean_node_failed,
     cleaning_finish,
     cleaning_start,
+    order_cancelled_clean,
     orders_end_due,
 )
 from provisioning.runs.create import (
@@ -70,6 +71,7 @@ __all__ = [
     "fabric_release",
     "node_send_to_swap",
     "node_swap",
+    "order_cancelled_clean",
     "orders_end_due",
     "provisioning_begin",
     "provisioning_due_at",

@@ -13,6 +13,7 @@ from billing.models import Order, OrderStatus
 from billing.orders.selectors import order_nodes
 from billing.orders.services import order_transition
 from core import lifecycle
+from core.texts import Text, clip
 from core.types import Actor
 from inventory import services as inventory_services
 from inventory.models import Node, NodeStatus
@@ -51,11 +52,23 @@ def cleaning_start(*, order: Order, actor: Actor = None) -> ProvisioningRun | No
         for run in ProvisioningRun.objects.filter(
             order=order, kind=RunKind.PROVISION, status__in=ACTIVE_RUN_STATUSES
         ):
-            run_cancel(run=run, actor=actor, reason=_("The order ended."))
+            run_cancel(run=run, actor=actor, reason=Text("The order ended."))
         run = run_create(order=order, kind=RunKind.CLEAN, nodes=nodes)
         run = run_start(run=run, actor=actor)
         fabric_release(order=order)
     return run
+
+
+@transaction.atomic
+def order_cancelled_clean(*, order_id: int) -> ProvisioningRun | None:
+    """An order cancelled while it was being provisioned: its run stops and its nodes are
+    wiped before anyone else gets them, once (safe to run twice)."""
+    order = Order.objects.select_for_update().get(pk=order_id)
+    if order.status != OrderStatus.CANCELLED:
+        return None
+    if ProvisioningRun.objects.filter(order=order, kind=RunKind.CLEAN).exists():
+        return None
+    return cleaning_start(order=order)
 
 
 def clean_node_failed(*, run: ProvisioningRun, run_node: RunNode, reason: str) -> None:
@@ -63,7 +76,7 @@ def clean_node_failed(*, run: ProvisioningRun, run_node: RunNode, reason: str) -
         node = Node.objects.select_for_update().get(pk=run_node.node_id)
         if node.status not in (NodeStatus.FAULTY, NodeStatus.RETIRED):
             inventory_services.node_mark_faulty(
-                node=node, reason=_("Cleaning failed: %(why)s") % {"why": reason[:1000]}
+                node=node, reason=Text("Cleaning failed: %(why)s", why=clip(reason, 1000))
             )
         steps_skip(NodeStep.objects.filter(run=run, node=node), _("Cleaning failed."))
 
@@ -89,14 +102,16 @@ def cleaning_finish(*, run_id: int, launch: int | None = None) -> str:
             lifecycle.transition_many(
                 nodes,
                 to=NodeStatus.AVAILABLE,
-                reason=_("Cleaned: disks erased, BIOS reset, checked."),
+                reason=Text("Cleaned: disks erased, BIOS reset, checked."),
                 locked=True,
             )
         failed = steps.filter(status=StepStatus.FAILED).exists()
         lifecycle.transition(
             run,
             to=RunStatus.FAILED if failed else RunStatus.DELIVERED,
-            reason=_("Cleaning finished with failures.") if failed else _("Cleaning finished."),
+            reason=Text("Cleaning finished with failures.")
+            if failed
+            else Text("Cleaning finished."),
             updates={"finished_at": timezone.now(), "message": _("Cleaning finished.")},
             locked=True,
         )
@@ -112,7 +127,7 @@ def orders_end_due(*, now: datetime | None = None) -> int:
         status=OrderStatus.READY, end_at__lte=now
     ):
         order_transition(
-            order=order, to_status=OrderStatus.ENDED, reason=_("The rental period is over.")
+            order=order, to_status=OrderStatus.ENDED, reason=Text("The rental period is over.")
         )
         cleaning_start(order=order)
         ended += 1

@@ -16,6 +16,7 @@ from billing.orders.selectors import order_nodes
 from billing.orders.services import order_transition
 from core import lifecycle
 from core.errors import DomainError
+from core.texts import Text
 from core.types import Actor
 from inventory.models import Node
 from provisioning.models import ProvisioningRun, RunKind, RunNode, RunStatus
@@ -56,7 +57,7 @@ def run_create(
     RunNode.objects.bulk_create([RunNode(run=run, node=n, slot=i) for i, n in enumerate(nodes)])
     for node in nodes:
         create_steps(run, node, steps_for(kind))
-    lifecycle.record_creation([run], reason=_("Created for order %(n)s.") % {"n": order.number})
+    lifecycle.record_creation([run], reason=Text("Created for order %(n)s.", n=order.number))
     return run
 
 
@@ -71,7 +72,7 @@ def run_start(*, run: ProvisioningRun, actor: Actor = None) -> ProvisioningRun:
         run,
         to=RunStatus.RUNNING,
         actor=actor,
-        reason=_("Started."),
+        reason=Text("Started."),
         updates={"started_at": now, "deadline_at": deadline(now), "message": _("Started.")},
         locked=True,
     )
@@ -82,7 +83,7 @@ def run_start(*, run: ProvisioningRun, actor: Actor = None) -> ProvisioningRun:
                 order=order,
                 to_status=OrderStatus.PROVISIONING,
                 actor=actor,
-                reason=_("Provisioning started."),
+                reason=Text("Provisioning started."),
             )
     run_launch(run)
     return run

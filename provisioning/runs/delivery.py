@@ -17,7 +17,10 @@ from django.utils.translation import gettext as _
 from billing.models import Order, OrderStatus
 from billing.orders.services import order_transition
 from core import jobs, lifecycle
+from core.texts import Text
 from inventory.models import HardwareDriverKind, Node, NodeStatus
+from provisioning.access import delivered_host_keys
+from provisioning.drivers.base import DriverError, HardwareDriver
 from provisioning.models import (
     PROVISION_STEPS,
     NodeStep,
@@ -31,6 +34,7 @@ from provisioning.models import (
     StepStatus,
     ValidationProfile,
 )
+from provisioning.runs.drivers import driver_for
 from provisioning.runs.failure import run_fail
 from provisioning.runs.plan import EMAIL_TASK, HANDOVER_TASK, LOG_EXCERPT_CHARS, STEP_LIMIT_S
 from provisioning.runs.records import run_back_to_running, run_launch, step_move
@@ -80,14 +84,16 @@ def _validation_begin(run_id: int, launch: int | None) -> _Validation | str:
             lifecycle.transition(
                 run,
                 to=RunStatus.VALIDATING,
-                reason=_("All nodes answer: validating."),
+                reason=Text("All nodes answer: validating."),
                 updates={"message": _("Validating the cluster.")},
                 locked=True,
             )
         order = Order.objects.select_for_update().get(pk=run.order_id)
         if order.status == OrderStatus.PROVISIONING:
             order_transition(
-                order=order, to_status=OrderStatus.VALIDATING, reason=_("Validating the cluster.")
+                order=order,
+                to_status=OrderStatus.VALIDATING,
+                reason=Text("Validating the cluster."),
             )
         nodes = list(
             Node.objects.select_for_update().filter(
@@ -96,7 +102,7 @@ def _validation_begin(run_id: int, launch: int | None) -> _Validation | str:
         )
         if nodes:
             lifecycle.transition_many(
-                nodes, to=NodeStatus.VALIDATING, reason=_("Validating."), locked=True
+                nodes, to=NodeStatus.VALIDATING, reason=Text("Validating."), locked=True
             )
         todo = list(
             NodeStep.objects.select_for_update(of=("self",))
@@ -114,7 +120,7 @@ def _validation_begin(run_id: int, launch: int | None) -> _Validation | str:
             lifecycle.transition_many(
                 [step for step in pending if step.attempt == attempt],
                 to=StepStatus.RUNNING,
-                reason=_("Validation started."),
+                reason=Text("Validation started."),
                 updates={
                     "attempt": attempt + 1,
                     "started_at": now,
@@ -198,7 +204,7 @@ def _validation_record(
             lifecycle.transition_many(
                 accepted,
                 to=StepStatus.DONE,
-                reason=_("Accepted."),
+                reason=Text("Accepted."),
                 updates={
                     "finished_at": timezone.now(),
                     "lease_until": None,
@@ -221,21 +227,23 @@ def _validation_settle(
     if not rejected and not outcome.cluster_accepted and len(state.active) > 1:
         run_fail(
             run=run,
-            reason=_("The cluster failed validation: %(why)s")
-            % {"why": "; ".join(outcome.cluster_reasons)},
+            reason=Text(
+                "The cluster failed validation: %(why)s", why="; ".join(outcome.cluster_reasons)
+            ),
         )
         return "failed"
     if not rejected:
         return "validated"
     for run_node, why in rejected:
         spare = node_swap(
-            run=run, run_node=run_node, reason=_("Failed validation: %(why)s") % {"why": why}
+            run=run, run_node=run_node, reason=Text("Failed validation: %(why)s", why=why)
         )
         if spare is None:
             run_fail(
                 run=run,
-                reason=_("%(node)s failed validation and no spare is free.")
-                % {"node": run_node.node.hostname},
+                reason=Text(
+                    "%(node)s failed validation and no spare is free.", node=run_node.node.hostname
+                ),
             )
             return "failed"
     with transaction.atomic():
@@ -259,6 +267,13 @@ def run_validate(
     outcome = _validation_measure(state, runner)
     rejected = _validation_record(state, outcome)
     return _validation_settle(state, outcome, rejected)
+
+
+def _driver_or_none(run: ProvisioningRun, node: Node) -> HardwareDriver | None:
+    try:
+        return driver_for(run, node)
+    except DriverError:
+        return None  # the host keys then come from known_hosts
 
 
 def _addresses(node: Node) -> list[str]:
@@ -292,16 +307,17 @@ def run_deliver(*, run_id: int, launch: int | None = None) -> str:
         lifecycle.transition_many(
             [n for n in nodes if n.status == NodeStatus.VALIDATING],
             to=NodeStatus.IN_SERVICE,
-            reason=_("Delivered to order %(n)s.") % {"n": order.number},
+            reason=Text("Delivered to order %(n)s.", n=order.number),
             locked=True,
         )
         for rn in active:
             rn.ssh_user, rn.addresses, rn.delivered_at = user, _addresses(rn.node), now
-        RunNode.objects.bulk_update(active, ["ssh_user", "addresses", "delivered_at"])
+            rn.host_keys = delivered_host_keys(rn.node, _driver_or_none(run, rn.node))
+        RunNode.objects.bulk_update(active, ["ssh_user", "addresses", "host_keys", "delivered_at"])
         lifecycle.transition(
             run,
             to=RunStatus.DELIVERED,
-            reason=_("Delivered."),
+            reason=Text("Delivered."),
             updates={"finished_at": now, "message": _("Delivered.")},
             locked=True,
         )
@@ -309,7 +325,7 @@ def run_deliver(*, run_id: int, launch: int | None = None) -> str:
             order_transition(
                 order=order,
                 to_status=OrderStatus.READY,
-                reason=_("The cluster passed validation and is ready."),
+                reason=Text("The cluster passed validation and is ready."),
             )
         for swap in NodeSwap.objects.filter(
             run=run, spare_node__isnull=False, restored_at__isnull=True

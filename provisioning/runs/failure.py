@@ -10,6 +10,7 @@ from django.utils.translation import gettext as _
 
 from core import jobs, lifecycle
 from core.errors import DomainError
+from core.texts import Text
 from core.types import Actor
 from inventory.models import Node, NodeStatus
 from provisioning.models import (
@@ -56,7 +57,7 @@ def run_fail(*, run: ProvisioningRun, reason: str, actor: Actor = None) -> Provi
         updates={"finished_at": timezone.now(), "message": reason[:2000]},
         locked=True,
     )
-    _release_nodes(run, _("Run %(id)s failed.") % {"id": run.pk}, actor)
+    _release_nodes(run, Text("Run %(id)s failed.", id=run.pk), actor)
     logger.error("Provisioning run %s of order %s failed: %s", run.pk, run.order_id, reason)
     jobs.enqueue(EMAIL_TASK, run.pk, "problem")
     return run
@@ -76,7 +77,7 @@ def run_cancel(*, run: ProvisioningRun, actor: Actor, reason: str) -> Provisioni
         updates={"finished_at": timezone.now(), "message": reason},
         locked=True,
     )
-    steps_skip(NodeStep.objects.filter(run=run), _("Run cancelled."), actor)
+    steps_skip(NodeStep.objects.filter(run=run), Text("Run cancelled."), actor)
     _release_nodes(run, _("Run %(id)s cancelled.") % {"id": run.pk}, actor)
     return run
 
@@ -94,7 +95,7 @@ def step_retry(*, step: NodeStep, actor: Actor, reason: str = "") -> NodeStep:
         step,
         to=StepStatus.PENDING,
         actor=actor,
-        reason=reason or _("Retried by staff."),
+        reason=reason or Text("Retried by staff."),
         updates={"message": _("Retry requested.")},
         locked=True,
     )
@@ -103,7 +104,7 @@ def step_retry(*, step: NodeStep, actor: Actor, reason: str = "") -> NodeStep:
             run,
             to=RunStatus.RUNNING,
             actor=actor,
-            reason=_("A step is retried."),
+            reason=Text("A step is retried."),
             updates={"finished_at": None, "deadline_at": deadline(timezone.now())},
             locked=True,
         )

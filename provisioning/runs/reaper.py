@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from core import lifecycle
+from core.texts import Text
 from inventory.models import Node, NodeStatus
 from provisioning.models import NodeStep, ProvisioningRun, RunStatus, StepStatus
 from provisioning.models.runs import ACTIVE_RUN_STATUSES
@@ -45,7 +46,7 @@ def reaper(*, now: datetime | None = None, stall_s: float | None = None) -> dict
             relaunched.add(step.run_id)
             reaped += 1
     for run in ProvisioningRun.objects.filter(status__in=ACTIVE_RUN_STATUSES, deadline_at__lt=now):
-        run_fail(run=run, reason=_("The run passed its deadline."))
+        run_fail(run=run, reason=Text("The run passed its deadline."))
         relaunched.discard(run.pk)
         failed += 1
     quiet = (
@@ -60,7 +61,7 @@ def reaper(*, now: datetime | None = None, stall_s: float | None = None) -> dict
             run = ProvisioningRun.objects.select_for_update().get(pk=run_id)
             if run.status in (RunStatus.RUNNING, RunStatus.VALIDATING):
                 lifecycle.record_note(
-                    [run], reason=_("Resumed by the reaper from the last finished step.")
+                    [run], reason=Text("Resumed by the reaper from the last finished step.")
                 )
                 run_launch(run)
     with transaction.atomic():
@@ -74,7 +75,7 @@ def reaper(*, now: datetime | None = None, stall_s: float | None = None) -> dict
         )
         if orphans:
             lifecycle.transition_many(
-                orphans, to=NodeStatus.AVAILABLE, reason=_("Its run is over."), locked=True
+                orphans, to=NodeStatus.AVAILABLE, reason=Text("Its run is over."), locked=True
             )
             released = len(orphans)
     return {"reaped": reaped, "relaunched": len(relaunched), "failed": failed, "released": released}

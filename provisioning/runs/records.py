@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils.translation import gettext as _
-
 from billing.models import Order, OrderStatus
 from billing.orders.services import order_transition
 from core import jobs, lifecycle
+from core.texts import Text, clip
 from core.types import Actor
 from inventory.models import Node
 from provisioning.models import (
@@ -56,7 +55,9 @@ def active_run_node(run: ProvisioningRun, slot: int) -> RunNode | None:
 
 
 def step_move(step: NodeStep, to: str, reason: str, **updates: Any) -> NodeStep:
-    return lifecycle.transition(step, to=to, reason=reason[:2000], updates=updates, locked=True)
+    return lifecycle.transition(
+        step, to=to, reason=clip(reason, 2000), updates=updates, locked=True
+    )
 
 
 def steps_skip(steps: Any, reason: str, actor: Actor = None) -> None:
@@ -80,7 +81,11 @@ def steps_skip(steps: Any, reason: str, actor: Actor = None) -> None:
 def run_back_to_running(run: ProvisioningRun, *, actor: Actor = None) -> None:
     if run.status == RunStatus.VALIDATING:
         lifecycle.transition(
-            run, to=RunStatus.RUNNING, actor=actor, reason=_("A spare is provisioned."), locked=True
+            run,
+            to=RunStatus.RUNNING,
+            actor=actor,
+            reason=Text("A spare is provisioned."),
+            locked=True,
         )
         order = Order.objects.select_for_update().get(pk=run.order_id)
         if order.status == OrderStatus.VALIDATING:
@@ -88,5 +93,5 @@ def run_back_to_running(run: ProvisioningRun, *, actor: Actor = None) -> None:
                 order=order,
                 to_status=OrderStatus.PROVISIONING,
                 actor=actor,
-                reason=_("A node is swapped for a spare."),
+                reason=Text("A node is swapped for a spare."),
             )

@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from core import lifecycle
+from core.texts import Text
 from inventory import services as inventory_services
 from inventory.models import Node, NodeStatus
 from provisioning.drivers.base import DriverError, HardwareDriver, ImageProfileSpec
@@ -69,7 +70,7 @@ def _claim_node(node: Node) -> str:
         return _("Already claimed.")
     if node.status == NodeStatus.AVAILABLE:
         node = inventory_services.node_transition(
-            node=node, to_status=NodeStatus.RESERVED, reason=_("Booked by a paid order.")
+            node=node, to_status=NodeStatus.RESERVED, reason=Text("Booked by a paid order.")
         )
     if node.status != NodeStatus.RESERVED:
         raise DriverError(
@@ -77,7 +78,7 @@ def _claim_node(node: Node) -> str:
             % {"node": node.hostname, "status": node.get_status_display()}
         )
     inventory_services.node_transition(
-        node=node, to_status=NodeStatus.PROVISIONING, reason=_("Provisioning started.")
+        node=node, to_status=NodeStatus.PROVISIONING, reason=Text("Provisioning started.")
     )
     return _("Claimed.")
 
@@ -423,7 +424,10 @@ def slot_advance(*, run_id: int, slot: int, upto: str, launch: int | None = None
         if spare is None:
             run_fail(
                 run=run,
-                reason=_("%(node)s failed and no spare is free: %(why)s")
-                % {"node": run_node.node.hostname, "why": outcome.message},
+                reason=Text(
+                    "%(node)s failed and no spare is free: %(why)s",
+                    node=run_node.node.hostname,
+                    why=outcome.message,
+                ),
             )
             return "failed"

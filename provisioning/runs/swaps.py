@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 from billing.models import Order
 from core import lifecycle
 from core.errors import DomainError
+from core.texts import Text, clip
 from core.types import Actor
 from inventory import services as inventory_services
 from inventory.models import (
@@ -40,11 +41,11 @@ def spare_candidates(
     *, order: Order, failed: Node, exclude: list[int], start_at: datetime
 ) -> list[SpareCandidate]:
     """Free nodes of the same type at the order's site for the rest of its period."""
-    busy = Reservation.objects.filter(
+    busy = Reservation.objects.filter(  # over the held ranges: lead time and cleaning
         node=OuterRef("pk"),
         status__in=ACTIVE_RESERVATION_STATUSES,
-        start_at__lt=order.end_at,
-        end_at__gt=start_at,
+        held_from__lt=order.end_at,
+        held_until__gt=start_at,
     )
     maintained = MaintenanceWindow.objects.filter(
         node=OuterRef("pk"), start_at__lt=order.end_at, end_at__gt=start_at
@@ -75,8 +76,12 @@ def node_swap(
             order = Order.objects.get(pk=run.order_id)
             failed = Node.objects.get(pk=current.node_id)
             if failed.status not in (NodeStatus.FAULTY, NodeStatus.RETIRED):
-                inventory_services.node_mark_faulty(node=failed, actor=actor, reason=reason[:1000])
-            steps_skip(NodeStep.objects.filter(run=run, node=failed), _("Node swapped out."), actor)
+                inventory_services.node_mark_faulty(
+                    node=failed, actor=actor, reason=clip(reason, 1000)
+                )
+            steps_skip(
+                NodeStep.objects.filter(run=run, node=failed), Text("Node swapped out."), actor
+            )
             used = NodeSwap.objects.filter(
                 run=run,
                 failed_node__in=RunNode.objects.filter(run=run, slot=current.slot).values("node"),
@@ -126,12 +131,12 @@ def node_swap(
                             reservation=reservation,
                             new_node=spare_node,
                             actor=actor,
-                            reason=_("%(failed)s replaced by %(spare)s: %(why)s")
-                            % {
-                                "failed": failed.hostname,
-                                "spare": spare_node.hostname,
-                                "why": reason[:500],
-                            },
+                            reason=Text(
+                                "%(failed)s replaced by %(spare)s: %(why)s",
+                                failed=failed.hostname,
+                                spare=spare_node.hostname,
+                                why=clip(reason, 500),
+                            ),
                         )
             except DomainError:
                 continue  # taken meanwhile (the constraint's word): choose again
@@ -151,8 +156,12 @@ def node_swap(
             lifecycle.record_note(
                 [locked_run],
                 actor=actor,
-                reason=_("%(failed)s swapped for %(spare)s: %(why)s")
-                % {"failed": failed.hostname, "spare": spare_node.hostname, "why": reason[:500]},
+                reason=Text(
+                    "%(failed)s swapped for %(spare)s: %(why)s",
+                    failed=failed.hostname,
+                    spare=spare_node.hostname,
+                    why=clip(reason, 500),
+                ),
             )
             ProvisioningRun.objects.filter(pk=run.pk).update(
                 deadline_at=deadline(now),
@@ -182,7 +191,7 @@ def node_send_to_swap(
         if spare is None:
             run_fail(
                 run=run,
-                reason=_("No spare is free for %(node)s.") % {"node": run_node.node.hostname},
+                reason=Text("No spare is free for %(node)s.", node=run_node.node.hostname),
                 actor=actor,
             )
         else:

@@ -16,6 +16,7 @@ from provisioning.tasks.health import (
 )
 from provisioning.tasks.power import order_power_sync
 from provisioning.tasks.runs import (
+    order_cancelled_clean,
     provisioning_clean_finish,
     provisioning_deliver,
     provisioning_email,
@@ -35,6 +36,7 @@ __all__ = [
     "health_node_marked_faulty",
     "health_node_repaired",
     "low_utilisation_task",
+    "order_cancelled_clean",
     "order_power_sync",
     "provisioning_clean_finish",
     "provisioning_deliver",

@@ -22,7 +22,7 @@ from django.utils import translation
 
 from accounts.models import Membership
 from core.queues import CeleryQueue
-from provisioning import runs
+from provisioning import access, runs
 from provisioning.models import (
     CLEAN_STEPS,
     PROVISION_STEPS,
@@ -128,6 +128,9 @@ def provisioning_launch(run_id: int, launch: int) -> str:
 @shared_task(
     name="provisioning.tasks.provisioning_slot_advance",
     queue=CeleryQueue.PROVISIONING,
+    # A chord's header task: the chord counts its results (every other task ignores its
+    # result, CELERY_TASK_IGNORE_RESULT).
+    ignore_result=False,
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
@@ -206,6 +209,19 @@ def provisioning_end_due_orders_task() -> int:
 
 
 @shared_task(
+    name="provisioning.tasks.order_cancelled_clean",
+    queue=CeleryQueue.PROVISIONING,
+    **IDEMPOTENT,
+    soft_time_limit=60,
+    time_limit=90,
+)
+def order_cancelled_clean(order_id: int) -> int | None:
+    """An order cancelled before delivery whose provisioning had begun: wipe its nodes."""
+    run = runs.order_cancelled_clean(order_id=order_id)
+    return run.pk if run else None
+
+
+@shared_task(
     name="provisioning.tasks.provisioning_email",
     queue=CeleryQueue.PROVISIONING,
     autoretry_for=(ConnectionError, TimeoutError, OSError),
@@ -243,6 +259,7 @@ def provisioning_email(run_id: int, kind: str) -> int:
             "failed_steps": NodeStep.objects.filter(run=run, status="failed").select_related(
                 "node"
             ),
+            "access": access.order_access(order, run) if kind == "ready" else None,
         }
         subject = render_to_string("provisioning/email_subject.txt", context).strip()
         body = render_to_string("provisioning/email_body.txt", context)

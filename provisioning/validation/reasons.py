@@ -16,6 +16,7 @@ from typing import Any
 
 from django.utils.translation import gettext, gettext_noop
 
+from core.texts import in_reader_language
 from provisioning.models import NodeSwap
 from provisioning.validation import selectors
 
@@ -197,7 +198,9 @@ def swap_rows(order_id: int, *, until: Any = None) -> list[dict[str, Any]]:
             {
                 "old": swap.failed_node.hostname,
                 "new": swap.spare_node.hostname if swap.spare_node else gettext("no spare free"),
-                "reason": "; ".join(reason_messages(before[-1])) if before else swap.reason,
+                "reason": "; ".join(reason_messages(before[-1]))
+                if before
+                else in_reader_language(swap.reason),
                 "at": swap.failed_at,
             }
         )

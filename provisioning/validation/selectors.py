@@ -39,8 +39,8 @@ def booked_now(*, now: datetime | None = None) -> Exists:
         Reservation.objects.filter(
             node=OuterRef("pk"),
             status__in=ACTIVE_RESERVATION_STATUSES,
-            start_at__lt=end,
-            end_at__gt=start,
+            held_from__lt=end,  # held: its lead time and cleaning count as booked
+            held_until__gt=start,
         )
     )
 

@@ -20,12 +20,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 
 from billing.models import Order
 from core import jobs, lifecycle
 from core.errors import DomainError
 from core.pdf import sha256_of
+from core.texts import Plural, Text, label
 from core.types import Actor
 from inventory.models import HardwareDriverKind, Node, NodeStatus
 from inventory.services import node_mark_faulty
@@ -435,11 +435,11 @@ def validation_run_create(
         lifecycle.record_creation(
             [run],
             actor=actor,
-            reason=_("%(profile)s validation of %(nodes)s")
-            % {
-                "profile": run.get_profile_display(),
-                "nodes": ", ".join(n.hostname for n in nodes),
-            },
+            reason=Text(
+                "%(profile)s validation of %(nodes)s",
+                profile=label(ValidationProfile, run.profile),
+                nodes=", ".join(n.hostname for n in nodes),
+            ),
         )
         if enqueue:
             jobs.enqueue(EXECUTE_TASK, run.pk)
@@ -467,20 +467,21 @@ def _start(run_id: int) -> tuple[ValidationRun | None, list[Node]]:
                 lifecycle.transition(
                     run,
                     to=ValidationRunStatus.CANCELLED,
-                    reason=_("Booked or no longer available meanwhile: %(nodes)s.")
-                    % {"nodes": ", ".join(busy)},
+                    reason=Text(
+                        "Booked or no longer available meanwhile: %(nodes)s.", nodes=", ".join(busy)
+                    ),
                     locked=True,
                 )
                 return None, []
         run = lifecycle.transition(
             run,
             to=ValidationRunStatus.RUNNING,
-            reason=ngettext(
+            reason=Plural(
                 "The agent runs on %(count)s node.",
                 "The agent runs on %(count)s nodes.",
                 len(nodes),
-            )
-            % {"count": len(nodes)},
+                count=len(nodes),
+            ),
             updates={"started_at": timezone.now()},
             locked=True,
         )
@@ -512,7 +513,7 @@ def validation_run_execute(
             return lifecycle.transition(
                 run,
                 to=ValidationRunStatus.FAILED,
-                reason=_("The validation could not run: %(error)s") % {"error": exc},
+                reason=Text("The validation could not run: %(error)s", error=exc),
                 updates={"finished_at": timezone.now(), "error": str(exc)[:2000]},
             )
     with transaction.atomic():
@@ -548,7 +549,7 @@ def validation_persister(
             run = lifecycle.transition(
                 run,
                 to=ValidationRunStatus.RUNNING,
-                reason=_("Run by the provisioning run."),
+                reason=Text("Run by the provisioning run."),
                 updates={"started_at": timezone.now()},
             )
             return _finish(run, targets, outcome).pk
@@ -617,6 +618,9 @@ def _fault_failing_idle_nodes(run: ValidationRun) -> None:
             continue
         node_mark_faulty(
             node=node,
-            reason=_("Idle validation run %(id)s failed: %(reasons)s")
-            % {"id": run.pk, "reasons": "; ".join(result.reason_texts)[:1500]},
+            reason=Text(
+                "Idle validation run %(id)s failed: %(reasons)s",
+                id=run.pk,
+                reasons="; ".join(result.reason_texts)[:1500],
+            ),
         )

@@ -79,3 +79,16 @@ def provisioning_calls(monkeypatch):
 
     monkeypatch.setattr(provisioning_tasks.provisioning_start, "apply_async", apply_async)
     return results
+
+
+@pytest.fixture
+def paid_order(demo):
+    """A three-month order whose first invoice is paid (by bank transfer)."""
+    from billing.orders import services as orders
+    from tests.billing.test_contracts import make_order
+
+    order = make_order(demo, term="month", duration=3)
+    orders.invoice_mark_paid_by_transfer(
+        invoice=order.invoices.get(), reference="T-1", actor=demo["admin"]
+    )
+    return order

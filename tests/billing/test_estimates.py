@@ -75,7 +75,7 @@ def test_anyone_gets_a_quote_pdf_without_holds_or_numbers(client, demo, tmp_path
     response = client.get(url("configure_estimate"), params())
     estimate = Estimate.objects.get()
     assert response.status_code == 302
-    assert response["Location"] == url("estimate_status", estimate.key)
+    assert response["Location"] == url("estimate_status", estimate.key) + "?download=1"
     # Nothing binding: no quote, no hold, no number from the gapless sequence.
     assert not Quote.objects.exists()
     assert not Reservation.objects.filter(owner_ref__startswith="quote:").exists()
@@ -86,11 +86,22 @@ def test_anyone_gets_a_quote_pdf_without_holds_or_numbers(client, demo, tmp_path
     ]
     page = client.get(response["Location"]).content.decode()
     assert "being prepared" in page and 'hx-trigger="every 2s"' in page
+    # The page polls its own address, so the poll keeps asking for the download.
+    assert f'hx-get="{response["Location"]}"' in page
+    assert "auto-download" not in page
     assert client.get(url("estimate_pdf", estimate.key)).status_code == 404
 
     _render_pending()
     page = client.get(url("estimate_status", estimate.key)).content.decode()
     assert url("estimate_pdf", estimate.key) in page and "hx-trigger" not in page
+    assert "auto-download" not in page  # reopened later: no download by itself
+    # The poll that finds it ready starts the download itself (a hidden frame fetching
+    # the attachment): the visitor's click on "Quote PDF" is the last one.
+    polled = client.get(response["Location"], headers={"HX-Request": "true"}).content.decode()
+    frame = '<iframe class="auto-download" hidden'
+    assert frame in polled and f'src="{url("estimate_pdf", estimate.key)}"' in polled
+    assert "<html" not in polled  # the partial, swapped in place
+    assert frame in client.get(response["Location"]).content.decode()  # ready at once
     download = client.get(url("estimate_pdf", estimate.key))
     assert download["Content-Type"] == "application/pdf"
     assert "attachment" in download["Content-Disposition"]
@@ -112,7 +123,9 @@ def test_the_chinese_page_gives_a_chinese_estimate(client, demo, tmp_path):
     response = client.get(url("configure_estimate", lang="zh-hans"), params())
     estimate = Estimate.objects.get()
     assert estimate.language == "zh-hans"
-    assert response["Location"] == url("estimate_status", estimate.key, lang="zh-hans")
+    assert response["Location"] == (
+        url("estimate_status", estimate.key, lang="zh-hans") + "?download=1"
+    )
     _render_pending()
     text = pdftotext(Estimate.objects.get().file.read(), tmp_path)
     assert "深圳" in text  # the site's Chinese name

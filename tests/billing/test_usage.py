@@ -22,19 +22,8 @@ from billing.invoicing import services as invoicing
 from billing.invoicing.resources import import_errors
 from billing.invoicing.usage import UsageImportError, usage_import_csv
 from billing.models import AddonPrice, InvoiceLineKind, TaxCategory, UsageRecord
-from billing.orders import services as orders
-from tests.billing.test_contracts import make_order
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def paid_order(demo):
-    order = make_order(demo, term="month", duration=3)
-    orders.invoice_mark_paid_by_transfer(
-        invoice=order.invoices.get(), reference="T-1", actor=demo["admin"]
-    )
-    return order
 
 
 def day(order, n: int) -> str:
@@ -284,13 +273,16 @@ def test_the_admin_previews_then_imports_and_lists_bad_rows(client, demo, paid_o
     assert changelist.content.decode().count(admin_url("admin:billing_usagerecord_import")) == 1
 
 
-def test_the_admin_import_needs_the_view_permission(client, demo):
+def test_the_admin_import_needs_the_record_usage_permission(client, demo):
+    """Issue 25, point 2: one permission (``billing.record_usage``) for the admin's import
+    and the API; seeing the records is not enough."""
     staff = get_user_model().objects.create_user(
         username="no-usage", password="x-unused-1", is_staff=True
     )
+    staff.user_permissions.add(Permission.objects.get(codename="view_usagerecord"))
     client.force_login(staff)
     assert client.get(admin_url("admin:billing_usagerecord_import")).status_code == 403
-    staff.user_permissions.add(Permission.objects.get(codename="view_usagerecord"))
+    staff.user_permissions.add(Permission.objects.get(codename="record_usage"))
     staff = get_user_model().objects.get(pk=staff.pk)
     client.force_login(staff)
     assert client.get(admin_url("admin:billing_usagerecord_import")).status_code == 200

@@ -667,3 +667,56 @@ def test_content_the_database_refuses_is_400_and_nothing_is_stored(
     body = json.dumps(event("customer.created", {"id": "cus_1"})).encode()
     assert signed_post(client, body).status_code == 400
     assert StripeEvent.objects.count() == 0
+
+
+# --- Issue 25, point 5: PaymentIntents the portal did not create --------------------------
+
+
+def _foreign_intent(pi: str, invoice, minor: int) -> dict:
+    return {
+        "id": pi,
+        "amount": minor,
+        "amount_received": minor,
+        "currency": invoice.currency.lower(),
+        "metadata": {"invoice_number": invoice.number},
+        "payment_method_types": ["card"],
+    }
+
+
+def test_a_foreign_intent_for_a_paid_invoice_keeps_its_real_amount_and_is_refundable(
+    client, demo, eager_celery, django_capture_on_commit_callbacks
+):
+    order = make_order(demo)
+    invoice = order.invoices.get()
+    full = stripe_api.to_minor_units(invoice.gross_total, invoice.currency)
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, event("payment_intent.succeeded", _foreign_intent("pi_first", invoice, full)))
+        # The same invoice paid again from the Stripe dashboard.
+        post(client, event("payment_intent.succeeded", _foreign_intent("pi_again", invoice, full)))
+    # Both received the full amount (not the 0 still due once the first paid); Stripe's
+    # clock names the payer, the other is its duplicate, which the refund action offers.
+    payments = list(Payment.objects.order_by("pk"))
+    assert [p.amount for p in payments] == [invoice.gross_total] * 2
+    assert {p.status for p in payments} == {PaymentStatus.SUCCEEDED}
+    duplicate = next(p for p in payments if p.duplicate_of_id is not None)
+    payer = next(p for p in payments if p.duplicate_of_id is None)
+    assert duplicate.duplicate_of == payer and not duplicate.duplicate_refund
+    stored = StripeEvent.objects.get(payload__data__object__id=duplicate.stripe_payment_intent)
+    assert stored.status == StripeEventStatus.FLAGGED
+
+
+def test_a_foreign_intent_of_another_amount_is_flagged_not_ours_refund(
+    client, demo, eager_celery, django_capture_on_commit_callbacks
+):
+    order = make_order(demo)
+    invoice = order.invoices.get()
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, event("payment_intent.succeeded", _foreign_intent("pi_odd", invoice, 12345)))
+    payment = Payment.objects.get()
+    assert payment.amount == stripe_api.from_minor_units(12345, invoice.currency)
+    assert payment.status == PaymentStatus.PENDING
+    stored = StripeEvent.objects.get()
+    assert stored.status == StripeEventStatus.FLAGGED
+    assert stored.error.startswith("Not ours, refund: PaymentIntent pi_odd")
+    order.refresh_from_db()
+    assert order.status != OrderStatus.PAID

@@ -28,6 +28,8 @@ def raw_insert(node, start, end, status="firm"):
         node=node,
         start_at=start,
         end_at=end,
+        held_from=start,
+        held_until=end,
         status=status,
         expires_at=end if status == "hold" else None,
         owner_ref="test",

@@ -665,3 +665,49 @@ def test_a_price_change_shows_at_once_on_a_kept_configuration(client, demo_sz):
     price.daily += Decimal("40")
     price.save()
     assert _per_month(client.get(url(), query).content.decode()) > before
+
+
+# --- The default start every offered payment method can meet (issue 25, point 11) ---------
+
+
+@pytest.mark.parametrize("hour", [0, 9, 15, 23])
+def test_the_earliest_start_for_bank_transfer_is_the_first_that_hold_terms_accept(demo_sz, hour):
+    from billing.pricing.terms import earliest_start_for, hold_terms
+
+    local = datetime.combine(site_today(demo_sz), time(hour, 30), tzinfo=demo_sz.tzinfo)
+    now = local.astimezone(timezone.get_current_timezone())
+    start = earliest_start_for(demo_sz, ["bank_transfer"], now=now)
+    accepted = hold_terms(site=demo_sz, start_date=start, method="bank_transfer", now=now)
+    assert accepted.possible
+    sooner = hold_terms(
+        site=demo_sz, start_date=start - timedelta(days=1), method="bank_transfer", now=now
+    )
+    assert not sooner.possible and sooner.transfer_start == start
+    # Card alone needs only the site's lead time: never later than the transfer's start.
+    assert earliest_start_for(demo_sz, ["card"], now=now) <= start
+
+
+def test_without_stripe_keys_the_default_start_is_accepted_by_bank_transfer(
+    client, demo_sz, customer, settings
+):
+    # The embedded default: no Stripe keys, so bank transfer is the only method offered.
+    settings.STRIPE_SECRET_KEY = ""
+    settings.STRIPE_PUBLISHABLE_KEY = ""
+    client.force_login(customer)
+    page = client.get(url())
+    form = page.context["form"]
+    assert form["payment_method"].value() == "bank_transfer"
+    html = page.content.decode()
+    assert "and a bank transfer needs a working day to arrive before that" in html
+    assert f"The earliest start is {form['start_date'].value()}" in html
+    # Accepting exactly what the page opened with makes an order, not a refusal.
+    response = client.post(url("configure_accept"), dict(form.data.items()))
+    order = Order.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == _pay_url(order)
+    start_at, _end = rental_period(
+        site=demo_sz, start_date=date.fromisoformat(form["start_date"].value()), term="day",
+        duration=1,
+    )  # fmt: skip
+    assert order.payment_due_at <= start_at - timedelta(hours=demo_sz.lead_time_hours)
+    assert order.payment_due_at >= timezone.now() + timedelta(hours=23, minutes=59)

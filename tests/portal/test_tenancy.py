@@ -222,7 +222,7 @@ def media(settings, tmp_path):
 def world(demo) -> World:
     site = Site.objects.get(code="SZ")
     h100 = NodeType.objects.get(code="h100-8x-nvlink")
-    org_a = Organisation.objects.get(name="Pearl River AI Lab")
+    org_a = demo["org"]
     owner_a = User.objects.get(username="customer")
     sales = User.objects.get(username="sales")
 

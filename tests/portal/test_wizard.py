@@ -72,3 +72,31 @@ def test_impossible_inputs_get_clear_messages_next_to_the_field(
     assert field in errors, errors
     assert message in " ".join(errors[field])
     assert "result" not in response.context
+
+
+def test_plans_show_the_gather_buffer_the_share_used_and_their_frameworks(client, demo_sz):
+    # Llama-3 70B ZeRO-3 on the demo's H100 nodes: TP 8 × DP 2 at 94.8 % of 80 GiB.
+    response = wizard(client, **base(demo_sz, params_billion="", arch="llama3-70b"))
+    html = response.content.decode()
+    plans = response.context["result"].plans
+    plan = next(p for p in plans if p.option.gpu_model.startswith("H100"))
+    assert plan.memory_warning
+    assert "ZeRO-3 gather buffer" in html
+    assert f"{plan.memory_share_percent:.1f}%" in html
+    assert "over 90 percent: little room left" in html
+    assert "/ 80 GiB" in html
+    for name in plan.frameworks:
+        assert name in html
+
+
+def test_a_plan_with_data_parallel_degree_1_carries_no_zero_stage(client, demo_sz):
+    # Llama-3 8B "ZeRO-2" on a 4 × A100 40G node: TP 4, DP 1, where ZeRO does nothing.
+    response = wizard(
+        client,
+        **base(demo_sz, params_billion="", arch="llama3-8b", zero_stage="2"),
+    )
+    result = response.context["result"]
+    a100 = next(p for p in result.plans if p.option.gpu_model.startswith("A100"))
+    assert (a100.tp, a100.dp, a100.zero) == (4, 1, None)
+    if result.cheapest is a100:
+        assert "ZeRO-2 was asked for" in response.content.decode()

@@ -64,3 +64,39 @@ def test_keys_are_stored_per_organisation_once(demo):
         services.ssh_key_add(organisation=demo["org"], name="old", public_key=short, actor=None)
     services.ssh_key_remove(organisation=demo["org"], key_id=key.pk)
     assert not demo["org"].ssh_keys.exists()
+
+
+def _huge_rsa_line(bits: int) -> str:
+    # An RSA public key of that size without generating one (minutes for 90,000 bits):
+    # any odd modulus of the right length serialises as sshd would receive it.
+    numbers = rsa.RSAPublicNumbers(e=65537, n=(1 << (bits - 1)) + 1 + 2 * 12345)
+    return (
+        numbers.public_key()
+        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        .decode()
+    )
+
+
+def test_rsa_over_sshds_limit_is_refused_with_its_size():
+    """Issue 25, point 7: sshd refuses RSA keys over 16,384 bits; so do we, saying why."""
+    with pytest.raises(InvalidSshKey, match="91994 bits; the servers' SSH accepts at most 16384"):
+        parse_public_key(_huge_rsa_line(91_994) + " big@lab")
+    assert parse_public_key(_huge_rsa_line(16_384)).bits == 16_384
+
+
+def test_a_second_key_in_the_field_is_refused_not_folded_into_the_comment():
+    first = openssh(ed25519.Ed25519PrivateKey.generate()) + " laptop"
+    second = openssh(ec.generate_private_key(ec.SECP256R1())) + " desktop"
+    for pasted in (f"{first}\n{second}", f"{first} {second}", f"{first}\r\n\r\n{second}\n"):
+        with pytest.raises(InvalidSshKey, match="holds 2 keys"):
+            parse_public_key(pasted)
+    # A comment that merely mentions a key type is still one key.
+    assert parse_public_key(f"{first} ssh-rsa is old").comment == "laptop ssh-rsa is old"
+
+
+def test_the_add_service_refuses_two_keys_with_the_reason(demo):
+    pasted = "\n".join(openssh(ed25519.Ed25519PrivateKey.generate()) for _ in range(2))
+    with pytest.raises(DomainError, match="holds 2 keys"):
+        services.ssh_key_add(
+            organisation=demo["org"], name="two", public_key=pasted, actor=demo["customer"]
+        )

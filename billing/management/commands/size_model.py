@@ -30,7 +30,7 @@ def _node_type_options() -> list[sizing.NodeOption]:
             name=nt.name,
             gpu_model=nt.gpu_model.name,
             gpus_per_node=nt.gpu_count,
-            gpu_memory_gb=nt.gpu_model.memory_gb,
+            gpu_memory_gib=nt.gpu_model.memory_gb,
             bf16_tflops=nt.gpu_model.reference_tflops,
             intra_node=nt.interconnect,
             nic_count=nt.nic_count,
@@ -59,6 +59,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-checkpointing", action="store_true")
         parser.add_argument("--context", type=int, default=8192)
         parser.add_argument("--concurrency", type=int, default=1)
+        parser.add_argument("--kv-precision", default="auto", choices=sizing.KV_PRECISIONS)
         parser.add_argument("--mfu", default=str(sizing.DEFAULT_MFU))
         parser.add_argument("--tokens", help="training tokens, e.g. 1e12")
         parser.add_argument("--days", help="finish within this many days")
@@ -86,6 +87,7 @@ class Command(BaseCommand):
             offload=opts["offload"],
             context=opts["context"],
             concurrency=opts["concurrency"],
+            kv_precision=opts["kv_precision"],
             mfu=opts["mfu"],
         )
         options = self._options(opts["site"])
@@ -113,8 +115,11 @@ class Command(BaseCommand):
             m = plan.memory
             self.stdout.write(
                 f"{'fits' if plan.fits else 'does not fit'}: {plan.gpus} × {plan.option.gpu_model}"
-                f" ({plan.option.code}, {plan.nodes} nodes, {plan.layout}, ZeRO-{plan.zero}):"
-                f" {m.total:.1f} of {plan.gpu_memory_gb:.0f} GB per GPU"
+                f" ({plan.option.code}, {plan.nodes} nodes, {plan.layout}, {plan.zero_label}):"
+                f" {m.total:.1f} of {plan.gpu_memory_gib:.0f} GiB per GPU"
+                f" ({plan.memory_share:.0%}{', over 90%' if plan.memory_warning else ''})"
+                + (" network-bound" if plan.network_bound else "")
+                + (f" [{', '.join(plan.frameworks)}]" if plan.frameworks else "")
                 + ("" if plan.fits else f" — {'; '.join(plan.problems)}")
             )
         if not result.plans or result.cheapest is None:

@@ -42,7 +42,11 @@ def nodes_wanted(items: Iterable[ItemSpec]) -> dict[int, int]:
 
 
 def place_and_hold(
-    quote: Quote, actor: Actor, held: Held | None = None, prefer: Collection[int] = ()
+    quote: Quote,
+    actor: Actor,
+    held: Held | None = None,
+    prefer: Collection[int] = (),
+    continues: str = "",
 ) -> None:
     """Choose concrete nodes per node type (topology-aware) and hold them until expiry.
 
@@ -65,6 +69,7 @@ def place_and_hold(
             expires_at=quote.expires_at,
             actor=actor,
             prefer=prefer,
+            continues=continues,
         )
     quote.reservation_group = held.group
     quote.placement = held.placement
@@ -81,6 +86,7 @@ def nodes_place_and_hold(
     expires_at: datetime | None,
     actor: Actor,
     prefer: Collection[int] = (),
+    continues: str = "",
 ) -> Held:
     """Place ``wanted`` nodes per node type over the rental period and hold them until
     ``expires_at``; raises ``NotEnoughCapacity`` (nothing held) when a type cannot be
@@ -98,7 +104,12 @@ def nodes_place_and_hold(
     for type_id, count in sorted(wanted.items()):
         nt = types[type_id]
         found = inventory_selectors.availability_search(
-            site=site, node_type=nt, count=count, start_at=start_at, end_at=end_at
+            site=site,
+            node_type=nt,
+            count=count,
+            start_at=start_at,
+            end_at=end_at,
+            continues=continues,
         )
         chosen_placement = found.placement
         if preferred_ids:
@@ -134,6 +145,7 @@ def nodes_place_and_hold(
         owner_ref=owner_ref,
         expires_at=expires_at,
         actor=actor,
+        continues=continues,
     )
     return Held(group=reservations[0].group, placement=placement)
 

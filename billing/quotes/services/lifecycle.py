@@ -29,6 +29,7 @@ from billing.quotes.services.holds import Held, place_and_hold, release_holds, s
 from billing.quotes.services.pricing import quote_items, reprice, save_items, validate_terms
 from core import jobs, lifecycle
 from core.errors import DomainError
+from core.texts import Text
 from core.types import Actor
 from core.validators import name_check
 from inventory.models import Site
@@ -89,7 +90,7 @@ def quote_create(
     save_items(quote, items)
     reprice(quote, items)
     quote.save()
-    lifecycle.record_creation([quote], actor=actor, reason=_("Created."))
+    lifecycle.record_creation([quote], actor=actor, reason=Text("Created."))
     return quote
 
 
@@ -197,7 +198,7 @@ def quote_revise(*, quote: Quote, actor: Actor) -> Quote:
     reprice(revision, items)
     revision.save()
     lifecycle.record_creation(
-        [revision], actor=actor, reason=_("Revision of v%(version)s.") % {"version": quote.version}
+        [revision], actor=actor, reason=Text("Revision of v%(version)s.", version=quote.version)
     )
     return revision
 
@@ -210,10 +211,17 @@ def quote_expiry(*, site: Site, valid_until: date, start_date: date) -> datetime
 
 @transaction.atomic
 def quote_send(
-    *, quote: Quote, actor: Actor, held: Held | None = None, prefer_nodes: Collection[int] = ()
+    *,
+    quote: Quote,
+    actor: Actor,
+    held: Held | None = None,
+    prefer_nodes: Collection[int] = (),
+    continues: str = "",
 ) -> Quote:
     """Freeze the quote, hold its nodes until it expires, then email it with its PDF.
-    ``prefer_nodes``: hold these where they are free (a renewal's current nodes).
+    ``prefer_nodes``: hold these where they are free (a renewal's current nodes);
+    ``continues``: the owner of the bookings this quote's period continues on the same
+    nodes (a renewal's order), so no cleaning or lead time falls between them.
 
     Every other open version of the same number is superseded (and its holds released);
     if a version was accepted already, nothing is sent. ``held``: the nodes were placed
@@ -262,7 +270,7 @@ def quote_send(
         site=quote.site, valid_until=quote.valid_until, start_date=quote.start_date
     )
     supersede_others(others, by=quote, actor=actor)
-    place_and_hold(quote, actor, held, prefer=prefer_nodes)
+    place_and_hold(quote, actor, held, prefer=prefer_nodes, continues=continues)
     move(quote, QuoteStatus.SENT, actor)
     quote.sent_at = timezone.now()
     quote.save()

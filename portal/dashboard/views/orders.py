@@ -18,9 +18,11 @@ from accounts.models import MemberRole
 from billing.contracts import gate
 from billing.models import Order
 from billing.orders import services as order_services
+from billing.shop.cancellation import order_cancellable
 from core.errors import DomainError
 from portal.dashboard import selectors
 from portal.dashboard.views.common import order_or_404
+from provisioning import access
 from provisioning import selectors as provisioning_selectors
 from provisioning.health import selectors as health_selectors
 from provisioning.validation.reasons import annotate_progress
@@ -92,6 +94,7 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
             "access_chosen": [key for key in access_keys if key.chosen],
             "access_open": order.status in order_services.ACCESS_EDITABLE,
             "access_editor": request.membership.role in ACCESS_EDITORS,
+            "cancellable": order_cancellable(order),
             **health_selectors.order_day2(order),
         },
     )
@@ -138,6 +141,7 @@ def _progress_context(order: Order) -> dict[str, object]:
     run = provisioning_selectors.latest_run(order)
     return {
         "progress": annotate_progress(provisioning_selectors.run_progress(run)) if run else None,
+        "delivery_access": access.order_access(order, run) if run else None,
         "poll_url": reverse("dashboard_order_progress", args=[order.number]),
         "staff": False,
     }

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
+from ipaddress import IPv4Address
 from typing import Any
 
 from django.conf import settings
@@ -19,6 +20,7 @@ from django.utils import timezone
 
 from billing import demo as billing_demo
 from billing.contracts import signatures
+from billing.demo import DEMO_CUSTOMER_NAME
 from billing.demo import contracts as demo_contracts
 from inventory import services
 from inventory.gpus import BY_KEY, GpuFacts
@@ -121,6 +123,7 @@ SITES: list[dict[str, Any]] = [
         "timezone": "Asia/Shanghai",
         "currency": "CNY",
         "vat_rate": Decimal("0.0600"),
+        "ssh_jump_host": "jump.sz.gpu-cloud.example",
     },
     {
         "code": "HK",
@@ -131,6 +134,7 @@ SITES: list[dict[str, Any]] = [
         "timezone": "Asia/Hong_Kong",
         "currency": "HKD",
         "vat_rate": Decimal("0.0000"),
+        "ssh_jump_host": "jump.hk.gpu-cloud.example",
     },
 ]
 
@@ -195,7 +199,7 @@ DEMO_USERS: list[dict[str, Any]] = [
     {"username": "finance", "password": "finance-demo-2026", "superuser": False,
      "group": "Finance", "email": "finance@example.com"},
     {"username": "customer", "password": "customer-demo-2026", "superuser": False,
-     "group": None, "email": "customer@example.com", "full_name": "Li Wei"},
+     "group": None, "email": "customer@example.com", "full_name": DEMO_CUSTOMER_NAME},
 ]  # fmt: skip
 
 GROUP_PERMISSIONS = {
@@ -204,6 +208,26 @@ GROUP_PERMISSIONS = {
     "Sales managers": ("inventory", ("view",)),
     # Invoices are marked paid (bank transfers) in the back office.
     "Finance": ("billing", ("view", "change")),
+}
+
+# The staff actions each role may take, by the permission each action names (issue 25:
+# tests/portal/test_staff_actions.py walks every action as every role).
+GROUP_ACTION_PERMISSIONS = {
+    "Operations": (
+        # The provisioning run page: see it; retry a step, swap a node, cancel the run.
+        "provisioning.view_provisioningrun",
+        "provisioning.change_provisioningrun",
+        # Re-run validation on a node; the outbox: publish waiting work now.
+        "provisioning.view_nodevalidation",
+        "provisioning.change_nodevalidation",
+        "core.view_outboxmessage",
+        "core.change_outboxmessage",
+    ),
+    "Sales": (),
+    # The provider's countersignature (an authorised signatory).
+    "Sales managers": ("billing.view_contract", "billing.countersign_contract"),
+    # Credit notes and refunds; metered usage posted, imported or voided.
+    "Finance": ("billing.add_creditnote", "billing.add_refund", "billing.record_usage"),
 }
 
 DEMO_BOOKING = "order:demo-seed"
@@ -334,6 +358,10 @@ class Command(BaseCommand):
                     hostname=hostname,
                     serial=f"DEMO-{site.code}-{pod.short.upper()}-{number:04d}",
                     bmc_address=f"https://bmc-{hostname}.oob.internal",
+                    # Demo addresses: public from the benchmarking range (RFC 2544),
+                    # fabric (IPoIB / RoCE) from a private one; unique per pod and node.
+                    ip_address=str(IPv4Address("198.18.0.0") + 256 * PODS.index(pod) + number),
+                    fabric_address=str(IPv4Address("10.200.0.0") + 256 * PODS.index(pod) + number),
                     status=DEMO_STATUSES.get((site.code, pod.short, number), NodeStatus.AVAILABLE),
                 )
             )
@@ -367,7 +395,13 @@ class Command(BaseCommand):
                 content_type__app_label=app,
                 codename__regex=r"^({})_".format("|".join(actions)),
             )
-            group.permissions.set(perms)
+            extra = [
+                Permission.objects.get(content_type__app_label=app_label, codename=codename)
+                for app_label, codename in (
+                    p.split(".", 1) for p in GROUP_ACTION_PERMISSIONS.get(name, ())
+                )
+            ]
+            group.permissions.set([*perms, *extra])
             groups[name] = group
         user_model = get_user_model()
         for spec in DEMO_USERS:

@@ -1,0 +1,141 @@
+"""The resources over the same services as the pages, and the conventions a client relies
+on: idempotency, cursors, rate limits, problem details in both languages, money as
+strings with currency, times with their offset."""
+
+import re
+
+import pytest
+
+from billing.models import OrderStatus, Quote, QuoteStatus
+from tests.portal.api.conftest import ApiClient
+
+OFFSET = re.compile(r"T\d\d:\d\d:\d\d(\.\d+)?[+-]\d\d:\d\d$")
+
+
+def test_catalog_availability_and_sizing(demo, api, config):
+    types = api.get("/api/v1/node-types/").json()
+    h100 = next(t for t in types if t["code"] == demo["h100"].code)
+    assert h100["gpu_count"] == 8 and h100["gpu_model"]
+    books = api.get("/api/v1/price-books/").json()
+    assert {b["site"] for b in books} == {"SZ", "HK"}
+    assert all(OFFSET.search(b["effective_from"]) for b in books)
+    start = f"{config['start_date']}T00:00:00+08:00"
+    end = f"{config['start_date']}T00:00:00+08:00".replace("T00", "T12")
+    free = api.get("/api/v1/availability/", {
+        "site": "SZ", "node_type": demo["h100"].code, "count": 2, "start": start, "end": end,
+    }).json()  # fmt: skip
+    assert free["can_place"] and free["free"] >= 2 and free["earliest_start"] == start
+    short = api.get("/api/v1/availability/", {
+        "site": "SZ", "node_type": demo["h100"].code, "count": 999, "start": start, "end": end,
+    }).json()  # fmt: skip
+    assert not short["can_place"]
+    sized = api.get("/api/v1/sizing/", {"params_billion": "70", "zero_stage": 3})
+    assert sized.status_code == 200 and sized.json()["cheapest"]["gpus"] >= 8
+    bad = api.get("/api/v1/sizing/", {"params_billion": "-1"})
+    assert bad.status_code == 400 and bad.json()["errors"][0]["field"] == "params_billion"
+
+
+def test_estimate_holds_nothing_and_prices_like_the_configure_page(demo, api, config):
+    before = Quote.objects.count()
+    estimate = api.post("/api/v1/estimates/", config).json()
+    assert Quote.objects.count() == before
+    assert estimate["currency"] == "CNY" and re.fullmatch(r"\d+\.\d\d", estimate["gross_total"])
+    assert estimate["lines"][0]["code"] == demo["h100"].code and estimate["available"]
+
+
+def test_firm_quote_accept_order_and_bank_transfer(demo, api, config):
+    created = api.post("/api/v1/quotes/", config)
+    assert created.status_code == 201, created.content
+    quote = created.json()
+    assert quote["status"] == "sent" and quote["lines"] and quote["placement"]
+    assert OFFSET.search(quote["expires_at"])
+    assert api.get(f"/api/v1/quotes/{quote['number']}/revisions/").json()[0]["version"] == 1
+    order = api.post(f"/api/v1/quotes/{quote['number']}/accept/", {"name": "Li Wei"}).json()
+    assert order["status"] == OrderStatus.AWAITING_PAYMENT and order["quote"] == quote["number"]
+    assert order["gate"]["missing"] and order["timeline"]
+    detail = api.get(f"/api/v1/orders/{order['number']}/").json()
+    assert detail["nodes"] and detail["provisioning"] is None
+    transfer = api.get(f"/api/v1/orders/{order['number']}/bank-transfer/").json()
+    assert transfer["amount"] == order["gross_total"] and transfer["currency"] == "CNY"
+    again = api.post(f"/api/v1/quotes/{quote['number']}/accept/", {"name": "Li Wei"})
+    assert again.status_code == 422 and again["Content-Type"] == "application/problem+json"
+    invoices = api.get("/api/v1/invoices/").json()["results"]
+    assert invoices[0]["order"] == order["number"]
+    assert invoices[0]["pdf_url"].endswith(f"/invoices/{invoices[0]['number']}/pdf/")
+
+
+def test_reject_releases_the_quote(demo, api, config):
+    quote = api.post("/api/v1/quotes/", config).json()
+    rejected = api.post(f"/api/v1/quotes/{quote['number']}/reject/", {"name": "Li Wei"}).json()
+    assert rejected["status"] == QuoteStatus.REJECTED
+
+
+def test_the_same_idempotency_key_returns_the_first_result(demo, api, config):
+    first = api.post("/api/v1/quotes/", config, idempotency_key="k-1")
+    second = api.post("/api/v1/quotes/", config, idempotency_key="k-1")
+    assert first.status_code == second.status_code == 201
+    assert second["Idempotent-Replayed"] == "true"
+    assert second.json()["number"] == first.json()["number"]
+    assert Quote.objects.filter(organisation=demo["org"], status=QuoteStatus.SENT).count() == 1
+    other = api.post("/api/v1/quotes/", {**config, "node_count": 1}, idempotency_key="k-1")
+    assert other.status_code == 409 and other.json()["code"] == "idempotency_key_reused"
+    missing = ApiClient(api.key).post("/api/v1/quotes/", config, HTTP_IDEMPOTENCY_KEY="")
+    assert missing.status_code == 400 and missing.json()["code"] == "idempotency_key_missing"
+
+
+def test_cursor_pagination(demo, api):
+    for n in range(3):
+        api.post("/api/v1/ssh-keys/", {"name": f"k{n}", "public_key": KEYS[n]})
+    page = api.get("/api/v1/ssh-keys/", {"limit": 2}).json()
+    assert len(page["results"]) == 2 and page["next"]
+    rest = api.get(page["next"]).json()
+    names = [k["name"] for k in page["results"] + rest["results"]]
+    assert names == ["k2", "k1", "k0"]
+
+
+def test_rate_limits_answer_429_with_the_headers(demo, api, settings):
+    settings.PORTAL_API_RATE_LIMIT = 3
+    answers = [api.get("/api/v1/sites/") for _ in range(4)]
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    assert answers[0]["RateLimit-Policy"].startswith('"default";q=3;w=')
+    assert re.fullmatch(r'"default";r=2;t=\d+', answers[0]["RateLimit"])
+    limited = answers[-1]
+    assert int(limited["Retry-After"]) >= 1 and limited.json()["code"] == "rate_limited"
+
+
+@pytest.mark.parametrize(("lang", "detail"), [("en", "Not found."), ("zh-hans", "未找到。")])
+def test_problem_details_in_the_request_language(demo, api, lang, detail):
+    response = api.get("/api/v1/orders/O-NOPE/", HTTP_ACCEPT_LANGUAGE=lang)
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/problem+json"
+    body = response.json()
+    assert body["code"] == "not_found" and body["detail"] == detail and body["status"] == 404
+
+
+def test_field_errors_in_chinese(demo, api, config):
+    response = api.post(
+        "/api/v1/estimates/",
+        {**config, "start_date": "2001-01-01"},
+        HTTP_ACCEPT_LANGUAGE="zh-hans",
+    )
+    body = response.json()
+    assert response.status_code == 400 and body["code"] == "validation_failed"
+    fields = {e["field"]: e["message"] for e in body["errors"]}
+    assert set(fields) >= {"start_date"}
+    assert all(re.search(r"[\u4e00-\u9fff]", m) for m in fields.values()), fields
+    assert re.search(r"[\u4e00-\u9fff]", body["title"])
+
+
+def test_docs_and_schema_are_served_without_a_cdn(client):
+    schema = client.get("/api/v1/schema/?format=json")
+    assert schema.status_code == 200 and schema.json()["openapi"].startswith("3.")
+    for url in ("/api/v1/docs/", "/api/v1/docs/try/"):
+        page = client.get(url).content.decode()
+        assert "googleapis" not in page and "cdn." not in page and "/static/" in page
+
+
+KEYS = [
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICEa370Oh8CtCX/fsSvLod+jXatM+gDFQnJEFumtNGGH k0@x",
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAJb5gRPPTtvcVHxq0lR9bYZIz1qUXM9WLKbrBlWaXs1 k1@x",
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBVOSJF3YLDPphODDWyzl9bhHGNhBfHXSCPrh+V+UzAG k2@x",
+]
