@@ -176,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         order = run.order
         start = timezone.now() - timedelta(hours=1)
         type(order).objects.filter(pk=order.pk).update(start_at=start)
-        Reservation.objects.filter(group=order.reservation_group).update(start_at=start)
+        Reservation.objects.filter(group=order.reservation_group).update(
+            start_at=start, held_from=start
+        )
 
         def serving() -> list:
             return list(
