@@ -123,12 +123,17 @@ def main(argv: list[str] | None = None) -> int:
     from django.db import transaction
     from django.utils import timezone
 
+    import bench.provisioning as bench_provisioning
+    from billing.orders import acceptance
     from core import jobs
     from inventory.models import Reservation
     from provisioning.health import selectors as health_selectors
     from provisioning.models import HealthIncident, IncidentStatus, RunNode, RunNodeState
     from provisioning.telemetry import prometheus, simulated
 
+    # bench/provisioning.py names ``acceptance`` only for type checking; its paid_order
+    # reads the module global at run time.
+    bench_provisioning.acceptance = acceptance  # type: ignore[attr-defined]
     call_command("migrate", verbosity=0)
     call_command("seed_demo", stdout=io.StringIO())
     add_nodes(args.nodes + args.trials + 8)
@@ -171,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         order = run.order
         start = timezone.now() - timedelta(hours=1)
         type(order).objects.filter(pk=order.pk).update(start_at=start)
-        Reservation.objects.filter(group=order.reservation_group).update(start_at=start)
+        Reservation.objects.filter(group=order.reservation_group).update(
+            start_at=start, held_from=start
+        )
 
         def serving() -> list:
             return list(

@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import Count, Q
 from django.utils.translation import gettext
 
-from billing.models import Order
+from billing.models import Order, OrderStatus
 from inventory.models import Node, NodeStatus, Switch
 from provisioning import delivery_kit
 from provisioning.health.rules import RULES_BY_CODE
@@ -105,8 +105,13 @@ def order_delivery_kit(order: Order) -> delivery_kit.Kit | None:
     )
 
 
+DAY2_ORDER_STATUSES = (OrderStatus.READY, OrderStatus.ENDED)
+
+
 def order_day2(order: Order) -> dict[str, Any]:
-    """The order page's day-two section."""
+    """The order page's day-two section (no query before the cluster is delivered)."""
+    if order.status not in DAY2_ORDER_STATUSES:
+        return {"day2_policy": None, "day2_incidents": [], "day2_waiting": [], "day2_kit": None}
     incidents = order_incidents(order)
     return {
         "day2_policy": policy_for(order),

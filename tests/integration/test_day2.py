@@ -112,7 +112,9 @@ def env_for(tmp_path, prom_url: str) -> dict[str, str]:
 def start_rental_now(order) -> None:
     start = timezone.now() - timedelta(hours=1)
     type(order).objects.filter(pk=order.pk).update(start_at=start)
-    Reservation.objects.filter(group=order.reservation_group).update(start_at=start)
+    Reservation.objects.filter(group=order.reservation_group).update(
+        start_at=start, held_from=start
+    )
     order.refresh_from_db()
 
 

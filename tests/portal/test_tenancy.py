@@ -60,6 +60,10 @@ NOT_ORG_SCOPED: dict[str, str] = {
         "organisation, customer or holds in it"
     ),
     "estimate_pdf": "the same anonymous estimate's PDF: no organisation's data in it",
+    "telemetry_simulated_metrics": (
+        "Prometheus' scrape of a simulated node's exporter, behind the telemetry bearer "
+        "token (tests/provisioning/test_telemetry.py): hardware series, no organisation"
+    ),
 }
 
 # Which of organisation A's objects fill a route's parameters.
@@ -95,6 +99,12 @@ FILLERS: dict[str, Callable[[World], list[Kwargs]]] = {
     "run": lambda w: [{"run_id": 1}],
     "run_step": lambda w: [{"run_id": 1, "step_id": 1}],
     "run_node": lambda w: [{"run_id": 1, "node_id": 1}],
+    "order_metric": lambda w: [{"number": w.order.number, "metric": "sm"}],
+    "order_export": lambda w: [
+        {"number": w.order.number, "fmt": "csv"},
+        {"number": w.order.number, "fmt": "json"},
+    ],
+    "order_incident": lambda w: [{"number": w.order.number, "incident_id": 1}],
     "acceptance_run": lambda w: [{"number": w.order.number, "run_id": w.acceptance_run.pk}],
 }
 
@@ -137,6 +147,13 @@ ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
     # Dunning and renewals: the order's suspension and renewal pages.
     "dashboard_order_suspension": ("order", NOT_FOUND),
     "dashboard_order_renewal": ("order", NOT_FOUND),
+    # Day two: the monitoring panel, its charts and exports, the replacement policy and
+    # the approval of a replacement.
+    "dashboard_order_monitoring": ("order", NOT_FOUND),
+    "dashboard_order_monitoring_chart": ("order_metric", NOT_FOUND),
+    "dashboard_order_monitoring_export": ("order_export", NOT_FOUND),
+    "dashboard_order_replacement_policy": ("order", NOT_FOUND),
+    "dashboard_order_incident_approve": ("order_incident", NOT_FOUND),
     # Members and invitations (portal/accounts/urls.py).
     "accounts:member_role": ("membership_pk", NOT_FOUND),
     "accounts:member_remove": ("membership_pk", NOT_FOUND),

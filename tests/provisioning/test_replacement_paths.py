@@ -36,7 +36,9 @@ def rented(demo):
     order = make_order(demo, nodes=2)
     start = timezone.now() - timedelta(hours=1)
     Order.objects.filter(pk=order.pk).update(start_at=start, status="ready")
-    Reservation.objects.filter(group=order.reservation_group).update(start_at=start, status="firm")
+    Reservation.objects.filter(group=order.reservation_group).update(
+        start_at=start, held_from=start, status="firm"
+    )
     run = ProvisioningRun.objects.create(
         order=order, kind=RunKind.PROVISION, status=RunStatus.DELIVERED
     )
