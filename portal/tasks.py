@@ -9,9 +9,10 @@ from core.queues import CeleryQueue
 from portal.api import events
 
 
-@shared_task(queue=CeleryQueue.DEFAULT, soft_time_limit=20, time_limit=30)
+@shared_task(queue=CeleryQueue.DEFAULT, soft_time_limit=20, time_limit=30, ignore_result=False)
 def health_check() -> dict[str, str]:
-    """Proves a worker is up and reaches the database: used by ops and the integration test."""
+    """Proves a worker is up and reaches the database: used by ops and the integration test,
+    who read its result (so it keeps one, unlike the tasks nobody reads)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
         cursor.fetchone()

@@ -160,8 +160,12 @@ class Contract(models.Model):
     )
     final_sha256 = models.CharField(_("SHA-256 of the sealed PDF"), max_length=64, blank=True)
     # The emails "ready to sign" and "sealed contract attached", claimed once each.
-    ready_emailed_at = models.DateTimeField(null=True, blank=True, editable=False)
-    sealed_emailed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    ready_emailed_at = models.DateTimeField(
+        _("ready-to-sign email sent at"), null=True, blank=True, editable=False
+    )
+    sealed_emailed_at = models.DateTimeField(
+        _("sealed-contract email sent at"), null=True, blank=True, editable=False
+    )
 
     lifecycle = Lifecycle(
         choices=ContractStatus,

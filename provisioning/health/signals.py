@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
+
 from core import jobs, lifecycle
-from inventory.models import Node, NodeStatus
+from inventory.models import Node, NodeStatus, Reservation, ReservationStatus
 from provisioning.models import HealthIncident, IncidentStatus
 
 TASK = "provisioning.tasks.health_node_marked_faulty"
@@ -18,9 +20,22 @@ REPAIRED_TASK = "provisioning.tasks.health_node_repaired"
 def _on_write(sender: type, objs: list[Any], **_kwargs: Any) -> None:
     if sender is not Node:
         return
-    for node in objs:
-        if getattr(node, "status", None) == NodeStatus.FAULTY:
-            jobs.enqueue(TASK, node.pk)
+    faulty = [n.pk for n in objs if getattr(n, "status", None) == NodeStatus.FAULTY]
+    if faulty:
+        # Only a node serving a rental now has a customer to tell and a booking to move
+        # (one query per batch); a faulty idle node is ops' business alone.
+        now = timezone.now()
+        for node_id in (
+            Reservation.objects.filter(
+                node_id__in=faulty,
+                status=ReservationStatus.FIRM,
+                held_from__lte=now,
+                held_until__gt=now,
+            )
+            .values_list("node_id", flat=True)
+            .distinct()
+        ):
+            jobs.enqueue(TASK, node_id)
     available = [n.pk for n in objs if getattr(n, "status", None) == NodeStatus.AVAILABLE]
     if available:
         # Repaired while its order still holds it (no spare was free): back to its

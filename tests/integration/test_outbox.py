@@ -56,10 +56,11 @@ def test_a_dead_broker_delays_the_work_and_never_fails_the_customer(
     assert elapsed < 5, elapsed
     order = Order.objects.get()
     assert client.get(response["Location"]).status_code == 200
-    # The quote's PDF and email and the invoice PDF wait in the outbox, with the reason.
+    # The quote's PDF and email, the invoice PDF and its email wait in the outbox, with the reason.
     waiting = list(OutboxMessage.objects.filter(status=OutboxStatus.PENDING))
     assert {tuple(m.task_names) for m in waiting} == {
         ("billing.tasks.document_render_quote", "billing.tasks.quote_email"),
+        ("billing.tasks.invoice_issued_email",),
         ("billing.tasks.document_render_invoice",),
     }
     assert all(m.attempts == 1 and "refused" in m.last_error.lower() for m in waiting)

@@ -296,8 +296,8 @@ DASHBOARD_QUERIES = 9  # + orders, their invoices, members, quotes, invoices
 # release), its open suspension, the suspension announced, its renewal, the credit notes
 # and the quote's lines for the invoices over the term, the organisation's SSH keys with
 # the order's choice, the customer's credit balance: constant, whatever the order.
-# (22 on the money branch; main's merged branches brought 3 more, counted at the merge.)
-ORDER_QUERIES = 25
+# (22 with every branch merged: constant in the number of nodes.)
+ORDER_QUERIES = 22
 
 
 def test_dashboard_runs_a_fixed_number_of_queries(client, demo, django_assert_max_num_queries):

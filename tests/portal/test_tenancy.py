@@ -32,6 +32,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone, translation
 
+from accounts import api_keys, webhooks
 from accounts.models import Invitation, MemberRole, Membership, Organisation
 from billing.credits import services as credit_services
 from billing.models import CreditNote, Invoice, Order, Quote
@@ -49,6 +50,11 @@ LANGUAGES = [code for code, _name in settings.LANGUAGES]
 
 # Parameterised routes that do not show an organisation's object, and why.
 NOT_ORG_SCOPED: dict[str, str] = {
+    "dashboard_acceptance_raw": (
+        "one node's raw outputs of a run: the run is looked up among the member's own "
+        "orders exactly as dashboard_acceptance_report (walked here) before any node; the "
+        "walk's run has no node results, so A's owner would get 404 too"
+    ),
     "accounts:verify": "a signed, expiring token for the user's own email address",
     "accounts:invitation": (
         "an invitation's unguessable token; its own rules (open, for the invited address) "
@@ -85,6 +91,10 @@ class World:
     invitation: Invitation
     acceptance_run: ValidationRun
     credit_note: CreditNote
+    api_key_id: int
+    webhook_endpoint_id: int
+    webhook_endpoint_to_delete_id: int
+    webhook_delivery_id: int
 
 
 FILLERS: dict[str, Callable[[World], list[Kwargs]]] = {
@@ -106,9 +116,15 @@ FILLERS: dict[str, Callable[[World], list[Kwargs]]] = {
     ],
     "order_incident": lambda w: [{"number": w.order.number, "incident_id": 1}],
     "acceptance_run": lambda w: [{"number": w.order.number, "run_id": w.acceptance_run.pk}],
+    "api_key": lambda w: [{"key_id": w.api_key_id}],
+    "webhook_endpoint": lambda w: [{"endpoint_id": w.webhook_endpoint_id}],
+    "webhook_endpoint_to_delete": lambda w: [{"endpoint_id": w.webhook_endpoint_to_delete_id}],
+    "webhook_delivery": lambda w: [{"delivery_id": w.webhook_delivery_id}],
 }
 
 NOT_FOUND = frozenset({404})
+# Routes whose POST removes the object they name.
+DELETIONS = frozenset({"dashboard_webhook_delete"})
 # The sales pages refuse customers outright (403) before looking anything up.
 STAFF_ONLY = frozenset({403, 404})
 
@@ -138,6 +154,11 @@ ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
     "provisioning_node_swap": ("run_node", STAFF_ONLY),
     "provisioning_run_cancel": ("run", STAFF_ONLY),
     "dashboard_acceptance_report": ("acceptance_run", NOT_FOUND),
+    # API keys and webhooks of the organisation (owners' dashboard pages).
+    "dashboard_api_key_revoke": ("api_key", NOT_FOUND),
+    "dashboard_webhook_rotate": ("webhook_endpoint", NOT_FOUND),
+    "dashboard_webhook_delete": ("webhook_endpoint_to_delete", NOT_FOUND),
+    "dashboard_webhook_replay": ("webhook_delivery", NOT_FOUND),
     # The order's contract: read, download, one-time code, sign; standard terms.
     "dashboard_contract": ("order", NOT_FOUND),
     "dashboard_contract_pdf": ("order", NOT_FOUND),
@@ -259,6 +280,26 @@ def world(demo) -> World:
     acceptance_run = ValidationRun.objects.create(
         order=order, profile="acceptance", status=ValidationRunStatus.PASSED
     )
+    api_key = api_keys.api_key_create(
+        organisation=org_a,
+        actor=owner_a,
+        name="tenancy walk",
+        scopes={family: "write" for family in api_keys.API_FAMILIES},
+    ).api_key
+    endpoint = webhooks.endpoint_create(
+        organisation=org_a,
+        url="https://hooks.example.com/portal",
+        event_types=["order.paid"],
+        actor=owner_a,
+    )
+    to_delete = webhooks.endpoint_create(
+        organisation=org_a,
+        url="https://hooks.example.com/old",
+        event_types=["invoice.issued"],
+        actor=owner_a,
+    )
+    event = webhooks.emit_event(org_a, "order.paid", {"order": order.number})
+    assert event is not None
     org_b = Organisation.objects.create(name="Other Lab", legal_name="Other Lab Ltd.")
     owner_b = User.objects.create_user("eve", "eve@otherlab.example", "pw-eve-12345")
     Membership.objects.create(user=owner_b, organisation=org_b, role=MemberRole.OWNER)
@@ -275,6 +316,10 @@ def world(demo) -> World:
         membership=Membership.objects.get(user=owner_a, organisation=org_a),
         invitation=invitation,
         acceptance_run=acceptance_run,
+        api_key_id=api_key.pk,
+        webhook_endpoint_id=endpoint.pk,
+        webhook_endpoint_to_delete_id=to_delete.pk,
+        webhook_delivery_id=event.deliveries.get().pk,
         credit_note=credit_services.credit_note_issue(
             invoice=order.invoices.get(),
             lines=[
@@ -373,9 +418,11 @@ def test_every_parameterised_route_is_walked_or_allowed():
     for kind, _expected in ORG_ROUTES.values():
         assert kind in FILLERS
     # Unnamed routes cannot be reversed, so the walk could not reach them: only the
-    # admin's catch-all may have no name.
+    # admin's catch-all may have no name, and the API's routes, whose cross-organisation
+    # walk (every object URL of the served schema, with another organisation's key) is
+    # tests/portal/api/test_tenancy.py.
     unnamed = [r.regex for r in all_routes() if r.params and not r.name]
-    assert all("admin/" in regex for regex in unnamed), unnamed
+    assert all("admin/" in regex or regex.startswith("api/v1/") for regex in unnamed), unnamed
     # The issue's list is all here.
     for required in (
         "quote_public",
@@ -437,10 +484,16 @@ def test_another_organisations_member_gets_404_everywhere(world):
     assert Membership.objects.filter(pk=world.membership.pk, role=MemberRole.OWNER).exists()
 
     # The control: A's owner reaches the same URLs (GET pages first, then the POSTs).
+    # A deletion succeeds once: its other language's URL then rightly answers 404.
+    deleted: set[str] = set()
     for method in ("get", "post"):
         for name, url, expected in org_urls(world):
             if expected is STAFF_ONLY or method not in refused_methods[url]:
                 continue
+            if name in DELETIONS and method == "post":
+                if name in deleted:
+                    continue
+                deleted.add(name)
             response = getattr(owner, method)(url)
             assert response.status_code not in (403, 404, 405), (
                 f"{method.upper()} {url} ({name}) as A's owner: {response.status_code}"
