@@ -39,6 +39,7 @@ from billing.models import (
 from billing.pricing import schedule as schedule_engine
 from billing.pricing.late_fees import LATE_FEE_PER_DAY
 from billing.pricing.sla import SLA_CREDIT_TABLE, SLA_TARGET
+from billing.pricing.terms import billing_schedule, invoice_issue_days
 from core.documents import DocumentKind, register
 from core.pdf import css_content, normalise_language
 
@@ -87,13 +88,12 @@ def contract_lines(contract: Contract) -> list[schedule_engine.ChargeLine]:
 
 
 def contract_schedule(contract: Contract) -> list[schedule_engine.Period]:
-    quote = contract.quote
-    return schedule_engine.invoice_schedule(
-        term=quote.term,
-        duration=quote.duration,
-        start_date=quote.start_date,
+    """The periods, amounts and dates of §4.1: the same schedule the invoices follow."""
+    return billing_schedule(
+        quote=contract.quote,
         tz=contract.site.tzinfo,
         lines=contract_lines(contract),
+        order=contract.order,
     )
 
 
@@ -306,6 +306,9 @@ def contract_context(contract: Contract, *, language: str, sealed: bool = False)
             "fault_response_minutes": FAULT_RESPONSE_MINUTES,
             "replacement_hours": REPLACEMENT_HOURS,
             "late_fee": LATE_FEE_PER_DAY,
+            "issue_days": invoice_issue_days(),
+            "late_issue_pay_days": schedule_engine.LATE_ISSUE_PAY_DAYS,
+            "extra_pay_days": schedule_engine.EXTRA_PAY_DAYS,
             "renewal_days": settings.PORTAL_RENEWAL_DAYS,
             "governing": _governing(contract),
             "sealed": sealed,
