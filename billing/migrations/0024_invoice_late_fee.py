@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('billing', '0023_contract_email_field_names'),
+        ('billing', '0001_squashed_2026_12'),
     ]
 
     operations = [
