@@ -34,6 +34,8 @@ from billing.models import (
     ContractAuditEntry,
     ContractDocument,
     ContractDocumentKind,
+    DunningAction,
+    DunningPolicy,
     ItemKind,
 )
 from billing.pricing import schedule as schedule_engine
@@ -95,6 +97,21 @@ def contract_schedule(contract: Contract) -> list[schedule_engine.Period]:
         lines=contract_lines(contract),
         order=contract.order,
     )
+
+
+def dunning_terms() -> dict[str, Any]:
+    """What §10 states about reminders and suspension, from the active dunning policy (the
+    data ``billing.dunning`` runs on): the reminder days relative to the due date
+    (``-7``: seven days before) and the days after it before a suspension."""
+    policy = DunningPolicy.objects.filter(active=True).prefetch_related("steps").first()
+    if policy is None:
+        return {"reminder_offsets": [], "grace_days": None}
+    offsets = [
+        f"{step.offset_days:+d}" if step.offset_days else "0"
+        for step in policy.ordered_steps()
+        if step.action == DunningAction.REMIND
+    ]
+    return {"reminder_offsets": offsets, "grace_days": policy.grace_days}
 
 
 def _equipment(contract: Contract) -> list[dict[str, Any]]:
@@ -309,6 +326,7 @@ def contract_context(contract: Contract, *, language: str, sealed: bool = False)
             "issue_days": invoice_issue_days(),
             "late_issue_pay_days": schedule_engine.LATE_ISSUE_PAY_DAYS,
             "extra_pay_days": schedule_engine.EXTRA_PAY_DAYS,
+            **dunning_terms(),
             "renewal_days": settings.PORTAL_RENEWAL_DAYS,
             "governing": _governing(contract),
             "sealed": sealed,

@@ -141,6 +141,11 @@ def test_contract_invoices_and_order_page_state_the_same_dates(demo, settings, c
         assert f"<td>{p.issue_on:%Y-%m-%d}</td><td>{p.due_on:%Y-%m-%d}</td>" in html
     assert "issued 10 days before its period begins" in html
     assert "于该期开始前 10 日开具" in html  # the Chinese text states the same rule
+    # §10 states the reminders and the grace period of the dunning policy in force
+    # (seeded: -7, -3, 0 and +3 days, suspension from 10 days after the due date).
+    assert "relative to the due date (negative: before it): -7, -3, 0, +3." in html
+    assert "No earlier than 10 days after the due date" in html
+    assert "-7、-3、0、+3" in html and "到期日后满 10 日" in html
 
     # The beat job issues period 2 on that day (site time), not the day before, due then.
     invoice = order.invoices.get(period_seq=1)
