@@ -25,6 +25,7 @@ from django.core.management import call_command
 
 from inventory.models import Fabric, Interconnect
 from tests import factories
+from tests.provisioning.fakegpu.tool import ib_write_bw_script
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = Path(__file__).resolve().parent / "fakegpu" / "tool.py"
@@ -37,7 +38,7 @@ H200 = {"name": "NVIDIA H200", "memory_mib": 143771, "nvlink_links": 18}
 A100 = {"name": "NVIDIA A100-SXM4-40GB", "memory_mib": 40960, "nvlink_links": 12}
 RTX = {"name": "NVIDIA GeForce RTX 3090", "memory_mib": 24576, "nvlink_links": 0}
 V100S = {"name": "Tesla V100S-PCIE-32GB", "memory_mib": 32768, "nvlink_links": 0}
-IB2 = ["mlx5_0", "mlx5_1"]  # two NICs keep the test fast; each is judged
+IB8 = [f"mlx5_{i}" for i in range(8)]  # the 8 × NDR400 the H100/H200 node types declare
 
 NODES = {
     # H800 sample's P2P (172 GB/s, 8 NVLinks) × 2.25: an H100/H200's 18 NVLink 4 links.
@@ -45,7 +46,7 @@ NODES = {
         **H100,
         "gpus": 8,
         "busbw": 481.5,
-        "ib_devices": IB2,
+        "ib_devices": IB8,
         "nvb_scale": {"device_to_device_memcpy_read_ce": 2.25},
         "figures": {"tflops": 800.0, "dtype": "bf16", "fp8": 1450.0, "hbm": 3000.0},
     },
@@ -53,7 +54,7 @@ NODES = {
         **H200,
         "gpus": 8,
         "busbw": 472.0,
-        "ib_devices": IB2,
+        "ib_devices": IB8,
         "nvb_scale": {"device_to_device_memcpy_read_ce": 2.25},
         "figures": {"tflops": 805.0, "dtype": "bf16", "fp8": 1460.0, "hbm": 4300.0},
     },
@@ -74,7 +75,7 @@ NODES = {
         **RTX,
         "gpus": 1,
         "mig": "[N/A]",
-        "has_ecc": False,
+        "ecc_kind": "none",  # GeForce: no ECC, nvidia-smi prints [N/A]
         "has_remap": False,
         "nvb_scale": {"host_to_device_memcpy_ce": 0.46, "device_to_host_memcpy_ce": 0.46},
         "figures": {"tflops": 74.0, "dtype": "bf16", "fp8": None, "hbm": 850.0},
@@ -83,6 +84,7 @@ NODES = {
         **V100S,
         "gpus": 1,
         "mig": "[N/A]",
+        "ecc_kind": "volta",  # retired pages, no SRAM/DRAM counters, no row remapping
         "has_remap": False,
         "nvb_scale": {"host_to_device_memcpy_ce": 0.23, "device_to_host_memcpy_ce": 0.23},
         "figures": {"tflops": 85.0, "dtype": "fp16", "fp8": None, "hbm": 1000.0},
@@ -143,7 +145,10 @@ def _node_files(tmp_path: Path, node: dict, *, without: tuple[str, ...] = ()) ->
         if tool in without:
             continue
         path = bin_dir / tool
-        path.write_text(f'#!/bin/sh\nexec {sys.executable} -I -S {TOOL} {tool} "$@"\n')
+        if tool == "ib_write_bw":
+            path.write_text(ib_write_bw_script())
+        else:
+            path.write_text(f'#!/bin/sh\nexec {sys.executable} -I -S {TOOL} {tool} "$@"\n')
         path.chmod(0o755)
     n = node["gpus"]
     f = node["figures"]
@@ -228,7 +233,7 @@ def test_a_healthy_node_of_each_type_sold_is_accepted_at_its_own_message_size(
     assert all(r["source"] for r in judged["results"])
     if kind in ("h100", "h200"):
         assert metrics["gemm_tflops_fp8"] == [NODES[kind]["figures"]["fp8"]] * 8
-        assert len(metrics["ib_write_bw_gbps"]) == 2
+        assert len(metrics["ib_write_bw_gbps"]) == metrics["ib_nic_count"] == 8
         assert metrics["nvlink_links_total"] == 8 * 18
     assert len(metrics["gpu_temperature_max_c"]) == NODES[kind]["gpus"]
 
@@ -247,6 +252,12 @@ REJECTED = {
         {"ecc": {"5": {"ecc.errors.uncorrected.volatile.sram": 2}}},
         ("ecc_uncorrectable", ""),
     ),
+    "ecc_mode_off": ({"ecc_mode": "Disabled"}, ("not_equal", "ecc_off_gpus")),
+    "ecc_counters_missing": (  # [N/A] on a card that has ECC: missing data, not a pass
+        {"ecc_na": ["ecc.errors.uncorrected.volatile.sram"]},
+        ("missing_metric", "ecc_sram_uncorrectable"),
+    ),
+    "7_of_8_nics": ({"ib_devices": IB8[:7]}, ("below_threshold", "ib_nic_count")),
     "remap_over_512": (
         {"ecc": {"2": {"remapped_rows.uncorrectable": 600}}},
         ("below_threshold", "remapped_rows_uncorrectable"),
@@ -279,6 +290,32 @@ def test_a_broken_h100_node_is_rejected_with_its_own_reason(node_types, tmp_path
     assert code == 1
     assert judged["accepted"] is False
     assert reason in codes(judged), judged["reasons"]
+
+
+V100S_REJECTED = {
+    "retirement_pending": (
+        {"ecc": {"0": {"retired_pages.dbe": 1, "retired_pages.pending": "Yes"}}},
+        ("not_equal", "retired_pages_pending"),
+    ),
+    "retirement_table_full": (
+        {"ecc": {"0": {"retired_pages.sbe": 40, "retired_pages.dbe": 22}}},
+        ("below_threshold", "retired_pages_total"),
+    ),
+    # a V100S reporting no ECC at all (ECC off, or a board without it): fails closed
+    "no_ecc_data": ({"ecc_kind": "none"}, ("missing_metric", "retired_pages_pending")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(V100S_REJECTED))
+def test_a_v100s_with_retired_pages_or_no_ecc_data_is_rejected(node_types, tmp_path, case):
+    """Volta retires pages instead of remapping rows and has no SRAM/DRAM counters: its
+    own ECC rules judge it (a healthy V100S and a healthy RTX 3090 without ECC are
+    accepted above), and missing data on a card that has ECC never passes."""
+    change, reason = V100S_REJECTED[case]
+    code, judged = judge(node_types["v100s"], run_agent(tmp_path, {**NODES["v100s"], **change}))
+    assert code == 1 and reason in codes(judged), judged["reasons"]
+    if case == "no_ecc_data":
+        assert ("not_equal", "ecc_off_gpus") in codes(judged)
 
 
 def test_a_missing_tool_fails_the_node_instead_of_being_skipped(node_types, tmp_path):
