@@ -572,10 +572,14 @@ def run_checks(
     s: Settings,
     only: list[str] | None = None,
     emit: Callable[[CheckResult], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
 ) -> list[CheckResult]:
-    """Run the checks in order; ``emit`` gets each one as soon as it finished."""
+    """Run the checks in order; ``on_start`` gets each name as it starts, ``emit`` each
+    result as soon as it finished."""
     results = []
     for name in [n for n in CHECKS if not only or n in only]:
+        if on_start is not None:
+            on_start(name)
         result = guarded(name, s.device, partial(CHECKS[name], s))
         results.append(result)
         if emit is not None:

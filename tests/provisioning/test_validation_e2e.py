@@ -341,8 +341,9 @@ def test_an_agent_killed_halfway_keeps_what_finished_and_the_verdict_names_the_r
     )
     try:
         deadline = time.monotonic() + 60
-        while '"name": "ib_write_bw"' not in (out.read_text() if out.exists() else ""):
-            assert time.monotonic() < deadline, "the agent never reached ib_write_bw"
+        started = '"type": "check_start", "name": "dcgm_diag"'  # every other check done
+        while started not in (out.read_text() if out.exists() else ""):
+            assert time.monotonic() < deadline, "the agent never reached dcgm_diag"
             time.sleep(0.05)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the agent and its dcgmi, as a timeout would
