@@ -214,6 +214,7 @@ class LocalRunner:
 
     timeout_s: float = 120.0
     sizes: Sequence[str] = ()
+    extra_args: Sequence[str] = ()  # more agent options (``--gemm-seconds 10`` …)
     streams = True
 
     def __call__(
@@ -222,6 +223,7 @@ class LocalRunner:
         command = [sys.executable, "-m", "provisioning.agent", "--profile", profile]
         if self.sizes:
             command += ["--sizes", *self.sizes]
+        command += list(self.extra_args)
         proc = subprocess.Popen(  # noqa: S603 - fixed command, our own module
             command,
             cwd=AGENT_PACKAGE_ROOT,
@@ -277,9 +279,11 @@ class LocalRunner:
         return agent_document(proc.returncode, stdout, "".join(errors))
 
 
-def local_runner(*, timeout_s: float = 120.0, sizes: Sequence[str] = ()) -> LocalRunner:
+def local_runner(
+    *, timeout_s: float = 120.0, sizes: Sequence[str] = (), extra_args: Sequence[str] = ()
+) -> LocalRunner:
     """Run ``python -m provisioning.agent`` here as a subprocess (simulated nodes, CI)."""
-    return LocalRunner(timeout_s=timeout_s, sizes=tuple(sizes))
+    return LocalRunner(timeout_s=timeout_s, sizes=tuple(sizes), extra_args=tuple(extra_args))
 
 
 def fold_lines(text: str) -> dict[str, Any] | None:

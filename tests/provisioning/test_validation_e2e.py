@@ -452,3 +452,39 @@ def test_the_report_of_a_gpu_run_states_each_figure_against_its_threshold(
     assert len(n["sustained"]) == 8 and n["sustained"][0]["fp8"] == "1,450"
     text = report.render_acceptance_report(run=run, language="en", swaps=[])
     assert text.startswith(b"%PDF") and b"/ByteRange" in text
+
+
+# --------------------------------------------------------------------------- live checks
+
+
+def test_each_check_is_judged_on_its_own_as_its_line_arrives(node_types, tmp_path):
+    """What the staff run page shows while the agent runs (``interface.live_sink``): the
+    check whose output shows XID 79 fails at once with that reason, the others pass, a
+    check no rule reads (no IB on a PCIe 3090 node) is not judged."""
+    from provisioning.validation import selectors, services
+    from provisioning.validation.interface import live_sink, parse_line
+
+    def events(kind: str, node: dict) -> dict:
+        seen: dict = {}
+        target = services.node_type_target(node_types[kind])
+        sink = live_sink(target, lambda e: seen.setdefault(e.kind, []).append(e),
+                         selectors.rules_from_db(), allow_injected=True)  # fmt: skip
+        (tmp_path / kind).mkdir()
+        for text in run_agent(tmp_path / kind, node).read_text().splitlines():
+            sink(parse_line(text))
+        return seen
+
+    seen = events("h100", {**H100_NODE, "xids": [79]})
+    assert seen["planned"][0].planned[0] == "gpu_inventory"
+    assert [e.name for e in seen["started"]] == list(seen["planned"][0].planned)
+    verdicts = {e.name: e.verdict for e in seen["finished"]}
+    assert verdicts.pop("xid") == "failed" and set(verdicts.values()) == {"passed"}
+    xid = next(e for e in seen["finished"] if e.name == "xid")
+    assert {(r["code"], r["params"].get("metric")) for r in xid.reasons} == {
+        ("xid_critical", None),
+        ("not_equal", "xid_critical_count"),
+    }
+    assert xid.metrics["xid_codes"] == [79]
+    rtx = {e.name: e for e in events("rtx3090", NODES["rtx3090"])["finished"]}
+    assert (rtx["ib_write_bw"].status, rtx["ib_write_bw"].verdict) == ("skipped", "not_judged")
+    assert rtx["gemm"].verdict == "passed"

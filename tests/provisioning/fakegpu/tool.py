@@ -249,6 +249,7 @@ def all_reduce_perf(args: list[str], s: dict) -> int:
 def dcgmi(args: list[str], s: dict) -> int:
     if s.get("hang") == "dcgmi":
         time.sleep(120)
+    time.sleep(float(s.get("dcgmi_seconds", 0)))  # -r 3 takes about 15 minutes for real
     n = s["gpus"]
     text = sample("dcgmi_diag_json_8gpu_dcgm3.1.0_nvvs.txt")
     text = text.replace('"0,1,2,3,4,5,6,7"', '"' + ",".join(map(str, range(n))) + '"')
