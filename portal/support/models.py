@@ -281,7 +281,7 @@ class Impact(models.TextChoices):
 
 
 # Worst first: a component shows its worst open incident.
-IMPACT_RANK = {Impact.MAJOR: 0, Impact.PARTIAL: 1, Impact.DEGRADED: 2}
+IMPACT_RANK: dict[str, int] = {Impact.MAJOR: 0, Impact.PARTIAL: 1, Impact.DEGRADED: 2}
 
 
 class IncidentPhase(models.TextChoices):

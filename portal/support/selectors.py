@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Case, F, Prefetch, Q, QuerySet, When
-from django.db.models.functions import Least
 from django.db.models import DateTimeField as DateTimeFieldType
+from django.db.models.functions import Least
 from django.utils import timezone
 from django.utils.translation import gettext
 
@@ -164,9 +164,9 @@ def diagnostics(ticket: Ticket) -> Diagnostics:
     """The attached diagnostics, read back in the reader's language."""
     refs = ticket.diagnostics or {}
     out = Diagnostics()
-    for incident in HealthIncident.objects.filter(pk__in=refs.get("incidents") or []).select_related(
-        "node"
-    ):
+    for incident in HealthIncident.objects.filter(
+        pk__in=refs.get("incidents") or []
+    ).select_related("node"):
         out.incidents.append(
             {
                 "incident": incident,
@@ -246,7 +246,9 @@ def _with_next_due(qs: QuerySet[Ticket]) -> QuerySet[Ticket]:
     return qs.annotate(
         next_due=Case(
             When(paused_at__isnull=False, then=None),
-            When(first_response_at__isnull=True, then=Least("response_due_at", "resolution_due_at")),
+            When(
+                first_response_at__isnull=True, then=Least("response_due_at", "resolution_due_at")
+            ),
             default=F("resolution_due_at"),
             output_field=DateTimeFieldType(),
         )
@@ -422,7 +424,8 @@ def site_status(site: Site, now: datetime | None = None) -> SiteStatus:
     incidents = list(
         _incidents(
             StatusIncident.objects.filter(site=site).filter(
-                ~Q(status=IncidentPhase.RESOLVED) | Q(resolved_at__gte=now - timedelta(days=RECENT_DAYS))
+                ~Q(status=IncidentPhase.RESOLVED)
+                | Q(resolved_at__gte=now - timedelta(days=RECENT_DAYS))
             )
         )
     )
@@ -435,7 +438,8 @@ def status_sites() -> list[SiteStatus]:
     incidents = list(
         _incidents(
             StatusIncident.objects.filter(
-                ~Q(status=IncidentPhase.RESOLVED) | Q(resolved_at__gte=now - timedelta(days=RECENT_DAYS))
+                ~Q(status=IncidentPhase.RESOLVED)
+                | Q(resolved_at__gte=now - timedelta(days=RECENT_DAYS))
             )
         )
     )
@@ -477,7 +481,9 @@ def customer_status(organisation: Organisation, now: datetime | None = None) -> 
     site_ids = {n.site_id for n in nodes} | {o.site_id for o in orders}
     rack_ids = {n.rack_id for n in nodes}
     switch_ids = {n.leaf_switch_id for n in nodes}
-    recent = ~Q(status=IncidentPhase.RESOLVED) | Q(resolved_at__gte=now - timedelta(days=RECENT_DAYS))
+    recent = ~Q(status=IncidentPhase.RESOLVED) | Q(
+        resolved_at__gte=now - timedelta(days=RECENT_DAYS)
+    )
     scoped = (
         Q(racks__isnull=True, switches__isnull=True, nodes__isnull=True)
         | Q(racks__in=rack_ids)
@@ -486,7 +492,10 @@ def customer_status(organisation: Organisation, now: datetime | None = None) -> 
     )
     incidents = list(
         _incidents(
-            StatusIncident.objects.filter(site_id__in=site_ids).filter(recent).filter(scoped).distinct()
+            StatusIncident.objects.filter(site_id__in=site_ids)
+            .filter(recent)
+            .filter(scoped)
+            .distinct()
         )
     )
     affected: dict[int, list[str]] = {}

@@ -26,8 +26,9 @@ from django.utils.translation import gettext as _
 
 from accounts.models import Organisation
 from billing.models import ContractStatus, Order
-from core import jobs, lifecycle
+from core import jobs, lifecycle, texts
 from core.errors import DomainError
+from core.texts import Text
 from core.types import Actor, actor_or_none
 from inventory.models import Node, Rack, Site, Switch
 from portal.support import clocks, selectors
@@ -84,16 +85,27 @@ def _text(value: str, *, what: str, limit: int = MAX_BODY) -> str:
     return value
 
 
-def _note(ticket: Ticket, *, actor: Actor, reason: str, internal: bool = False) -> TicketEvent:
-    """An event that changes no status (assigned, replied, a clock missed…)."""
+def _note(
+    ticket: Ticket, *, actor: Actor, reason: Text | str, internal: bool = False
+) -> TicketEvent:
+    """An event that changes no status (assigned, replied, a clock missed…): the same row
+    as the lifecycle's, with ``internal`` for what only staff see."""
+    plain, coded = texts.stored(reason)
     return TicketEvent.objects.create(
         ticket=ticket,
         from_status=ticket.status,
         to_status=ticket.status,
         actor=actor_or_none(actor),
-        reason=reason,
+        reason=plain,
+        reason_text=coded,
         internal=internal,
     )
+
+
+def _label(choices: type, code: str) -> Text:
+    """A choice's label as a system text (rendered in the reader's language)."""
+    with translation.override("en"):
+        return Text(str(choices(code).label))
 
 
 def ticket_tier(order: Order | None) -> str:
@@ -185,7 +197,7 @@ def ticket_open(
             else MessageVia.WEB,
             body=body,
         )
-        lifecycle.record_creation([ticket], actor=actor, reason=_("Ticket opened."))
+        lifecycle.record_creation([ticket], actor=actor, reason=Text("Ticket opened."))
         jobs.enqueue(EMAIL_TASK, ticket.pk, "opened")
     return ticket
 
@@ -246,7 +258,7 @@ def _staff_replied(ticket: Ticket, *, actor: Actor, now: datetime, wait: bool) -
             ticket,
             to=TicketStatus.WAITING,
             actor=actor,
-            reason=_("Support replied and waits on the customer: the clocks are paused."),
+            reason=Text("Support replied and waits on the customer: the clocks are paused."),
             updates=updates,
             locked=True,
         )
@@ -255,7 +267,7 @@ def _staff_replied(ticket: Ticket, *, actor: Actor, now: datetime, wait: bool) -
         Ticket.objects.filter(pk=ticket.pk).update(**updates)
         for name, value in updates.items():
             setattr(ticket, name, value)
-    _note(ticket, actor=actor, reason=_("Support replied."))
+    _note(ticket, actor=actor, reason=Text("Support replied."))
 
 
 def _resume(ticket: Ticket, now: datetime) -> dict[str, object]:
@@ -279,7 +291,7 @@ def _customer_replied(ticket: Ticket, *, actor: Actor, now: datetime) -> None:
             ticket,
             to=TicketStatus.OPEN,
             actor=actor,
-            reason=_("The customer answered: the clocks run again."),
+            reason=Text("The customer answered: the clocks run again."),
             updates=_resume(ticket, now),
             locked=True,
         )
@@ -294,12 +306,12 @@ def _customer_replied(ticket: Ticket, *, actor: Actor, now: datetime) -> None:
             ticket,
             to=TicketStatus.OPEN,
             actor=actor,
-            reason=_("The customer reopened the ticket."),
+            reason=Text("The customer reopened the ticket."),
             updates=updates,
             locked=True,
         )
     else:
-        _note(ticket, actor=actor, reason=_("The customer replied."))
+        _note(ticket, actor=actor, reason=Text("The customer replied."))
 
 
 def ticket_note(*, ticket: Ticket, actor: Actor, body: str) -> TicketMessage:
@@ -310,7 +322,7 @@ def ticket_note(*, ticket: Ticket, actor: Actor, body: str) -> TicketMessage:
         message = TicketMessage.objects.create(
             ticket=ticket, author=actor_or_none(actor), from_staff=True, internal=True, body=body
         )
-        _note(ticket, actor=actor, reason=_("Internal note added."), internal=True)
+        _note(ticket, actor=actor, reason=Text("Internal note added."), internal=True)
     return message
 
 
@@ -334,11 +346,11 @@ def ticket_assign(*, ticket: Ticket, actor: Actor, assignee: object | None, reas
         ticket = Ticket.objects.select_for_update().get(pk=ticket.pk)
         Ticket.objects.filter(pk=ticket.pk).update(assignee=assignee)
         ticket.assignee = assignee  # type: ignore[assignment]
-        who = assignee.get_username() if assignee is not None else _("nobody")  # type: ignore[attr-defined]
+        who = assignee.get_username() if assignee is not None else Text("nobody")  # type: ignore[attr-defined]
         _note(
             ticket,
             actor=actor,
-            reason=_("Assigned to %(who)s: %(why)s") % {"who": who, "why": reason},
+            reason=Text("Assigned to %(who)s: %(why)s", who=who, why=reason),
             internal=True,
         )
     return ticket
@@ -352,7 +364,7 @@ def ticket_set_priority(*, ticket: Ticket, actor: Actor, priority: str, reason: 
         raise DomainError(_("Choose a priority."))
     with transaction.atomic():
         ticket = Ticket.objects.select_for_update().get(pk=ticket.pk)
-        old = ticket.get_priority_display()
+        old = ticket.priority
         ticket.priority = priority
         response_due, resolution_due = _due(ticket)
         Ticket.objects.filter(pk=ticket.pk).update(
@@ -362,8 +374,12 @@ def ticket_set_priority(*, ticket: Ticket, actor: Actor, priority: str, reason: 
         _note(
             ticket,
             actor=actor,
-            reason=_("Priority %(old)s → %(new)s: %(why)s")
-            % {"old": old, "new": ticket.get_priority_display(), "why": reason},
+            reason=Text(
+                "Priority %(old)s → %(new)s: %(why)s",
+                old=_label(TicketPriority, old),
+                new=_label(TicketPriority, priority),
+                why=reason,
+            ),
         )
     return ticket
 
@@ -395,7 +411,7 @@ def ticket_resolve(
             ticket,
             to=TicketStatus.RESOLVED,
             actor=actor,
-            reason=_("Resolved: %(what)s") % {"what": resolution[:300]},
+            reason=Text("Resolved: %(what)s", what=resolution[:300]),
             updates=updates,
             locked=True,
         )
@@ -414,13 +430,15 @@ def ticket_clocks_sweep(*, now: datetime | None = None) -> int:
             first_response_at__isnull=True, response_missed=False, response_due_at__lt=now
         ).select_for_update(skip_locked=True):
             Ticket.objects.filter(pk=ticket.pk).update(response_missed=True)
-            _note(ticket, actor=None, reason=_("The first-response clock ran out."), internal=True)
+            _note(
+                ticket, actor=None, reason=Text("The first-response clock ran out."), internal=True
+            )
             marked += 1
         for ticket in running.filter(
             resolution_missed=False, resolution_due_at__lt=now
         ).select_for_update(skip_locked=True):
             Ticket.objects.filter(pk=ticket.pk).update(resolution_missed=True)
-            _note(ticket, actor=None, reason=_("The resolution clock ran out."), internal=True)
+            _note(ticket, actor=None, reason=Text("The resolution clock ran out."), internal=True)
             marked += 1
     return marked
 
@@ -466,9 +484,7 @@ def ticket_open_for_low_utilisation(*, alert_id: int) -> Ticket | None:
 def ticket_open_for_replacement(*, incident_id: int) -> Ticket | None:
     """A node of a rented order needs replacing: a ticket about it (once)."""
     incident = (
-        HealthIncident.objects.select_related("order__quote", "node")
-        .filter(pk=incident_id)
-        .first()
+        HealthIncident.objects.select_related("order__quote", "node").filter(pk=incident_id).first()
     )
     if incident is None or incident.order is None:
         return None
@@ -534,7 +550,7 @@ def status_incident_open(
     body_zh = _text(body_zh, what=_("the update in Chinese"))
     racks, switches, nodes = list(racks), list(switches), list(nodes)
     for item in (*racks, *switches, *nodes):
-        if item.site_id != site.pk:
+        if getattr(item, "site_id", None) != site.pk:
             raise DomainError(_("%(item)s is in another site.") % {"item": item})
     with transaction.atomic():
         incident = StatusIncident.objects.create(
@@ -595,12 +611,18 @@ def status_incident_update(
                 StatusIncident.objects.filter(pk=incident.pk).update(**updates)
             lifecycle.record_note([incident], actor=actor, reason=body)
         return StatusUpdate.objects.create(
-            incident=incident, status=status, body=body, body_zh=body_zh, author=actor_or_none(actor)
+            incident=incident,
+            status=status,
+            body=body,
+            body_zh=body_zh,
+            author=actor_or_none(actor),
         )
 
 
 __all__ = [
     "ACTIVE_TICKET_STATUSES",
+    "status_incident_open",
+    "status_incident_update",
     "ticket_assign",
     "ticket_clocks_sweep",
     "ticket_note",
@@ -610,6 +632,4 @@ __all__ = [
     "ticket_reply",
     "ticket_resolve",
     "ticket_set_priority",
-    "status_incident_open",
-    "status_incident_update",
 ]

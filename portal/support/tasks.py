@@ -3,6 +3,8 @@ the clocks' sweep (beat). Each takes ids, re-reads and is safe to run twice."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -17,7 +19,7 @@ from core.queues import CeleryQueue
 from portal.support import selectors, services
 from portal.support.models import Ticket, TicketMessage
 
-IDEMPOTENT = {
+IDEMPOTENT: dict[str, Any] = {
     "acks_late": True,
     "reject_on_worker_lost": True,
     "autoretry_for": (OperationalError, InterfaceError),
@@ -26,7 +28,7 @@ IDEMPOTENT = {
     "soft_time_limit": 60,
     "time_limit": 90,
 }
-EMAIL = {
+EMAIL: dict[str, Any] = {
     "autoretry_for": (ConnectionError, TimeoutError, OSError),
     "retry_backoff": True,
     "max_retries": 5,
