@@ -28,8 +28,8 @@ def url(name, *args, lang="en"):
 def incident(demo, actor, *, racks=(), nodes=(), title="Rack power feed lost"):
     return services.status_incident_open(
         site=demo["sz"], component="power", impact="partial", title=title,
-        title_zh="机柜电源中断", body="Feed B tripped; on feed A.", body_zh="B 路电源跳闸，已切换至 A 路。",
-        actor=actor, racks=racks, nodes=nodes,
+        title_zh="机柜电源中断", body="Feed B tripped; on feed A.",
+        body_zh="B 路电源跳闸，已切换至 A 路。", actor=actor, racks=racks, nodes=nodes,
     )  # fmt: skip
 
 
