@@ -575,3 +575,161 @@ def paged(serializer: type[serializers.Serializer]) -> serializers.Serializer:
             "results": serializer(many=True),
         },
     )
+
+
+class RenewalSerializer(serializers.Serializer):
+    """An order's renewal: the renewal quote holding the same nodes for this customer alone
+    until it expires (first refusal), or the nearest placement, or why none was offered."""
+
+    order = serializers.CharField()
+    status = serializers.ChoiceField(
+        choices=["not_offered", "offered", "accepted", "declined", "expired", "unavailable"]
+    )
+    offered_from = serializers.DateTimeField(
+        help_text="When the renewal is offered (before the order ends)."
+    )
+    quote = serializers.CharField(allow_null=True)
+    quote_status = serializers.CharField(allow_null=True)
+    first_refusal_until = serializers.DateTimeField(
+        allow_null=True, help_text="Until when the offered nodes are held for you alone."
+    )
+    same_nodes = serializers.BooleanField()
+    kept = serializers.ListField(child=serializers.CharField())
+    replaced = serializers.ListField(child=serializers.CharField())
+    offered = serializers.ListField(child=serializers.CharField())
+    unavailable = serializers.CharField(help_text="Why no renewal could be offered.")
+    auto_accepted = serializers.BooleanField()
+    new_order = serializers.CharField(allow_null=True)
+    gross_total = money()
+    currency = serializers.CharField(allow_null=True)
+    start_at = serializers.DateTimeField(allow_null=True)
+    end_at = serializers.DateTimeField(allow_null=True)
+
+
+class ReplacementPolicySerializer(serializers.Serializer):
+    mode = serializers.ChoiceField(
+        choices=["automatic", "ask"],
+        help_text="automatic: a failed node is replaced at once; ask: you approve first.",
+    )
+    ask_minutes = serializers.IntegerField(
+        min_value=5,
+        max_value=24 * 60,
+        default=30,
+        help_text="With ask: replace anyway when nobody answered within these minutes.",
+    )
+    updated_at = serializers.DateTimeField(read_only=True, allow_null=True)
+
+
+class HealthEventStepSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    from_status = serializers.CharField()
+    to_status = serializers.CharField()
+    to_label = serializers.CharField()
+    comment = serializers.CharField()
+
+
+class HealthEventSerializer(serializers.Serializer):
+    """A health rule that fired on one of the order's nodes and what followed."""
+
+    id = serializers.IntegerField()
+    order = serializers.CharField(allow_null=True)
+    node = serializers.CharField()
+    rule = serializers.CharField()
+    title = serializers.CharField()
+    source = serializers.CharField()
+    action = serializers.CharField()
+    status = serializers.CharField()
+    status_label = serializers.CharField()
+    evidence = serializers.CharField()
+    metric = serializers.CharField()
+    value = serializers.FloatField()
+    gpu = serializers.CharField()
+    observed_at = serializers.DateTimeField()
+    detected_at = serializers.DateTimeField()
+    decide_by = serializers.DateTimeField(allow_null=True)
+    spare = serializers.CharField(allow_null=True)
+    operation = serializers.CharField(allow_null=True, help_text="The replacement run to poll.")
+    handed_over_at = serializers.DateTimeField(allow_null=True)
+    events = HealthEventStepSerializer(many=True)
+
+
+class MonitoringQuery(serializers.Serializer):
+    metric = serializers.ChoiceField(choices=[], default="sm")
+    range = serializers.ChoiceField(choices=[], default="hour")
+
+    def __init__(self, *args: Any, metrics: list[str], ranges: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["metric"].choices = metrics
+        self.fields["range"].choices = ranges
+
+
+class PointSerializer(serializers.Serializer):
+    time = serializers.DateTimeField()
+    value = serializers.FloatField()
+
+
+class SeriesSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    gpu = serializers.CharField()
+    points = PointSerializer(many=True)
+
+
+class MonitoringSerializer(serializers.Serializer):
+    order = serializers.CharField()
+    metric = serializers.CharField()
+    title = serializers.CharField()
+    unit = serializers.CharField()
+    range = serializers.CharField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    series = SeriesSerializer(many=True)
+
+
+class GpuSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    gpu = serializers.CharField()
+    uuid = serializers.CharField()
+    serial = serializers.CharField()
+    model = serializers.CharField()
+
+
+class DeliveryKitSerializer(serializers.Serializer):
+    hostfile = serializers.CharField()
+    nccl_env = serializers.CharField()
+    guidance = serializers.ListField(child=serializers.CharField())
+    topology_conf = serializers.CharField()
+    k8s_labels = serializers.CharField()
+
+
+class SignatureReportSerializer(serializers.Serializer):
+    field = serializers.CharField()
+    kind = serializers.CharField()
+    signer = serializers.CharField()
+    issuer = serializers.CharField()
+    ours = serializers.BooleanField()
+    intact = serializers.BooleanField()
+    valid = serializers.BooleanField()
+    trusted = serializers.BooleanField()
+    docmdp_ok = serializers.BooleanField(allow_null=True)
+    coverage = serializers.CharField()
+    modification_level = serializers.CharField()
+    signed_at = serializers.DateTimeField(allow_null=True)
+    timestamp_at = serializers.DateTimeField(allow_null=True)
+    timestamp_trusted = serializers.BooleanField()
+
+
+class ContractVerificationSerializer(serializers.Serializer):
+    contract = serializers.CharField()
+    document = serializers.CharField(help_text="sealed, customer_signed or none.")
+    sha256 = serializers.CharField()
+    status = serializers.ChoiceField(choices=["valid", "modified", "unknown"])
+    signer = serializers.CharField()
+    signed_at = serializers.DateTimeField(allow_null=True)
+    detail = serializers.CharField()
+    audit_chain_intact = serializers.BooleanField()
+    signatures = SignatureReportSerializer(many=True)
+
+
+class EventTypeSerializer(serializers.Serializer):
+    type = serializers.CharField()
+    description = serializers.CharField()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -12,15 +12,7 @@ from accounts import webhooks
 from accounts.models import SshPublicKey, WebhookDelivery, WebhookEndpoint
 from portal.api import serializers as s
 from portal.api.base import ApiView, idempotent
-from portal.api.views.common import actor, one_or_404, organisation
-
-IDEMPOTENCY = OpenApiParameter(
-    "Idempotency-Key",
-    str,
-    OpenApiParameter.HEADER,
-    required=True,
-    description="A unique key per logical request (e.g. a UUID).",
-)
+from portal.api.views.common import IDEMPOTENCY, actor, one_or_404, organisation
 
 
 class SshKeysView(ApiView):
@@ -202,4 +194,19 @@ class DeliveryReplay(WebhooksView):
         again = webhooks.delivery_replay(delivery=delivery, actor=actor(request))
         return Response(
             s.WebhookDeliverySerializer(_deliveries(request).get(pk=again.pk)).data, status=201
+        )
+
+
+class EventTypeList(WebhooksView):
+    @extend_schema(
+        operation_id="webhook_event_types_list",
+        responses=s.EventTypeSerializer(many=True),
+        summary="The event types an endpoint can subscribe to / 可订阅的事件类型",
+    )
+    def get(self, request: Request) -> Response:
+        return Response(
+            s.EventTypeSerializer(
+                [{"type": k, "description": str(v)} for k, v in webhooks.EVENT_TYPES.items()],
+                many=True,
+            ).data
         )

@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 from django.utils.translation import gettext as _
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -23,17 +23,8 @@ from core.errors import DomainError
 from inventory.selectors import availability_search
 from portal.api import serializers as s
 from portal.api.base import ApiView, idempotent
-from portal.api.views.common import actor, ip, organisation
+from portal.api.views.common import IDEMPOTENCY, actor, ip, organisation
 from portal.api.views.orders import order_detail_data
-
-IDEMPOTENCY = OpenApiParameter(
-    "Idempotency-Key",
-    str,
-    OpenApiParameter.HEADER,
-    required=True,
-    description="A unique key per logical request (e.g. a UUID); a retry with the same "
-    "key and body returns the first answer.",
-)
 
 CONFIG_EXAMPLE = OpenApiExample(
     "Two H100 nodes for a month",
