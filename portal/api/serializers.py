@@ -33,11 +33,12 @@ from billing.pricing.engine import TERM_DURATION
 from inventory.models import NodeType, Site
 
 
-def money() -> serializers.DecimalField:
+def money(*, allow_null: bool = False) -> serializers.DecimalField:
     return serializers.DecimalField(
         max_digits=settings.MONEY_MAX_DIGITS,
         decimal_places=settings.MONEY_DECIMAL_PLACES,
         read_only=True,
+        allow_null=allow_null,
     )
 
 
@@ -600,7 +601,7 @@ class RenewalSerializer(serializers.Serializer):
     unavailable = serializers.CharField(help_text="Why no renewal could be offered.")
     auto_accepted = serializers.BooleanField()
     new_order = serializers.CharField(allow_null=True)
-    gross_total = money()
+    gross_total = money(allow_null=True)
     currency = serializers.CharField(allow_null=True)
     start_at = serializers.DateTimeField(allow_null=True)
     end_at = serializers.DateTimeField(allow_null=True)

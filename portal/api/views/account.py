@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -34,16 +34,6 @@ class SshKeyList(SshKeysView):
         request=s.SshKeySerializer,
         responses={201: s.SshKeySerializer},
         parameters=[IDEMPOTENCY],
-        examples=[
-            OpenApiExample(
-                "ed25519",
-                request_only=True,
-                value={
-                    "name": "laptop",
-                    "public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI… me@laptop",
-                },
-            )
-        ],
         summary="Add a key (owners' keys only) / 添加公钥",
     )
     @idempotent
@@ -99,16 +89,6 @@ class EndpointList(WebhooksView):
         request=s.WebhookEndpointSerializer,
         responses={201: s.WebhookEndpointSecretSerializer},
         parameters=[IDEMPOTENCY],
-        examples=[
-            OpenApiExample(
-                "Orders",
-                request_only=True,
-                value={
-                    "url": "https://ci.example.com/hooks/gpu",
-                    "event_types": ["order.paid", "order.ready"],
-                },
-            )
-        ],
         summary="Register an endpoint; the signing secret is in this answer only / 注册端点",
     )
     @idempotent
