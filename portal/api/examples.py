@@ -329,6 +329,65 @@ SIGNATURE = {
     "timestamp_trusted": True,
 }
 DECISION = {"name": "Li Wei", "payment_method": "bank_transfer"}
+TICKET = {
+    "id": 7,
+    "reference": "T-000007",
+    "subject": "GPU 5 of sz-h100-014 drops off the bus",
+    "category": "hardware",
+    "category_label": "hardware fault",
+    "priority": "high",
+    "priority_label": "high: degraded",
+    "status": "open",
+    "status_label": "waiting on support",
+    "tier": "contract",
+    "source": "customer",
+    "order": "O-SZ-2026-000017",
+    "node": "sz-h100-014",
+    "gpu_serial": "1654922009871",
+    "gpu_index": "5",
+    "created_at": "2027-01-10T10:20:00+08:00",
+    "first_response_at": None,
+    "resolved_at": None,
+    "clocks": [
+        {
+            "kind": "response",
+            "state": "running",
+            "due": "2027-01-10T10:50:00+08:00",
+            "stopped_at": None,
+            "minutes_left": 29,
+        },
+        {
+            "kind": "resolution",
+            "state": "running",
+            "due": "2027-01-10T14:20:00+08:00",
+            "stopped_at": None,
+            "minutes_left": 239,
+        },
+    ],
+}
+TICKET_DETAIL = {
+    **TICKET,
+    "messages": [
+        {
+            "id": 21,
+            "from_support": False,
+            "author": "Li Wei",
+            "via": "web",
+            "body": "nvidia-smi shows GPU 5 as lost since 10:12; the job stopped.",
+            "created_at": "2027-01-10T10:20:00+08:00",
+        }
+    ],
+    "history": [
+        {
+            "at": "2027-01-10T10:20:00+08:00",
+            "from_status": "",
+            "to_status": "open",
+            "to_label": "waiting on support",
+            "who": "Li Wei",
+            "comment": "Ticket opened.",
+        }
+    ],
+}
 
 # operation id → {"request": body, "response": body, "status": the answer's code}
 EXAMPLES: dict[str, dict[str, Any]] = {
@@ -552,6 +611,25 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "audit_chain_intact": True,
             "signatures": [SIGNATURE],
         }
+    },
+    "tickets_list": {"response": page(TICKET)},
+    "tickets_open": {
+        "request": {
+            "subject": "GPU 5 of sz-h100-014 drops off the bus",
+            "body": "nvidia-smi shows GPU 5 as lost since 10:12; the job stopped.",
+            "category": "hardware",
+            "priority": "high",
+            "order": "O-SZ-2026-000017",
+            "gpu_serial": "1654922009871",
+        },
+        "response": TICKET_DETAIL,
+        "status": "201",
+    },
+    "tickets_read": {"response": TICKET_DETAIL},
+    "tickets_reply": {
+        "request": {"body": "The job runs again on the spare; thank you."},
+        "response": TICKET_DETAIL,
+        "status": "201",
     },
     "ssh_keys_list": {"response": page(SSH_KEY)},
     "ssh_keys_create": {

@@ -31,6 +31,8 @@ from billing.models import (
 )
 from billing.pricing.engine import TERM_DURATION
 from inventory.models import NodeType, Site
+from portal.support.models import TicketCategory, TicketPriority
+from provisioning.telemetry import panel
 
 
 def money(*, allow_null: bool = False) -> serializers.DecimalField:
@@ -655,13 +657,8 @@ class HealthEventSerializer(serializers.Serializer):
 
 
 class MonitoringQuery(serializers.Serializer):
-    metric = serializers.ChoiceField(choices=[], default="sm")
-    range = serializers.ChoiceField(choices=[], default="hour")
-
-    def __init__(self, *args: Any, metrics: list[str], ranges: list[str], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["metric"].choices = metrics
-        self.fields["range"].choices = ranges
+    metric = serializers.ChoiceField(choices=list(panel.METRICS), default="sm")
+    range = serializers.ChoiceField(choices=list(panel.RANGES), default="hour")
 
 
 class PointSerializer(serializers.Serializer):
@@ -734,3 +731,64 @@ class ContractVerificationSerializer(serializers.Serializer):
 class EventTypeSerializer(serializers.Serializer):
     type = serializers.CharField()
     description = serializers.CharField()
+
+
+class TicketOpenSerializer(serializers.Serializer):
+    """A new ticket, about the organisation, an order, one of its nodes, or a GPU by the
+    serial its node reports (the order and node are then found from it)."""
+
+    subject = serializers.CharField(max_length=200)
+    body = serializers.CharField(max_length=20_000, help_text="What happened.")
+    category = serializers.ChoiceField(choices=TicketCategory.choices, default="other")
+    priority = serializers.ChoiceField(choices=TicketPriority.choices, default="normal")
+    order = serializers.CharField(required=False, allow_blank=True, max_length=32)
+    node = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    gpu_serial = serializers.CharField(required=False, allow_blank=True, max_length=64)
+
+
+class TicketReplySerializer(serializers.Serializer):
+    body = serializers.CharField(max_length=20_000)
+
+
+class ClockSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["response", "resolution"])
+    state = serializers.ChoiceField(choices=["running", "paused", "met", "missed"])
+    due = serializers.DateTimeField()
+    stopped_at = serializers.DateTimeField(allow_null=True)
+    minutes_left = serializers.IntegerField()
+
+
+class TicketMessageSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    from_support = serializers.BooleanField()
+    author = serializers.CharField()
+    via = serializers.CharField()
+    body = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class TicketSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    reference = serializers.CharField()
+    subject = serializers.CharField()
+    category = serializers.CharField()
+    category_label = serializers.CharField()
+    priority = serializers.CharField()
+    priority_label = serializers.CharField()
+    status = serializers.CharField()
+    status_label = serializers.CharField()
+    tier = serializers.CharField()
+    source = serializers.CharField()
+    order = serializers.CharField(allow_null=True)
+    node = serializers.CharField(allow_null=True)
+    gpu_serial = serializers.CharField()
+    gpu_index = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    first_response_at = serializers.DateTimeField(allow_null=True)
+    resolved_at = serializers.DateTimeField(allow_null=True)
+    clocks = ClockSerializer(many=True)
+
+
+class TicketDetailSerializer(TicketSerializer):
+    messages = TicketMessageSerializer(many=True)
+    history = TimelineSerializer(many=True)

@@ -3,7 +3,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from portal.api.views import account, catalog, documents, health, orders, quotes, renewals
+from portal.api.views import account, catalog, documents, health, orders, quotes, renewals, tickets
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api_schema"),
@@ -50,6 +50,9 @@ urlpatterns = [
     path("contracts/<slug:number>/", documents.ContractDetail.as_view()),
     path("contracts/<slug:number>/pdf/", documents.ContractPdf.as_view()),
     path("contracts/<slug:number>/verification/", documents.ContractVerification.as_view()),
+    path("tickets/", tickets.TicketList.as_view()),
+    path("tickets/<int:ticket_id>/", tickets.TicketDetail.as_view()),
+    path("tickets/<int:ticket_id>/replies/", tickets.TicketReply.as_view()),
     path("ssh-keys/", account.SshKeyList.as_view()),
     path("ssh-keys/<int:key_id>/", account.SshKeyDetail.as_view()),
     path("webhook-endpoints/", account.EndpointList.as_view()),

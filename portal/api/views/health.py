@@ -171,18 +171,13 @@ def _unavailable() -> Problem:
 class OrderMonitoring(HealthView):
     @extend_schema(
         operation_id="orders_monitoring",
-        parameters=[
-            OpenApiParameter("metric", str, enum=list(panel.METRICS), default="sm"),
-            OpenApiParameter("range", str, enum=list(panel.RANGES), default="hour"),
-        ],
+        parameters=[s.MonitoringQuery],
         responses=s.MonitoringSerializer,
         summary="A metric's series for the order's nodes, each within its tenure / 监控数据",
     )
     def get(self, request: Request, number: str) -> Response:
         order = order_for_request(request, number)
-        query = s.MonitoringQuery(
-            data=request.query_params, metrics=list(panel.METRICS), ranges=list(panel.RANGES)
-        )
+        query = s.MonitoringQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         metric, range_key = query.validated_data["metric"], query.validated_data["range"]
         end = time.time()

@@ -41,7 +41,12 @@ def _objects(demo, api, config):
         value=79,
         observed_at=timezone.now(),
     )
+    ticket = api.post(
+        "/api/v1/tickets/",
+        {"subject": "Slow", "body": "All-reduce is slow.", "category": "network"},
+    ).json()
     return {
+        "tickets": ticket["id"],
         "quotes": quote["number"],
         "orders": order["number"],
         "invoices": api.get("/api/v1/invoices/").json()["results"][0]["number"],
@@ -86,5 +91,5 @@ def test_every_object_url_is_a_404_for_another_organisation(demo, api, other_api
     assert crawled >= 30
     # and the lists show the rival nothing of ours
     families = ("quotes", "orders", "invoices", "contracts", "ssh-keys", "webhook-deliveries")
-    for family in (*families, "health-events"):
+    for family in (*families, "health-events", "tickets"):
         assert other_api.get(f"/api/v1/{family}/").json()["results"] == [], family
