@@ -11,8 +11,14 @@ from accounts import services as account_services
 from accounts import webhooks
 from accounts.models import SshPublicKey, WebhookDelivery, WebhookEndpoint
 from portal.api import serializers as s
-from portal.api.base import ApiView, idempotent
-from portal.api.views.common import IDEMPOTENCY, actor, one_or_404, organisation
+from portal.api.base import ApiView, idempotent, idempotent_when_keyed
+from portal.api.views.common import (
+    IDEMPOTENCY,
+    IDEMPOTENCY_OPTIONAL,
+    actor,
+    one_or_404,
+    organisation,
+)
 
 
 class SshKeysView(ApiView):
@@ -58,8 +64,10 @@ class SshKeyDetail(SshKeysView):
     @extend_schema(
         operation_id="ssh_keys_delete",
         responses={204: None},
+        parameters=[IDEMPOTENCY_OPTIONAL],
         summary="Remove a key (nodes already delivered keep it)",
     )
+    @idempotent_when_keyed
     def delete(self, request: Request, key_id: int) -> Response:
         org = organisation(request)
         one_or_404(SshPublicKey.objects.filter(organisation=org), pk=key_id)
@@ -112,7 +120,12 @@ class EndpointDetail(WebhooksView):
             s.WebhookEndpointSerializer(one_or_404(_endpoints(request), pk=endpoint_id)).data
         )
 
-    @extend_schema(operation_id="webhook_endpoints_delete", responses={204: None})
+    @extend_schema(
+        operation_id="webhook_endpoints_delete",
+        responses={204: None},
+        parameters=[IDEMPOTENCY_OPTIONAL],
+    )
+    @idempotent_when_keyed
     def delete(self, request: Request, endpoint_id: int) -> Response:
         endpoint = one_or_404(_endpoints(request), pk=endpoint_id)
         webhooks.endpoint_delete(endpoint=endpoint, actor=actor(request))

@@ -23,6 +23,15 @@ IDEMPOTENCY = OpenApiParameter(
     "每个请求一个唯一键（如 UUID）；相同键与相同请求体的重试返回首次结果。",
 )
 
+IDEMPOTENCY_OPTIONAL = OpenApiParameter(
+    "Idempotency-Key",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="Optional here: with a key, a retry gets the first answer (a repeated "
+    "DELETE its 204). / 可选：带上该键时，重试返回首次结果。",
+)
+
 
 def organisation(request: Request) -> Organisation:
     key = request.auth

@@ -17,9 +17,15 @@ from rest_framework.response import Response
 
 from accounts.models import Organisation
 from portal.api import serializers as s
-from portal.api.base import ApiView, idempotent
+from portal.api.base import ApiView, idempotent, idempotent_when_keyed
 from portal.api.problems import Problem
-from portal.api.views.common import IDEMPOTENCY, actor, one_or_404, organisation
+from portal.api.views.common import (
+    IDEMPOTENCY,
+    IDEMPOTENCY_OPTIONAL,
+    actor,
+    one_or_404,
+    organisation,
+)
 from portal.api.views.orders import order_for_request
 from provisioning.health import selectors as health_selectors
 from provisioning.health import services as health_services
@@ -49,8 +55,10 @@ class ReplacementPolicy(HealthView):
         operation_id="orders_replacement_policy_set",
         request=s.ReplacementPolicySerializer,
         responses=s.ReplacementPolicySerializer,
+        parameters=[IDEMPOTENCY_OPTIONAL],
         summary="Choose the replacement policy (PUT is idempotent) / 设置替换策略",
     )
+    @idempotent_when_keyed
     def put(self, request: Request, number: str) -> Response:
         order = order_for_request(request, number)
         body = s.ReplacementPolicySerializer(data=request.data)
