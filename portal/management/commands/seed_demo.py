@@ -222,12 +222,22 @@ GROUP_ACTION_PERMISSIONS = {
         "provisioning.change_nodevalidation",
         "core.view_outboxmessage",
         "core.change_outboxmessage",
+        # The operations console: maintenance over an active booking (with a reason);
+        # utilisation and revenue.
+        "inventory.override_booking",
+        "inventory.see_operations_reports",
     ),
     "Sales": (),
     # The provider's countersignature (an authorised signatory).
     "Sales managers": ("billing.view_contract", "billing.countersign_contract"),
     # Credit notes and refunds; metered usage posted, imported or voided.
-    "Finance": ("billing.add_creditnote", "billing.add_refund", "billing.record_usage"),
+    "Finance": (
+        "billing.add_creditnote",
+        "billing.add_refund",
+        "billing.record_usage",
+        # Utilisation and revenue (the operations console's report page).
+        "inventory.see_operations_reports",
+    ),
 }
 
 DEMO_BOOKING = "order:demo-seed"
