@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET
 from icalendar import Calendar, Event
 
 from accounts.decorators import customer_required
-from inventory.models import MaintenanceStatus, MaintenanceWindow, Reservation
+from inventory.models import MaintenancePlan, MaintenanceStatus, MaintenanceWindow, Reservation
 from portal.operations import selectors, services
 
 SHOWN = (MaintenanceStatus.ANNOUNCED, MaintenanceStatus.COMPLETED, MaintenanceStatus.CANCELLED)
@@ -45,15 +45,15 @@ def organisation_windows(organisation_id: int) -> list[MaintenanceWindow]:
 
 def feed(organisation_id: int) -> bytes:
     windows = organisation_windows(organisation_id)
-    by_plan: dict[int, list[MaintenanceWindow]] = defaultdict(list)
+    by_plan: dict[MaintenancePlan, list[MaintenanceWindow]] = defaultdict(list)
     for w in windows:
-        by_plan[w.plan_id].append(w)
+        if w.plan is not None:
+            by_plan[w.plan].append(w)
     cal = Calendar()
     cal.add("prodid", f"-//{settings.PORTAL_PROVIDER_BRAND}//maintenance//EN")
     cal.add("version", "2.0")
     cal.add("x-wr-calname", _("Maintenance"))
-    for plan_windows in by_plan.values():
-        plan = plan_windows[0].plan
+    for plan, plan_windows in by_plan.items():
         event = Event()
         event.add("uid", f"maintenance-{plan.pk}@{settings.PORTAL_BASE_URL.split('://')[-1]}")
         event.add("dtstamp", plan.announced_at or timezone.now())
@@ -84,11 +84,14 @@ def feed_by_token(request: HttpRequest, token: str) -> HttpResponse:
     organisation_id = services.feed_organisation_id(token)
     if organisation_id is None:
         raise Http404
-    with translation.override(request.GET.get("lang") or settings.LANGUAGE_CODE):
+    lang = request.GET.get("lang", "")
+    languages = {code for code, _name in settings.LANGUAGES}
+    with translation.override(lang if lang in languages else settings.LANGUAGE_CODE):
         return _response(feed(organisation_id))
 
 
 @customer_required
 @require_GET
 def feed_for_member(request: HttpRequest) -> HttpResponse:
-    return _response(feed(request.organisation.pk))
+    organisation = request.organisation  # type: ignore[attr-defined]
+    return _response(feed(organisation.pk))

@@ -2,9 +2,9 @@
 
 Utilisation, per site and node type, by day or by month (the site's time zone):
 
-- *available node-hours*: every node in the inventory that is not retired, for every hour
-  of the period, less the hours of its maintenance windows (planned downtime is not
-  for sale);
+- *available node-hours*: every node in the inventory that is not retired (a retired node
+  counts for nothing, its past bookings included), for every hour of the period, less
+  the hours of its maintenance windows (planned downtime is not for sale);
 - *reserved node-hours*: the rental hours ``[start_at, end_at)`` of firm bookings and of
   bookings that ran to their end, clipped to the period (holds are not sales; the lead
   and cleaning time around a rental are not rented);
@@ -134,9 +134,9 @@ def utilisation(*, first: date, last: date, by: str = "day") -> list[Utilisation
     for key_into, rows in (
         (
             reserved,
-            Reservation.objects.filter(
-                status__in=SOLD_STATUSES, start_at__lt=hi, end_at__gt=lo
-            ).values_list("node__site_id", "node__node_type_id", "start_at", "end_at"),
+            Reservation.objects.filter(status__in=SOLD_STATUSES, start_at__lt=hi, end_at__gt=lo)
+            .exclude(node__status=NodeStatus.RETIRED)
+            .values_list("node__site_id", "node__node_type_id", "start_at", "end_at"),
         ),
         (
             down,
@@ -201,7 +201,8 @@ def revenue(*, first: date, last: date) -> list[RevenueRow]:
     def add(
         when: datetime | date, site_id: int | None, currency: str, name: str, amount: Decimal
     ) -> None:
-        month = _month(when, sites.get(site_id) or timezone.get_default_timezone())
+        tz = sites.get(site_id) if site_id is not None else None
+        month = _month(when, tz or timezone.get_default_timezone())
         if month not in months:
             return
         row = rows.setdefault((month, currency), RevenueRow(month=month, currency=currency))

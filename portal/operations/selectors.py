@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db.models import Exists, OuterRef, Q, QuerySet, Value
@@ -31,8 +31,10 @@ from inventory.models import (
     Node,
     NodeEvent,
     NodeStatus,
+    NodeType,
     Reservation,
     ReservationStatus,
+    Site,
 )
 from provisioning.models import HealthIncident, NodeSwap
 from provisioning.models.health import OPEN_INCIDENT_STATUSES
@@ -144,8 +146,14 @@ class Bar:
 
 @dataclass
 class Row:
-    node: Node
-    site: str
+    """One node's row: its place (site, scalable unit or leaf, rack) and its bars."""
+
+    pk: int
+    hostname: str
+    status: str
+    status_label: str
+    site: Site
+    node_type: NodeType
     unit: str  # scalable unit, or the leaf switch
     rack: str
     bars: list[Bar] = field(default_factory=list)
@@ -162,6 +170,17 @@ class Calendar:
     page: int
     pages: int
     conflicts: int
+
+
+class _Booking(NamedTuple):
+    pk: int
+    node_id: int
+    start_at: datetime
+    end_at: datetime
+    held_until: datetime
+    status: str
+    expires_at: datetime | None
+    owner_ref: str
 
 
 def _node_queryset(
@@ -192,13 +211,10 @@ def _node_queryset(
                 )
             )
         )
-    return nodes.annotate(
-        unit=Coalesce(NullIf("leaf_switch__scalable_unit", Value("")), "leaf_switch__name")
-    ).order_by("site__code", "unit", "rack__name", "hostname")
+    return nodes
 
 
-def _place(bar: Bar, start: datetime, end: datetime) -> Bar:
-    span = (end - start).total_seconds()
+def _place(bar: Bar, start: datetime, end: datetime, span: float) -> Bar:
     a, b = max(bar.start, start), min(bar.end, end)
     bar.left = round(100 * (a - start).total_seconds() / span, 3)
     bar.width = round(max(100 * (b - a).total_seconds() / span, 0.15), 3)
@@ -206,14 +222,16 @@ def _place(bar: Bar, start: datetime, end: datetime) -> Bar:
 
 
 def _fmt(value: datetime, tz: Any) -> str:
-    return timezone.localtime(value, tz).strftime("%Y-%m-%d %H:%M")
+    return value.astimezone(tz).strftime("%Y-%m-%d %H:%M")
 
 
 def _faulty_periods(
-    events: Sequence[tuple[int, str, str, datetime]], nodes: dict[int, Node], end: datetime
+    events: Sequence[tuple[int, str, str, datetime]],
+    faulty_now: dict[int, datetime],
+    end: datetime,
 ) -> dict[int, list[tuple[datetime, datetime]]]:
     """Per node, ``[from, to)`` while it was faulty (from its event history; a node that
-    is faulty with no event is faulty since its status changed)."""
+    is faulty now with no event is faulty since its status changed)."""
     out: dict[int, list[tuple[datetime, datetime]]] = defaultdict(list)
     since: dict[int, datetime] = {}
     for node_id, from_status, to_status, at in events:
@@ -221,9 +239,8 @@ def _faulty_periods(
             since.setdefault(node_id, at)
         elif from_status == NodeStatus.FAULTY and node_id in since:
             out[node_id].append((since.pop(node_id), at))
-    for node_id, node in nodes.items():
-        if node.status == NodeStatus.FAULTY:
-            out[node_id].append((since.pop(node_id, node.status_changed_at), end))
+    for node_id, changed_at in faulty_now.items():
+        out[node_id].append((since.pop(node_id, changed_at), end))
     return out
 
 
@@ -240,58 +257,82 @@ def calendar_window(
     now: datetime | None = None,
 ) -> Calendar:
     """The calendar of ``[start, end)`` for the nodes matching the filters (one page of
-    ``page_size`` rows, or all of them with ``None``), in a fixed number of queries."""
+    ``page_size`` rows, or all of them with ``None``), in a fixed number of queries:
+    the nodes (and their count when paged), sites, node types, bookings, maintenance
+    windows, faulty events, swaps, open health incidents, the orders and quotes behind
+    the bookings (with contracts), and the quotes asking for nodes a soon-expiring hold
+    keeps. Rows and bookings are read as tuples: no model instance per row."""
     now = now or timezone.now()
     tz = timezone.get_current_timezone()
-    nodes_qs = _node_queryset(
+    span = (end - start).total_seconds()
+    matching = _node_queryset(
         site_id=site_id,
         node_type_id=node_type_id,
         status=status,
         organisation_id=organisation_id,
         start=start,
         end=end,
-    ).select_related("site", "rack", "leaf_switch", "node_type")
+    )
+    ordered = matching.annotate(
+        unit=Coalesce(NullIf("leaf_switch__scalable_unit", Value("")), "leaf_switch__name")
+    ).order_by("site__code", "unit", "rack__name", "hostname")
+    columns = (
+        "pk",
+        "hostname",
+        "status",
+        "status_changed_at",
+        "site_id",
+        "node_type_id",
+        "unit",
+        "rack__name",
+    )
+    ids: Any
     if page_size:
-        total = nodes_qs.count()
+        total = matching.count()
         pages = max(1, math.ceil(total / page_size))
         page = min(max(page, 1), pages)
-        nodes = list(nodes_qs[(page - 1) * page_size : page * page_size])
+        values = list(ordered.values_list(*columns)[(page - 1) * page_size : page * page_size])
+        ids = [v[0] for v in values]
     else:
-        nodes = list(nodes_qs)
-        total, pages, page = len(nodes), 1, 1
-    by_id = {n.pk: n for n in nodes}
-    ids = list(by_id)
-    rows = {
-        n.pk: Row(node=n, site=n.site.code, unit=getattr(n, "unit", ""), rack=n.rack.name)
-        for n in nodes
-    }
-    if not ids:
+        values = list(ordered.values_list(*columns))
+        total, pages, page = len(values), 1, 1
+        ids = matching.values("pk")  # a subquery: no list of ids to send back
+    if not values:
         return Calendar(start, end, [], total, page, pages, 0)
+    sites = {s.pk: s for s in Site.objects.all()}
+    types = {t.pk: t for t in NodeType.objects.all()}
+    labels = {value: str(label) for value, label in NodeStatus.choices}
+    rows: dict[int, Row] = {}
+    faulty_now: dict[int, datetime] = {}
+    for pk, hostname, node_status, changed_at, s_id, t_id, unit, rack in values:
+        rows[pk] = Row(
+            pk=pk,
+            hostname=hostname,
+            status=node_status,
+            status_label=labels.get(node_status, node_status),
+            site=sites[s_id],
+            node_type=types[t_id],
+            unit=unit or "",
+            rack=rack,
+        )
+        if node_status == NodeStatus.FAULTY:
+            faulty_now[pk] = changed_at
 
-    reservations = list(
-        Reservation.objects.filter(
+    reservations = [
+        _Booking(*v)
+        for v in Reservation.objects.filter(
             node_id__in=ids,
             status__in=SHOWN_RESERVATION_STATUSES,
             held_from__lt=end,
             held_until__gt=start,
-        ).only(
+        ).values_list(
             "pk", "node_id", "start_at", "end_at", "held_until", "status", "expires_at", "owner_ref"
         )
-    )
+    ]
     windows = list(
         MaintenanceWindow.objects.filter(node_id__in=ids, start_at__lt=end, end_at__gt=start)
-        .select_related("plan")
-        .only(
-            "pk",
-            "node_id",
-            "start_at",
-            "end_at",
-            "reason",
-            "plan__pk",
-            "plan__title",
-            "plan__override_reason",
-            "plan__status",
-        )
+        .order_by()
+        .values_list("node_id", "start_at", "end_at", "reason", "plan_id", "plan__title")
     )
     events = list(
         NodeEvent.objects.filter(node_id__in=ids, created_at__lt=end)
@@ -303,7 +344,15 @@ def calendar_window(
         NodeSwap.objects.filter(Q(failed_node_id__in=ids) | Q(spare_node_id__in=ids))
         .filter(failed_at__lt=end)
         .filter(Q(restored_at__isnull=True) | Q(restored_at__gt=start))
-        .values_list("failed_node_id", "spare_node_id", "failed_at", "restored_at", "reason")
+        .values_list(
+            "failed_node_id",
+            "failed_node__hostname",
+            "spare_node_id",
+            "spare_node__hostname",
+            "failed_at",
+            "restored_at",
+            "reason",
+        )
     )
     unhealthy = set(
         HealthIncident.objects.filter(node_id__in=ids, status__in=OPEN_INCIDENT_STATUSES)
@@ -322,11 +371,10 @@ def calendar_window(
     if expiring:
         for site_pk, type_pk, start_date, org_id, org_name in (
             QuoteItem.objects.filter(
-                quote__status__in=ASKING_QUOTE_STATUSES, node_type__isnull=False
-            )
-            .filter(
-                quote__site_id__in={by_id[r.node_id].site_id for r in expiring},
-                node_type_id__in={by_id[r.node_id].node_type_id for r in expiring},
+                quote__status__in=ASKING_QUOTE_STATUSES,
+                node_type__isnull=False,
+                quote__site_id__in={rows[r.node_id].site.pk for r in expiring},
+                node_type_id__in={rows[r.node_id].node_type.pk for r in expiring},
             )
             .values_list(
                 "quote__site_id",
@@ -339,59 +387,66 @@ def calendar_window(
         ):
             asking[(site_pk, type_pk)].append((start_date, org_id, org_name))
 
+    # The texts, translated once (not once per bar).
+    t_contract = _("contract %(number)s")
+    t_expires = _("hold expires %(at)s")
+    t_cleaning = _("Cleaning after %(owner)s until %(at)s")
+    t_under = _("%(node)s is %(state)s under a firm booking")
+    t_unhealthy = _("unhealthy")
+    t_asked = _("The hold expires %(at)s and %(customers)s ask for this kind of node")
+    t_over = _("Maintenance over the booking of %(owners)s")
+    t_faulty = _("Faulty %(from)s – %(to)s")
+    t_swap = _("Swap %(failed)s → %(spare)s: %(reason)s")
+    plan_url = reverse("operations:maintenance_detail", args=[0]).replace("/0/", "/{}/")
+
     for node_id in unhealthy:
         rows[node_id].unhealthy = True
-    booked: dict[int, list[Reservation]] = defaultdict(list)
+    booked: dict[int, list[_Booking]] = defaultdict(list)
     for r in reservations:
         booked[r.node_id].append(r)
         row = rows[r.node_id]
         owner = owners[r.owner_ref]
         label = owner.number if owner.kind != "other" else r.owner_ref
-        title = " · ".join(
-            p
-            for p in (
-                label,
-                owner.customer,
-                _("contract %(number)s") % {"number": owner.contract} if owner.contract else "",
-                f"{_fmt(r.start_at, tz)} – {_fmt(r.end_at, tz)}",
-                _("hold expires %(at)s") % {"at": _fmt(r.expires_at, tz)}
-                if r.status == ReservationStatus.HOLD and r.expires_at
-                else "",
-            )
-            if p
-        )
-        kind = "hold" if r.status == ReservationStatus.HOLD else "firm"
+        parts = [label]
+        if owner.customer:
+            parts.append(owner.customer)
+        if owner.contract:
+            parts.append(t_contract % {"number": owner.contract})
+        parts.append(f"{_fmt(r.start_at, tz)} – {_fmt(r.end_at, tz)}")
+        is_hold = r.status == ReservationStatus.HOLD
+        if is_hold and r.expires_at:
+            parts.append(t_expires % {"at": _fmt(r.expires_at, tz)})
         bar = Bar(
-            kind=kind,
+            kind="hold" if is_hold else "firm",
             start=r.start_at,
             end=r.end_at,
-            title=title,
+            title=" · ".join(parts),
             url=owner.url,
             owner=owner,
             expires_at=r.expires_at,
         )
-        node = row.node
         if (
             r.status == ReservationStatus.FIRM
             and r.end_at > now
-            and (node.status in (NodeStatus.FAULTY, NodeStatus.MAINTENANCE) or row.unhealthy)
+            and (row.status in (NodeStatus.FAULTY, NodeStatus.MAINTENANCE) or row.unhealthy)
         ):
-            bar.conflict = _("%(node)s is %(state)s under a firm booking") % {
-                "node": node.hostname,
-                "state": _("unhealthy") if row.unhealthy else node.get_status_display(),
+            bar.conflict = t_under % {
+                "node": row.hostname,
+                "state": t_unhealthy if row.unhealthy else row.status_label,
             }
-        if r.pk in expiring_ids:
+        if r.pk in expiring_ids and r.expires_at is not None:
             others = [
                 name
-                for start_date, org_id, name in asking.get((node.site_id, node.node_type_id), [])
+                for start_date, org_id, name in asking.get((row.site.pk, row.node_type.pk), [])
                 if org_id != owner.organisation_id and start_date < r.end_at.date()
             ]
             if others:
-                bar.conflict = _(
-                    "The hold expires %(at)s and %(customers)s ask for this kind of node"
-                ) % {"at": _fmt(r.expires_at, tz), "customers": ", ".join(sorted(set(others)))}
+                bar.conflict = t_asked % {
+                    "at": _fmt(r.expires_at, tz),
+                    "customers": ", ".join(sorted(set(others))),
+                }
         if r.start_at < end and r.end_at > start:
-            row.bars.append(_place(bar, start, end))
+            row.bars.append(_place(bar, start, end, span))
         if r.held_until > r.end_at and r.end_at < end and r.held_until > start:
             row.bars.append(
                 _place(
@@ -399,86 +454,69 @@ def calendar_window(
                         kind="cleaning",
                         start=r.end_at,
                         end=r.held_until,
-                        title=_("Cleaning after %(owner)s until %(at)s")
-                        % {"owner": label, "at": _fmt(r.held_until, tz)},
+                        title=t_cleaning % {"owner": label, "at": _fmt(r.held_until, tz)},
                         url=owner.url,
                         owner=owner,
                     ),
                     start,
                     end,
+                    span,
                 )
             )
-    for w in windows:
-        row = rows[w.node_id]
-        plan = w.plan
-        title = (
-            f"{plan.title if plan else w.reason} · {_fmt(w.start_at, tz)} – {_fmt(w.end_at, tz)}"
-        )
+    for node_id, w_start, w_end, reason, plan_id, plan_title in windows:
+        row = rows[node_id]
         bar = Bar(
             kind="maintenance",
-            start=w.start_at,
-            end=w.end_at,
-            title=title,
-            url=reverse("operations:maintenance_detail", args=[plan.pk]) if plan else "",
+            start=w_start,
+            end=w_end,
+            title=f"{plan_title or reason} · {_fmt(w_start, tz)} – {_fmt(w_end, tz)}",
+            url=plan_url.format(plan_id) if plan_id else "",
         )
-        over = [
-            r
-            for r in booked.get(w.node_id, [])
-            if r.status in ACTIVE_RESERVATION_STATUSES
-            and r.start_at < w.end_at
-            and r.held_until > w.start_at
-        ]
-        if over:
-            bar.conflict = _("Maintenance over the booking of %(owners)s") % {
-                "owners": ", ".join(sorted({owners[r.owner_ref].number for r in over}))
+        over = sorted(
+            {
+                owners[r.owner_ref].number
+                for r in booked.get(node_id, [])
+                if r.status in ACTIVE_RESERVATION_STATUSES
+                and r.start_at < w_end
+                and r.held_until > w_start
             }
-        row.bars.append(_place(bar, start, end))
-    for node_id, periods in _faulty_periods(events, by_id, end).items():
+        )
+        if over:
+            bar.conflict = t_over % {"owners": ", ".join(over)}
+        row.bars.append(_place(bar, start, end, span))
+    for node_id, periods in _faulty_periods(events, faulty_now, end).items():
         for a, b in periods:
-            if a < end and b > start:
+            if node_id in rows and a < end and b > start:
                 rows[node_id].bars.append(
                     _place(
                         Bar(
                             kind="faulty",
                             start=a,
                             end=b,
-                            title=_("Faulty %(from)s – %(to)s")
+                            title=t_faulty
                             % {"from": _fmt(a, tz), "to": _fmt(b, tz) if b < end else "…"},
                         ),
                         start,
                         end,
+                        span,
                     )
                 )
-    for failed_id, spare_id, failed_at, restored_at, reason in swaps:
+    for failed_id, failed_name, spare_id, spare_name, failed_at, restored_at, reason in swaps:
         until = restored_at or now
         if until <= failed_at:
             until = failed_at + timedelta(minutes=1)
+        title = t_swap % {"failed": failed_name, "spare": spare_name or "—", "reason": reason[:80]}
         for node_id in (failed_id, spare_id):
             if node_id in rows:
                 rows[node_id].bars.append(
                     _place(
-                        Bar(
-                            kind="swap",
-                            start=failed_at,
-                            end=until,
-                            title=_("Swap %(failed)s → %(spare)s: %(reason)s")
-                            % {
-                                "failed": by_id[failed_id].hostname
-                                if failed_id in by_id
-                                else failed_id,
-                                "spare": by_id[spare_id].hostname
-                                if spare_id in by_id
-                                else (spare_id or "—"),
-                                "reason": reason[:80],
-                            },
-                        ),
-                        start,
-                        end,
+                        Bar(kind="swap", start=failed_at, end=until, title=title), start, end, span
                     )
                 )
     conflicts = 0
+    order = {kind: i for i, kind in enumerate(BAR_KINDS)}
     for row in rows.values():
-        row.bars.sort(key=lambda b: (BAR_KINDS.index(b.kind), b.start))
+        row.bars.sort(key=lambda b: (order[b.kind], b.start))
         row.conflicts = [b.conflict for b in row.bars if b.conflict]
         conflicts += len(row.conflicts)
     return Calendar(start, end, list(rows.values()), total, page, pages, conflicts)

@@ -365,7 +365,7 @@ def reports_page(request: HttpRequest) -> HttpResponse:
         }
         for cur, rows in currencies.items()
     ]
-    query = urlencode({"first": first, "last": last, "by": by})
+    query = urlencode({"first": str(first), "last": str(last), "by": by})
     return render(
         request,
         "operations/reports.html",

@@ -222,8 +222,9 @@ GROUP_ACTION_PERMISSIONS = {
         "provisioning.change_nodevalidation",
         "core.view_outboxmessage",
         "core.change_outboxmessage",
-        # The operations console: maintenance over an active booking (with a reason);
-        # utilisation and revenue.
+        # The operations console: the order a calendar bar opens; maintenance over an
+        # active booking (with a reason); utilisation and revenue.
+        "billing.view_order",
         "inventory.override_booking",
         "inventory.see_operations_reports",
     ),
