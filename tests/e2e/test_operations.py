@@ -75,7 +75,8 @@ def test_calendar_at_2000_nodes_and_the_maintenance_flow(pages, celery_sent, lan
     assert "2000" in page.locator("main").inner_text()
     assert page.locator(".gantt-group.unit").first.inner_text().endswith("e2e-SU00")
     assert page.locator(".gantt-track .bar.firm").count() == 100
-    assert page.locator(".gantt-track .bar.hold.conflict").count() == 0  # nobody asks for these nodes
+    # Nobody asks for these nodes: their expiring holds are no conflict.
+    assert page.locator(".gantt-track .bar.hold.conflict").count() == 0
     page.locator("#page-next").click()
     assert page.locator(".gantt-row[data-node]").first.get_attribute("data-node") == "e2e-00100"
 
