@@ -15,9 +15,12 @@ from decimal import Decimal as D
 
 import pytest
 from django.core.management import call_command
+from django.template.loader import render_to_string
+from django.utils import translation
 
 from billing.models import Order, QuoteItem
 from billing.orders.selectors import order_burn_in
+from billing.orders.services import order_mark_paid
 from billing.pricing.engine import (
     BURN_IN_CODE,
     BURN_IN_FREE_FROM_NODES,
@@ -28,14 +31,23 @@ from billing.pricing.engine import (
     PricingError,
 )
 from inventory.models import HardwareDriverKind
-from provisioning.models import ProvisioningRun, RunKind
+from provisioning import runs
+from provisioning.models import (
+    ProvisioningRun,
+    RunKind,
+    RunStatus,
+    ValidationProfile,
+    ValidationRun,
+)
 from provisioning.runs import run_burn_in_seconds, validate_limit_s
 from provisioning.runs.plan import STEP_LIMIT_S
+from provisioning.validation import report
 from provisioning.validation.default_rules import DEFAULT_RULES
 from provisioning.validation.evaluation import evaluate_node
 from provisioning.validation.metrics import derive
 from tests.billing.test_payments import make_order
 from tests.billing.test_pricing import ADDONS, H100, quote, sz_book
+from tests.provisioning.test_runs import drive
 from tests.provisioning.test_validation_e2e import (
     NODES,
     REPO,
@@ -238,3 +250,36 @@ def judge_burn_in(node_type, path: str, hours: float) -> tuple[int, dict]:
     except SystemExit as exc:
         code = int(exc.code or 0)
     return code, json.loads(stdout.getvalue())
+
+
+@pytest.mark.django_db
+def test_an_order_with_the_burn_in_is_burnt_in_before_hand_over_and_the_report_says_so(
+    demo, settings
+):
+    """A paid order that bought the add-on, provisioned on the simulated driver and
+    validated by the real agent on the CPU path (as simulated nodes are): the validation
+    run is the burn-in profile, its rounds ran, its rules passed and the acceptance report
+    lists them with their sources, in both languages."""
+    settings.PORTAL_HARDWARE_DRIVER = "simulated"
+    settings.PORTAL_SIMULATED_TIME_SCALE = 0
+    settings.PORTAL_SIMULATED_FAIL = {}
+    order = make_order(demo, nodes=1)
+    QuoteItem.objects.create(quote=order.quote, kind="addon", addon_code=BURN_IN_CODE, quantity=1)
+    order, _ = order_mark_paid(order=order)
+    run = drive(runs.provisioning_begin(order_id=order.pk))
+    assert run.status == RunStatus.DELIVERED, run.message
+    check = ValidationRun.objects.get(order=order)
+    assert check.profile == ValidationProfile.BURN_IN and check.status == "passed"
+    [result] = check.results.all()
+    judged = {r["metric"]: r for r in result.rule_results if r["metric"].startswith("burn_in")}
+    assert set(judged) == {"burn_in_hours", "burn_in_gemm_slowdown", "burn_in_allreduce_slowdown"}
+    assert all(r["status"] == "pass" for r in judged.values())
+    [burn_in] = [c for c in result.report["checks"] if c["name"] == "burn_in"]
+    assert burn_in["status"] == "completed" and json.loads(burn_in["raw"])["rounds"]
+    for language, title in (("en", "burn_in_hours"), ("zh-hans", "burn_in_hours")):
+        with translation.override(language):
+            html = render_to_string(
+                report.TEMPLATE, report.acceptance_report_context(check, language=language)
+            )
+            profile = str(ValidationProfile.BURN_IN.label)  # the profile, translated
+        assert title in html and "24-hour stability" in html and profile in html
