@@ -531,7 +531,9 @@ def validate_nodes(
         else None
     )
     reports = collect_reports(runner, targets, profile, sinks)
-    for target in targets if progress is not None else ():
+    for target in targets:
+        if progress is None:
+            break
         try:  # whatever was still planned or running did not finish
             progress(CheckEvent(target, "ended"))
         except Exception:
