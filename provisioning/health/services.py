@@ -38,6 +38,7 @@ from core.types import Actor, actor_or_none
 from inventory import services as inventory_services
 from inventory.models import ACTIVE_RESERVATION_STATUSES, Node, NodeStatus, Reservation
 from provisioning.health.rules import RULES, HealthRule
+from provisioning.health.signals import replacement_needed
 from provisioning.models import (
     OPEN_INCIDENT_STATUSES,
     HealthAction,
@@ -271,9 +272,11 @@ def incident_act_replace(
                 decide_by=now + timedelta(minutes=policy.ask_minutes),
             )
             jobs.enqueue(EMAIL_TASK, incident.pk, "ask")
+            replacement_needed.send(sender=HealthIncident, incident=incident)
         return incident
     with transaction.atomic():
         jobs.enqueue(EMAIL_TASK, incident.pk, "cordoned")
+        replacement_needed.send(sender=HealthIncident, incident=incident)
     return replacement_start(incident=incident)
 
 
