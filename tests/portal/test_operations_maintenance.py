@@ -300,3 +300,25 @@ def test_planning_over_a_booking_needs_the_override_permission(client, booked):
     )
     assert refused.status_code == 403
     assert not MaintenancePlan.objects.exists()
+
+
+def test_the_sweep_tells_due_plans_and_completes_ended_ones(booked, demo):
+    order, nodes = booked
+    start = order.end_at + timedelta(days=2)
+    plan = inventory_services.maintenance_plan_create(
+        title="BIOS",
+        scope="nodes",
+        node_ids=[nodes[0].pk],
+        start_at=start,
+        end_at=start + timedelta(hours=2),
+        notice_days=1,
+        actor=demo["admin"],
+    )
+    assert services.maintenance_notify(plan_id=plan.pk, now=plan.notify_at) == 0  # nobody
+    plan.refresh_from_db()
+    assert plan.status == MaintenanceStatus.ANNOUNCED
+    _due, ended = inventory_services.maintenance_plans_due(now=plan.end_at)
+    plan.refresh_from_db()
+    assert ended == 1 and plan.status == MaintenanceStatus.COMPLETED
+    assert plan.windows.get().end_at == plan.end_at  # the window stays: it happened
+    assert plan.events.order_by("created_at", "id").last().reason == "The window ended."
