@@ -24,7 +24,13 @@ from portal.support.models import SavedReply, Ticket, TicketEvent
 from portal.support.subscriptions import LOW_UTILISATION_TASK, REPLACEMENT_TASK
 from provisioning.health import services as health_services
 from provisioning.health.signals import low_utilisation_raised
-from provisioning.models import HealthIncident, ReplacementPolicy, UtilisationAlert
+from provisioning.models import (
+    HealthIncident,
+    ReplacementPolicy,
+    UtilisationAlert,
+    ValidationNodeResult,
+    ValidationRun,
+)
 from tests.factories import run_outbox
 
 pytestmark = pytest.mark.django_db
@@ -290,3 +296,34 @@ def test_a_node_to_replace_opens_an_urgent_ticket_about_it(demo, served):
     assert ticket.diagnostics["incidents"] == [incident.pk]
     assert ticket.diagnostics["node_events"]
     assert HealthIncident.objects.get(pk=incident.pk).status == "awaiting"
+
+
+def test_a_gpu_serial_while_monitoring_is_down_says_so_and_keeps_the_form(
+    client, demo, served, settings
+):
+    settings.PORTAL_PROMETHEUS_URL = "http://127.0.0.1:9"  # nothing listens there
+    client.force_login(demo["customer"])
+    answer = client.post(
+        url("support_ticket_new"),
+        {"gpu_serial": "1650123456789", "category": "hardware", "priority": "high",
+         "subject": "GPU errors", "body": "Keep this text."},
+    )  # fmt: skip
+    html = answer.content.decode()
+    assert answer.status_code == 200 and "Monitoring does not answer right now" in html
+    assert "Keep this text." in html and "1650123456789" in html
+    assert not Ticket.objects.exists()
+
+
+def test_the_last_validation_of_the_node_is_attached(client, demo, served):
+    order, node = served["order"], served["node"]
+    run = ValidationRun.objects.create(order=order, profile="quick", status="failed")
+    run.nodes.add(node)
+    ValidationNodeResult.objects.create(
+        run=run, node=node, hostname=node.hostname, gpu_model="H100", accepted=False,
+        reasons=[{"code": "gemm", "text": "GEMM 612 TFLOPS under 90% of 989"}],
+    )  # fmt: skip
+    ticket = open_ticket(demo, order, node, category="hardware")
+    assert ticket.diagnostics["validation_run"] == run.pk
+    client.force_login(demo["customer"])
+    page = client.get(url("support_ticket", ticket.pk)).content.decode()
+    assert "GEMM 612 TFLOPS under 90% of 989" in page
