@@ -327,3 +327,26 @@ def test_the_last_validation_of_the_node_is_attached(client, demo, served):
     client.force_login(demo["customer"])
     page = client.get(url("support_ticket", ticket.pk)).content.decode()
     assert "GEMM 612 TFLOPS under 90% of 989" in page
+
+
+def test_the_customers_list_and_status_page_do_not_grow_with_their_tickets(
+    client, demo, served, support, django_assert_max_num_queries
+):
+    for _n in range(3):
+        open_ticket(demo, served["order"], served["node"])
+    client.force_login(demo["customer"])
+    with django_assert_max_num_queries(8) as few:
+        assert client.get(url("support_tickets")).status_code == 200
+    for _n in range(10):
+        open_ticket(demo, served["order"], served["node"])
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        page = client.get(url("support_tickets")).content.decode()
+    assert page.count('href="/en/account/support/') >= 13
+    services.status_incident_open(
+        site=demo["sz"], component="fabric", impact="degraded", title="IB leaf flaps",
+        title_zh="IB 叶交换机抖动", body="Watching.", body_zh="观察中。", actor=support,
+        switches=[served["node"].leaf_switch],
+    )  # fmt: skip
+    with django_assert_max_num_queries(16):
+        page = client.get(url("support_customer_status")).content.decode()
+    assert "IB leaf flaps" in page
