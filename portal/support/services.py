@@ -380,6 +380,7 @@ def ticket_set_priority(*, ticket: Ticket, actor: Actor, priority: str, reason: 
                 new=_label(TicketPriority, priority),
                 why=reason,
             ),
+            internal=True,  # staff's why; the customer sees the clocks move
         )
     return ticket
 
