@@ -94,12 +94,13 @@ def test_posting_needs_both_languages_and_the_permission(demo, support):
 def test_the_staff_pages_in_chinese_have_no_english(client, demo, served, support):
     mine = incident(demo, support, racks=[served["node"].rack])
     services.ticket_open(
-        organisation=demo["org"], actor=demo["customer"], subject="训练卡住", body="第 300 步后卡住。",
-        category="network", priority="high", language="zh-hans", order=served["order"],
+        organisation=demo["org"], actor=demo["customer"], subject="训练卡住",
+        body="第 300 步后卡住。", category="network", priority="high", language="zh-hans", order=served["order"],
     )  # fmt: skip
     client.force_login(support)
-    data = ("SZ", demo["org"].name, served["node"].hostname, served["order"].number, "support",
-            "Rack power feed lost", "Feed B tripped; on feed A.", served["node"].rack.name)  # fmt: skip
+    node = served["node"]
+    data = ("SZ", demo["org"].name, node.hostname, served["order"].number, "support",
+            "Rack power feed lost", "Feed B tripped; on feed A.", node.rack.name)  # fmt: skip
     for name, args in (
         ("support_staff_queue", ()),
         ("support_staff_missed", ()),
