@@ -95,7 +95,8 @@ def test_the_staff_pages_in_chinese_have_no_english(client, demo, served, suppor
     mine = incident(demo, support, racks=[served["node"].rack])
     services.ticket_open(
         organisation=demo["org"], actor=demo["customer"], subject="训练卡住",
-        body="第 300 步后卡住。", category="network", priority="high", language="zh-hans", order=served["order"],
+        body="第 300 步后卡住。", category="network", priority="high", language="zh-hans",
+        order=served["order"],
     )  # fmt: skip
     client.force_login(support)
     node = served["node"]
