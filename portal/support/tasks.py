@@ -113,7 +113,8 @@ def _send(ticket: Ticket, kind: str, message: TicketMessage | None, *, to: list[
 def ticket_email(ticket_id: int, kind: str, message_id: int | None = None) -> int:
     """``opened``: the customer gets the reference and the clocks, support the new
     ticket; ``reply`` and ``resolved``: the customer gets support's words;
-    ``customer_reply``: the assignee (or all of support) gets the customer's."""
+    ``customer_reply``: the assignee (or all of support) gets the customer's; ``missed``:
+    they are told a clock ran out."""
     ticket = (
         Ticket.objects.select_related("organisation", "opened_by", "assignee", "order")
         .filter(pk=ticket_id)
@@ -135,7 +136,7 @@ def ticket_email(ticket_id: int, kind: str, message_id: int | None = None) -> in
                 ticket, kind, message, to=_customer_emails(ticket), language=ticket.language,
                 staff=False,
             )  # fmt: skip
-    if kind in ("opened", "customer_reply"):
+    if kind in ("opened", "customer_reply", "missed"):
         sent += _send(
             ticket, kind, message, to=_staff_emails(ticket), language=settings.LANGUAGE_CODE,
             staff=True,

@@ -247,6 +247,8 @@ def test_missed_clocks_are_recorded_once_and_show_on_the_dashboard(client, demo,
     late.refresh_from_db()
     assert late.response_missed
     assert late.events.filter(reason="The first-response clock ran out.").count() == 1
+    run_outbox(EMAIL_TASK)
+    assert [m.to for m in mail.outbox if "A clock ran out" in m.subject] == [[support.email]]
     assert selectors.missed_clocks_summary(now=now) == {
         "tickets": 1,
         "response": 1,
