@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import gpu
-from .profiles import PROFILES, nccl_message_bytes
+from .profiles import BURN_IN_ROUNDS, PROFILES, nccl_message_bytes
 from .runner import (
     COMPLETED,
     FAILED,
@@ -93,6 +93,7 @@ class Settings:
     allreduce_procs: int
     dcgm_level: int
     ib_seconds: int
+    burn_in_seconds: int = 0  # 0: no burn-in (the profile's, or --sizes burn_in=SECONDS)
     inventory: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -108,7 +109,7 @@ class Settings:
 
 def make_settings(profile: str, device: str, timeout: float | None) -> Settings:
     cpu = device == "cpu"
-    acceptance = profile == "acceptance"
+    acceptance = profile in ("acceptance", "burn_in")
     prof = PROFILES[profile]
     return Settings(
         profile=profile,
@@ -127,6 +128,7 @@ def make_settings(profile: str, device: str, timeout: float | None) -> Settings:
         allreduce_procs=max(2, min(4, os.cpu_count() or 2)),
         dcgm_level=prof.dcgm_level,
         ib_seconds=prof.ib_seconds,
+        burn_in_seconds=int(prof.burn_in_seconds),
     )
 
 
@@ -553,6 +555,94 @@ def check_ib_write_bw(s: Settings) -> CheckResult:
     return check
 
 
+def check_burn_in(s: Settings) -> CheckResult:
+    """The burn-in: ``burn_in_seconds`` of rounds, each a sustained GEMM on every GPU then
+    an all-reduce, with clocks, temperature, power and clock event reasons sampled by
+    nvidia-smi throughout (GPU path). The raw output is a JSON document of the rounds'
+    figures (per GPU TFLOPS; the all-reduce's nccl-tests output) and the samples: the
+    portal derives the slow-down from the first rounds to the last and the throttling
+    from it, and judges (a node that slows or throttles fails)."""
+    seconds = float(s.burn_in_seconds)
+    round_s = max(1.0, seconds / BURN_IN_ROUNDS)
+    gemm_s = round_s * 0.8  # the rest of the round: the all-reduce
+    started = time.monotonic()
+    rounds: list[dict[str, Any]] = []
+    interval = max(0.5, min(60.0, seconds / 120))
+    with _Sampler(interval, s.timeout) if s.device != "cpu" else _NoSampler() as sampler:
+        while not rounds or time.monotonic() - started < seconds:
+            at = round(time.monotonic() - started, 3)
+            if s.device == "cpu":
+                gemm_value = _cpu_gemm_for(s, gemm_s)
+                ar = _cpu_allreduce(s)
+                rounds.append(
+                    {"t": at, "gflops": gemm_value, "allreduce_busbw_gbps": ar.value,
+                     "allreduce_status": ar.status}
+                )  # fmt: skip
+                continue
+            res = gpu.gemm_sustained(s.gemm_n, s.gemm_warmup, s.gemm_iters, gemm_s, s.timeout)
+            ar = check_allreduce(s)
+            rounds.append(
+                {"t": at, "tflops": res["tflops"], "dtype": res["dtype"],
+                 "allreduce_status": ar.status, "allreduce_return_code": ar.return_code,
+                 "allreduce_raw": ar.raw}
+            )  # fmt: skip
+    elapsed = time.monotonic() - started
+    doc = {
+        "tool": "burn-in: torch.matmul + all_reduce_perf"
+        if s.device != "cpu"
+        else "burn-in: numpy.matmul + ring all-reduce",
+        "planned_seconds": seconds,
+        "seconds": round(elapsed, 3),
+        "round_seconds": round_s,
+        "rounds": rounds,
+        "samples": sampler.samples,
+        "sample_fields": sampler.fields,
+    }
+    return CheckResult(
+        name="burn_in",
+        device=s.device,
+        metric="burn_in_hours",
+        unit="h",
+        value=round(elapsed / 3600, 4),
+        return_code=0,
+        raw=json.dumps(doc, indent=1),
+        raw_format="agent-burn-in-json",
+        details={"rounds": len(rounds), "seconds": round(elapsed, 3)},
+    )
+
+
+class _NoSampler:
+    """The CPU path: nothing to sample (no nvidia-smi)."""
+
+    samples: list[dict[str, Any]] = []
+    fields = ""
+
+    def __enter__(self) -> _NoSampler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _cpu_gemm_for(s: Settings, seconds: float) -> float:
+    """The CPU path's GEMM repeated for ``seconds``: the mean GFLOPS of the repeats."""
+    values: list[float] = []
+    until = time.monotonic() + seconds
+    while not values or time.monotonic() < until:
+        check = _cpu_gemm(s)
+        values.append(float(check.value))  # type: ignore[arg-type]
+    return round(sum(values) / len(values), 3)
+
+
+def planned_checks(s: Settings, only: list[str] | None = None) -> list[str]:
+    """The checks this run makes, in order: the burn-in only where one was asked for."""
+    return [
+        name
+        for name in CHECKS
+        if (not only or name in only) and (name != "burn_in" or s.burn_in_seconds > 0)
+    ]
+
+
 CHECKS: dict[str, Callable[[Settings], CheckResult]] = {
     "gpu_inventory": check_gpu_inventory,
     "ecc": check_ecc,
@@ -564,7 +654,8 @@ CHECKS: dict[str, Callable[[Settings], CheckResult]] = {
     "nvbandwidth": check_nvbandwidth,
     "allreduce": check_allreduce,
     "ib_write_bw": check_ib_write_bw,
-    "dcgm_diag": check_dcgm_diag,  # last: the longest (-r 3 ≈ 15 min)
+    "dcgm_diag": check_dcgm_diag,  # the longest of the acceptance checks (-r 3 ≈ 15 min)
+    "burn_in": check_burn_in,  # last: the add-on's 24 hours, after every acceptance check
 }
 
 
@@ -577,7 +668,7 @@ def run_checks(
     """Run the checks in order; ``on_start`` gets each name as it starts, ``emit`` each
     result as soon as it finished."""
     results = []
-    for name in [n for n in CHECKS if not only or n in only]:
+    for name in planned_checks(s, only):
         if on_start is not None:
             on_start(name)
         result = guarded(name, s.device, partial(CHECKS[name], s))

@@ -52,6 +52,7 @@ __all__ = [
 class ValidationProfile(models.TextChoices):
     QUICK = "quick", _("quick health check")
     ACCEPTANCE = "acceptance", _("acceptance")
+    BURN_IN = "burn_in", _("acceptance and 24-hour burn-in")
 
 
 class ValidationScope(models.TextChoices):

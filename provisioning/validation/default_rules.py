@@ -136,6 +136,27 @@ _SRC_CPU = (
     "claim; the agent must have completed the check and measured a positive figure"
 )
 
+_SRC_BURN_IN_HOURS = (
+    "Burn-in (the price book's add-on, before hand-over): the 24-hour stability the seeds "
+    "sell as an acceptance metric (004 §6); the burn-in must have run its whole length "
+    "(`burn_in_hours` of the order, less 0.1%): cut short is not passed"
+)
+_SRC_BURN_IN_SLOW = (
+    "Burn-in slow-down: the median of the last third of the rounds against the first "
+    "third, per GPU for the GEMM and for the all-reduce; more than 5% slower fails (GUESS, "
+    "SuperBench's 5% per-GPU variance tolerance applied over time: a GPU that heats, "
+    "throttles or degrades over a day loses more)"
+)
+_SRC_BURN_IN_THROTTLE = (
+    "Burn-in throttling: `nvidia-smi --query-gpu=clocks_event_reasons.active` sampled "
+    "throughout the 24 hours; any reason other than none (0x0), idle (0x1) or SW power cap "
+    f"(0x4) fails ({AZ} azure_gpu_clock_throttling.nhc; VALIDATION.md clocks and thermals)"
+)
+_SRC_BURN_IN_CPU = (
+    "Burn-in, CPU path (simulated nodes): a path check; the rounds ran their whole length "
+    "and gave figures, not a performance claim"
+)
+
 #: The GPU models with rules of their own (``inventory.gpus`` keys).
 _GPU_MODELS = ("H100", "H200", "A100-80G", "A100-40G", "V100S", "RTX3090")
 #: (GPU model, GPUs per node) shapes with node-count-dependent figures; the demo sells
@@ -421,6 +442,42 @@ def _cpu_rules() -> Iterator[Rule]:
     )
 
 
+def _burn_in_rules() -> Iterator[Rule]:
+    """Only where a burn-in was ordered (``rules.EXPECTED_BY_CHECK``: the measurement
+    expects ``burn_in_hours``); there, a missing figure fails like any other."""
+    for model in ("*", "cpu"):
+        yield Rule(
+            metric="burn_in_hours",
+            gpu_model=model,
+            baseline_from="burn_in_hours",
+            min_variance=-0.001,
+            check="burn_in",
+            unit="h",
+            source=_SRC_BURN_IN_HOURS,
+        )
+    for metric in ("burn_in_gemm_slowdown", "burn_in_allreduce_slowdown"):
+        yield Rule(
+            metric=metric, gpu_model="*", max_value=0.05, check="burn_in", source=_SRC_BURN_IN_SLOW
+        )
+        yield Rule(
+            metric=metric, gpu_model="cpu", min_value=0, check="burn_in", source=_SRC_BURN_IN_CPU
+        )
+    yield Rule(
+        metric="burn_in_allreduce_wrong_count",
+        gpu_model="*",
+        equals=0,
+        check="burn_in",
+        source=_SRC_WRONG,
+    )
+    yield Rule(
+        metric="burn_in_throttled_gpus",
+        gpu_model="*",
+        equals=0,
+        check="burn_in",
+        source=_SRC_BURN_IN_THROTTLE,
+    )
+
+
 #: The seed rule set (VALIDATION.md). The portal stores rules as data; these seed it.
 DEFAULT_RULES: tuple[Rule, ...] = (
     *_compute_rules(),
@@ -429,4 +486,5 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     *_ecc_mode_rules(),
     *_cluster_rules(),
     *_cpu_rules(),
+    *_burn_in_rules(),
 )

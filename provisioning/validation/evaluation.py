@@ -17,6 +17,7 @@ from typing import Any
 from provisioning.validation.default_rules import DEFAULT_RULES
 from provisioning.validation.rules import (
     BASELINE,
+    EXPECTED_BY_CHECK,
     CheckOutcome,
     ClusterVerdict,
     Measurement,
@@ -219,7 +220,12 @@ def _evaluate_rule(rule: Rule, m: Measurement, checks: Mapping[str, CheckOutcome
 def rules_for(rules: Iterable[Rule], m: Measurement, scope: Scope = "node") -> list[Rule]:
     """The rules that apply to a measurement: its profile, its fabric, the scope."""
     count = m.expected.get("gpu_count")
-    return [r for r in rules if r.applies_to(m.profile, m.fabric, scope, count)]
+    return [
+        r
+        for r in rules
+        if r.applies_to(m.profile, m.fabric, scope, count)
+        and (r.check not in EXPECTED_BY_CHECK or EXPECTED_BY_CHECK[r.check] in m.expected)
+    ]
 
 
 def _evaluate(m: Measurement, rules: Iterable[Rule], scope: Scope) -> NodeVerdict:

@@ -82,6 +82,7 @@ MESSAGES: dict[str, tuple[str, str | None]] = {
     ),
     "ssh_auth_failed": (gettext_noop("%(user)s@%(host)s refused the validation key"), None),
     "ssh_unreachable": (gettext_noop("Cannot reach %(host)s over SSH"), None),
+    "burn_in_round_failed": (gettext_noop("Burn-in round %(round)s: the all-reduce failed"), None),
 }
 UNKNOWN = gettext_noop("Rejected for the reason “%(code)s”")
 

@@ -253,14 +253,18 @@ def ssh_node_runner(
     return SshNodeRunner(timeout_s=timeout_s, sizes=sizes)
 
 
-def agent_runner(*, simulated: bool) -> NodeRunner:
+def agent_runner(*, simulated: bool, burn_in_seconds: int = 0) -> NodeRunner:
     """The runner a provisioning run uses: simulated nodes (the simulated driver, or Redfish
     with the simulated in-band channel) run the agent locally on the CPU path; real nodes
-    (Redfish) over SSH."""
+    (Redfish) over SSH. ``burn_in_seconds``: the simulated nodes' (scaled) burn-in length;
+    real nodes run the ``burn_in`` profile's own 24 hours."""
     if simulated:
+        sizes = list(settings.PORTAL_VALIDATION_CPU_SIZES)
+        if burn_in_seconds:
+            sizes.append(f"burn_in={burn_in_seconds}")
         return local_runner(
-            timeout_s=settings.VALIDATION_AGENT_TIMEOUT_S,
-            sizes=settings.PORTAL_VALIDATION_CPU_SIZES,
+            timeout_s=settings.VALIDATION_AGENT_TIMEOUT_S + burn_in_seconds,
+            sizes=sizes,
         )
     return ssh_node_runner()
 
@@ -748,12 +752,20 @@ def _fault_failing_idle_nodes(run: ValidationRun) -> None:
 # --- Judging a saved agent document -----------------------------------------------------
 
 
-def validation_judge_document(*, node_type: NodeType, document: dict[str, Any]) -> dict[str, Any]:
+def validation_judge_document(
+    *, node_type: NodeType, document: dict[str, Any], burn_in_hours: float | None = None
+) -> dict[str, Any]:
     """Judge an agent document (the file the agent wrote, or its stdout saved) for a node
     of ``node_type`` with the stored rules, exactly as a provisioning run does
-    (``interface.judge_report``). Returns ``accepted``, ``reasons`` and ``notes`` (code,
-    text, params), ``metrics`` (derived from the raw outputs) and every rule's result."""
+    (``interface.judge_report``). ``burn_in_hours``: the burn-in the order bought (its
+    rules apply and it must have run that long). Returns ``accepted``, ``reasons`` and
+    ``notes`` (code, text, params), ``metrics`` (derived from the raw outputs) and every
+    rule's result."""
     target = node_type_target(node_type)
+    if burn_in_hours is not None:
+        target = dataclasses.replace(
+            target, expected={**target.expected, "burn_in_hours": burn_in_hours}
+        )
     measurement, verdict = judge_report(
         document,
         target,
