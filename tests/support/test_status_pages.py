@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone, translation
 
 from core.errors import DomainError
-from inventory.models import MaintenanceWindow, Rack
+from inventory.models import MaintenancePlan, MaintenanceWindow, Rack
 from portal.support import services
 from portal.support.models import StatusIncident
 from tests.zh_text import english_words
@@ -62,11 +62,29 @@ def test_a_customer_sees_what_touches_their_servers_and_their_maintenance(
         node=node, start_at=timezone.now() + timedelta(days=3),
         end_at=timezone.now() + timedelta(days=3, hours=2), reason="BMC firmware",
     )  # fmt: skip
+    start = timezone.now() + timedelta(days=5)
+    told, untold = (
+        MaintenancePlan.objects.create(
+            site=demo["sz"],
+            title=title,
+            start_at=start,
+            end_at=start + timedelta(hours=1),
+            notice_days=3,
+            notify_at=start - timedelta(days=3),
+            announced_at=announced,
+            status="announced" if announced else "scheduled",
+        )
+        for title, announced in (("Leaf switch OS upgrade", timezone.now()), ("Not yet told", None))
+    )
+    for plan in (told, untold):
+        MaintenanceWindow.objects.create(
+            node=node, plan=plan, start_at=plan.start_at, end_at=plan.end_at, reason=plan.title
+        )
     client.force_login(demo["customer"])
     page = client.get(url("support_customer_status")).content.decode()
     assert "Their rack" in page and "Another rack" not in page
     assert f"Your servers affected: {node.hostname}" in page
-    assert window.reason in page
+    assert window.reason in page and told.title in page and untold.title not in page
     # The public page has both, and no hostname.
     public = client.get(url("status_site", "sz")).content.decode()
     assert "Their rack" in public and "Another rack" in public and node.hostname not in public
