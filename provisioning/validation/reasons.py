@@ -83,6 +83,53 @@ MESSAGES: dict[str, tuple[str, str | None]] = {
     "ssh_auth_failed": (gettext_noop("%(user)s@%(host)s refused the validation key"), None),
     "ssh_unreachable": (gettext_noop("Cannot reach %(host)s over SSH"), None),
     "burn_in_round_failed": (gettext_noop("Burn-in round %(round)s: the all-reduce failed"), None),
+    # What the raw outputs showed (``metrics.derive``) and the agent's own failure codes.
+    "agent_incomplete": (gettext_noop("The node agent stopped before finishing"), None),
+    "check_not_finished": (gettext_noop("Check %(check)s did not finish"), None),
+    "ecc_uncorrectable": (
+        gettext_noop("GPU %(gpu)s: %(count)s uncorrectable SRAM ECC errors"),
+        None,
+    ),
+    "gpu_model_mismatch": (
+        gettext_noop("GPU %(gpu)s is %(found)s; the node type sells %(expected)s"),
+        None,
+    ),
+    "gpu_throttled": (
+        gettext_noop("GPU %(gpu)s throttled during the GEMM (reasons %(reasons)s)"),
+        None,
+    ),
+    "injected_figures": (
+        gettext_noop("The GEMM and copy figures were injected by a test, not measured"),
+        None,
+    ),
+    "mig_enabled": (gettext_noop("GPU %(gpu)s has MIG mode enabled"), None),
+    "nccl_no_rows": (
+        gettext_noop("nccl-tests ran no row (did the message size not fit in GPU memory?)"),
+        None,
+    ),
+    "nccl_not_checked": (gettext_noop("nccl-tests ran without checking the data"), None),
+    "nccl_wrong_values": (gettext_noop("nccl-tests reported %(count)s wrong values"), None),
+    "not_finite": (
+        gettext_noop("Check %(check)s gave a value that is not a finite number (%(token)s)"),
+        None,
+    ),
+    "nvlink_all_inactive": (gettext_noop("GPU %(gpu)s: every NVLink is inactive"), None),
+    "nvlink_inactive": (gettext_noop("%(count)s NVLinks are inactive"), None),
+    "nvlink_no_links": (
+        gettext_noop("nvidia-smi nvlink -s listed no link (an empty output is not a pass)"),
+        None,
+    ),
+    "xid_critical": (gettext_noop("The kernel log shows XID %(xids)s"), None),
+    "xid_noted": (
+        gettext_noop("The kernel log shows XID %(xids)s (a contained ECC error)"),
+        None,
+    ),
+    "tool_missing": (gettext_noop("Check %(check)s: its tool is not installed"), None),
+    "no_message_size": (
+        gettext_noop("Check %(check)s: no all-reduce message size fits the GPU memory"),
+        None,
+    ),
+    "kernel_log_unreadable": (gettext_noop("The kernel log could not be read"), None),
 }
 UNKNOWN = gettext_noop("Rejected for the reason “%(code)s”")
 
