@@ -119,3 +119,14 @@ PORTAL_USAGE_API_TOKEN = env.str("PORTAL_USAGE_API_TOKEN", default="")
 # The admin page imports at most this many rows at once (preview, then confirm); a larger
 # file goes to the background import (inventory.csv_jobs), which a worker runs.
 INVENTORY_CSV_IMPORT_MAX_SYNC_ROWS = env.int("INVENTORY_CSV_IMPORT_MAX_SYNC_ROWS", default=5000)
+
+# --- Operations (portal/operations) ---
+# Customers hear of planned maintenance this many days before it starts (the planner may
+# choose another notice per plan). The contract (§7.2) excludes planned maintenance
+# announced at least 72 hours ahead from downtime, so a notice under 3 days counts.
+PORTAL_MAINTENANCE_NOTICE_DAYS = env.int("PORTAL_MAINTENANCE_NOTICE_DAYS", default=7)
+# A hold that expires within this many hours while another request wants its node is shown
+# as a conflict on the reservation calendar.
+PORTAL_CALENDAR_HOLD_EXPIRY_HOURS = env.int("PORTAL_CALENDAR_HOLD_EXPIRY_HOURS", default=24)
+# Rows per page of the reservation calendar.
+PORTAL_CALENDAR_PAGE_SIZE = env.int("PORTAL_CALENDAR_PAGE_SIZE", default=100)
