@@ -30,6 +30,7 @@ from inventory import selectors as inventory_selectors
 from inventory import services as inventory_services
 from inventory.models import MaintenancePlan, MaintenanceScope
 from portal.operations import charts, forms, reports, selectors, services
+from portal.support import selectors as support_selectors
 from provisioning.views import staff_permission_required
 
 VIEW_CALENDAR = "inventory.view_reservation"
@@ -379,5 +380,9 @@ def reports_page(request: HttpRequest) -> HttpResponse:
             "spares": reports.spare_pool(),
             "csv_utilisation": f"{reverse('operations:reports')}?{query}&csv=utilisation",
             "csv_revenue": f"{reverse('operations:reports')}?{query}&csv=revenue",
+            # The support desk's missed clocks (issue 22), for the roles that see tickets.
+            "missed": support_selectors.missed_clocks_summary()
+            if request.user.has_perm("support.view_ticket")
+            else None,
         },
     )

@@ -28,6 +28,11 @@ ESTIMATE_VALID_DAYS = env.int("ESTIMATE_VALID_DAYS", default=7)
 # Absolute address of the portal, for links in emails and PDFs.
 PORTAL_BASE_URL = env.str("PORTAL_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
+# Support tickets answered by email: the mailbox the customer's replies go to (plus
+# addressing: support+T000123-<signature>@example.com). The MTA pipes each message into
+# ``manage.py support_inbound_email``. Empty: emails say "reply on the page" only.
+PORTAL_SUPPORT_REPLY_ADDRESS = env.str("PORTAL_SUPPORT_REPLY_ADDRESS", default="")
+
 # The provider on quotes and invoices (demo values by default: set them for real use).
 PORTAL_PROVIDER_BRAND = env.str("PORTAL_PROVIDER_BRAND", default="GPU Cloud")
 PORTAL_PROVIDER_NAME = env.str("PORTAL_PROVIDER_NAME", default="GPU Cloud Ltd. (demo)")

@@ -237,6 +237,31 @@ def _measured(value: Any) -> str:
     return _number(value)
 
 
+# The agent's checks (``provisioning.agent.checks.CHECKS``) as the staff run page names
+# them; the code name stays beside the label (it is what the agent's lines and the raw
+# outputs carry).
+CHECK_LABELS = {
+    "gpu_inventory": gettext_noop("GPU inventory (model, memory, MIG)"),
+    "ecc": gettext_noop("ECC errors"),
+    "ecc_remap": gettext_noop("Row remapping and retired pages"),
+    "nvlink": gettext_noop("NVLink status"),
+    "xid": gettext_noop("Kernel log (XID errors)"),
+    "gemm": gettext_noop("Matrix multiplication (GEMM)"),
+    "memory_bandwidth": gettext_noop("GPU memory bandwidth"),
+    "nvbandwidth": gettext_noop("Host and peer copy bandwidth"),
+    "allreduce": gettext_noop("NCCL all-reduce"),
+    "ib_write_bw": gettext_noop("InfiniBand write bandwidth"),
+    "dcgm_diag": gettext_noop("DCGM diagnostics"),
+    "burn_in": gettext_noop("Burn-in"),
+}
+
+
+def check_label(name: str) -> str:
+    """A check's name in the active language (its code name for a check not listed)."""
+    label = CHECK_LABELS.get(name)
+    return gettext(label) if label else name
+
+
 def annotate_live_checks(progress: Any) -> Any:
     """Give each node of a provisioning run's progress its agent checks as they ran
     (``live_checks``, in the agent's order), each with its reasons translated
@@ -248,6 +273,7 @@ def annotate_live_checks(progress: Any) -> Any:
     for np in progress.nodes:
         np.live_checks = by_node.get(np.run_node.node_id, [])
         for check in np.live_checks:
+            check.label = check_label(check.name)
             check.reason_texts = reason_messages(check.reasons or [])
             metrics = check.metrics if isinstance(check.metrics, Mapping) else {}
             check.measured = [(k, _measured(v)) for k, v in metrics.items()]

@@ -11,6 +11,7 @@ from decimal import Decimal
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core import mail
 from django.urls import reverse
 from django.utils import timezone, translation
@@ -279,3 +280,45 @@ def test_a_planned_window_announced_72_hours_ahead_is_excluded_and_a_later_one_c
             node_charge=Decimal("1000"),
         )
         assert credit.unavailable == timedelta(hours=counted_hours)
+
+
+def test_planning_over_a_booking_needs_the_override_permission(client, booked):
+    """A planner without ``inventory.override_booking`` sees the affected booking and
+    no confirm button; posting the confirmation anyway is refused and plans nothing."""
+    order, nodes = booked
+    planner = get_user_model().objects.create_user(
+        "planner", "planner@example.com", "x-unused-12345", is_staff=True
+    )
+    planner.user_permissions.add(Permission.objects.get(codename="add_maintenanceplan"))
+    client.force_login(planner)
+    preview = client.post(_url("operations:maintenance_new"), _form(order, nodes, action="preview"))
+    assert order.number in preview.content.decode()
+    assert 'id="confirm"' not in preview.content.decode()
+    refused = client.post(
+        _url("operations:maintenance_new"),
+        _form(order, nodes, action="confirm", override_reason="because"),
+    )
+    assert refused.status_code == 403
+    assert not MaintenancePlan.objects.exists()
+
+
+def test_the_sweep_tells_due_plans_and_completes_ended_ones(booked, demo):
+    order, nodes = booked
+    start = order.end_at + timedelta(days=2)
+    plan = inventory_services.maintenance_plan_create(
+        title="BIOS",
+        scope="nodes",
+        node_ids=[nodes[0].pk],
+        start_at=start,
+        end_at=start + timedelta(hours=2),
+        notice_days=1,
+        actor=demo["admin"],
+    )
+    assert services.maintenance_notify(plan_id=plan.pk, now=plan.notify_at) == 0  # nobody
+    plan.refresh_from_db()
+    assert plan.status == MaintenanceStatus.ANNOUNCED
+    _due, ended = inventory_services.maintenance_plans_due(now=plan.end_at)
+    plan.refresh_from_db()
+    assert ended == 1 and plan.status == MaintenanceStatus.COMPLETED
+    assert plan.windows.get().end_at == plan.end_at  # the window stays: it happened
+    assert plan.events.order_by("created_at", "id").last().reason == "The window ended."

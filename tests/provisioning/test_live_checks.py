@@ -15,13 +15,16 @@ from typing import Any
 
 import pytest
 from django.urls import reverse
+from django.utils import translation
 
 from billing.orders.services import order_mark_paid
 from inventory.models import Node
 from provisioning import runs
+from provisioning.agent.checks import CHECKS
 from provisioning.models import NodeStep, ProvisioningRun, RunNode, StepName, ValidationCheck
 from provisioning.validation import services
 from provisioning.validation.interface import LineSink, NodeTarget, local_runner
+from provisioning.validation.reasons import CHECK_LABELS, check_label
 from tests.billing.test_payments import make_order
 from tests.provisioning import test_validation_e2e as e2e
 
@@ -122,3 +125,12 @@ def test_a_check_the_agent_never_finished_is_shown_failed(
         reverse("admin:provisioning_validationrun_change", args=[run.pk])
     ).content.decode()
     assert "did not finish" in page and "Check dcgm_diag did not finish" in page
+
+
+def test_every_agent_check_has_a_label_in_both_languages():
+    """The staff run page names each check in the reader's language (the code name stays
+    beside it): no check of the agent without a label, and the Chinese one is Chinese."""
+    assert set(CHECKS) == set(CHECK_LABELS)
+    with translation.override("zh-hans"):
+        for name in CHECKS:
+            assert check_label(name) != CHECK_LABELS[name], name
