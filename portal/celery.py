@@ -97,9 +97,39 @@ def _relay_loop() -> None:
             close_old_connections()
 
 
+def _heartbeat_loop(hostname: str, queue_names: list[str]) -> None:
+    """Record that this worker consumes ``queue_names``, now and every
+    ``PORTAL_WORKER_HEARTBEAT_S`` (``/readyz`` counts the workers seen per queue)."""
+    from django.conf import settings
+    from django.db import close_old_connections
+
+    from core import heartbeats
+
+    while True:
+        try:
+            heartbeats.beat(hostname=hostname, queues=queue_names, metrics_url=_metrics_url)
+        except Exception:  # the database may be away for a moment: try again next round
+            logger.exception("worker heartbeat")
+        finally:
+            close_old_connections()
+        if _relay_stop.wait(settings.PORTAL_WORKER_HEARTBEAT_S):
+            return
+
+
+_metrics_url = ""
+
+
 @worker_ready.connect
-def _start_outbox_relay(**_kwargs: object) -> None:
+def _start_outbox_relay(sender: Any = None, **_kwargs: object) -> None:
     threading.Thread(target=_relay_loop, name="outbox-relay", daemon=True).start()
+    if sender is not None:
+        queue_names = sorted(sender.app.amqp.queues.consume_from)
+        threading.Thread(
+            target=_heartbeat_loop,
+            args=(str(sender.hostname), queue_names),
+            name="worker-heartbeat",
+            daemon=True,
+        ).start()
 
 
 @worker_shutdown.connect

@@ -2,14 +2,14 @@
 ``queue=``), the outbox's timings and the ONE beat table of every periodic task."""
 
 from core.queues import CeleryQueue
-from portal.settings.base import REDIS_URL, VAR_DIR, env
+from portal.settings.base import REDIS_URL, VAR_DIR, env, secret
 from portal.settings.provisioning import PORTAL_HEALTH_EVALUATE_EVERY_S, VALIDATION_IDLE_SWEEP_HOURS
 
 # With REDIS_URL the broker and result backend are Redis; without it, kombu's filesystem
 # transport under var/celery, which needs no server (the embedded default).
 _CELERY_DIR = VAR_DIR / "celery"
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://localhost/")
-CELERY_RESULT_BACKEND = env.str(
+CELERY_BROKER_URL = secret("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://localhost/")
+CELERY_RESULT_BACKEND = secret(
     "CELERY_RESULT_BACKEND", default=REDIS_URL or f"file://{_CELERY_DIR / 'results'}"
 )
 # Longest hard time limit of any task, in seconds. A Redis broker redelivers a message that
@@ -70,6 +70,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # often each worker's relay loop looks for messages still pending (s).
 PORTAL_BROKER_PUBLISH_TIMEOUT = env.float("PORTAL_BROKER_PUBLISH_TIMEOUT", default=3.0)
 PORTAL_OUTBOX_RELAY_EVERY = env.float("PORTAL_OUTBOX_RELAY_EVERY", default=5.0)
+# Each worker records itself per queue this often (s; core.heartbeats, read by /readyz).
+PORTAL_WORKER_HEARTBEAT_S = env.float("PORTAL_WORKER_HEARTBEAT_S", default=10.0)
 CELERY_BEAT_SCHEDULE_FILENAME = str(_CELERY_DIR / "beat-schedule")
 # Every periodic task, in one table. Each is idempotent: a run that finds nothing to do
 # does nothing, and two runs do the work once.
