@@ -73,6 +73,28 @@ PORTAL_OUTBOX_RELAY_EVERY = env.float("PORTAL_OUTBOX_RELAY_EVERY", default=5.0)
 # Each worker records itself per queue this often (s; core.heartbeats, read by /readyz).
 PORTAL_WORKER_HEARTBEAT_S = env.float("PORTAL_WORKER_HEARTBEAT_S", default=10.0)
 CELERY_BEAT_SCHEDULE_FILENAME = str(_CELERY_DIR / "beat-schedule")
+# Exactly one beat: with a Redis broker, beat keeps its schedule in Redis (celery-redbeat)
+# behind a lock that the running beat renews at every tick (at most every
+# CELERY_BEAT_MAX_LOOP_INTERVAL s). A second beat, started by mistake or as a standby on
+# another host, waits for the lock and sends nothing; when the first dies (SIGKILL, its
+# host lost) the lock expires after PORTAL_BEAT_LOCK_TIMEOUT_S and the standby takes over,
+# from the schedule's last runs kept in Redis (no job runs twice, none is skipped for long).
+# The embedded default (filesystem broker, one beat by construction) keeps Celery's
+# schedule file.
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CELERY_BEAT_SCHEDULER = "redbeat.RedBeatScheduler"
+    CELERY_REDBEAT_REDIS_URL = secret("CELERY_REDBEAT_REDIS_URL", default=CELERY_BROKER_URL)
+    CELERY_REDBEAT_KEY_PREFIX = env.str("PORTAL_BEAT_KEY_PREFIX", default="redbeat:")
+    CELERY_REDBEAT_LOCK_TIMEOUT = env.int("PORTAL_BEAT_LOCK_TIMEOUT_S", default=30)
+    CELERY_BEAT_MAX_LOOP_INTERVAL = env.int(
+        "PORTAL_BEAT_MAX_LOOP_INTERVAL_S", default=max(1, CELERY_REDBEAT_LOCK_TIMEOUT // 6)
+    )
+    # Bounded waits; a Redis that is away for less than retry_period (s) is waited for.
+    CELERY_REDBEAT_REDIS_OPTIONS = {
+        "socket_connect_timeout": 5,
+        "socket_timeout": 15,
+        "retry_period": 60,
+    }
 # Every periodic task, in one table. Each is idempotent: a run that finds nothing to do
 # does nothing, and two runs do the work once.
 CELERY_BEAT_SCHEDULE = {
