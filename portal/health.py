@@ -28,6 +28,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
 from core import heartbeats, queues
+from portal import metrics
 
 OK = "ok"
 DOWN = "down"
@@ -162,6 +163,9 @@ def readyz(request: HttpRequest) -> JsonResponse:
 PROBES: dict[str, Callable[[HttpRequest], HttpResponse]] = {
     "/healthz": healthz,
     "/readyz": readyz,
+    # Not a probe, but asked the same way: by Prometheus, by the host's address (it checks
+    # its own bearer token or address list).
+    "/metrics": metrics.metrics,
 }
 
 

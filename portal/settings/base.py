@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_htmx",
+    "django_prometheus",
     "import_export",
     "rest_framework",
     "drf_spectacular",
@@ -69,6 +70,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # /healthz and /readyz, before the host check and the HTTPS redirect (portal/health.py).
     "portal.health.ProbeMiddleware",
+    # Request metrics by view, method and status; its After half is last (portal/metrics.py).
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -78,6 +81,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -102,6 +106,16 @@ TEMPLATES = [
 # Which dependencies make /readyz answer 503 (portal/health.py): database, broker, cache,
 # workers, or all.
 PORTAL_READYZ_REQUIRED = env.list("PORTAL_READYZ_REQUIRED", default=["database"])
+
+# /metrics (portal/metrics.py): a bearer token ("" derives one from SECRET_KEY), or client
+# addresses/networks allowed without it. Workers serve their task metrics on
+# PORTAL_WORKER_METRICS_PORT (0: none) at PORTAL_WORKER_METRICS_HOST, and tell Prometheus
+# (through their heartbeat) the address PORTAL_WORKER_METRICS_ADVERTISE (default: the host).
+PORTAL_METRICS_TOKEN = secret("PORTAL_METRICS_TOKEN")
+PORTAL_METRICS_ALLOWED_IPS = env.list("PORTAL_METRICS_ALLOWED_IPS", default=[])
+PORTAL_WORKER_METRICS_PORT = env.int("PORTAL_WORKER_METRICS_PORT", default=0)
+PORTAL_WORKER_METRICS_HOST = env.str("PORTAL_WORKER_METRICS_HOST", default="127.0.0.1")
+PORTAL_WORKER_METRICS_ADVERTISE = env.str("PORTAL_WORKER_METRICS_ADVERTISE", default="")
 
 # --- Database -------------------------------------------------------------------------
 DATABASES = {

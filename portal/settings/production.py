@@ -10,7 +10,7 @@ filesystem broker, or a cache on the broker's Redis database.
 from environ import ImproperlyConfigured
 
 from portal.settings import *  # noqa: F403
-from portal.settings.base import CACHE_URL, DATABASES, DEBUG
+from portal.settings.base import CACHE_URL, DATABASES, DEBUG, MIDDLEWARE
 from portal.settings.celery import CELERY_BROKER_URL
 
 
@@ -31,10 +31,11 @@ if not CACHE_URL or CACHE_URL == CELERY_BROKER_URL:
 
 # Static files: collected (``manage.py collectstatic``, the migrate unit does it), served
 # by WhiteNoise with content-hashed names, compressed, cached for a year.
-MIDDLEWARE = [
-    *MIDDLEWARE[:2],  # noqa: F405  (the probes, then SecurityMiddleware)
+_security = MIDDLEWARE.index("django.middleware.security.SecurityMiddleware")
+MIDDLEWARE = [  # WhiteNoise right after SecurityMiddleware, as its documentation says
+    *MIDDLEWARE[: _security + 1],
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    *MIDDLEWARE[2:],  # noqa: F405
+    *MIDDLEWARE[_security + 1 :],
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from portal import workers
@@ -40,5 +43,14 @@ class Command(BaseCommand):
         if options["print"]:
             self.stdout.write(" ".join(argv))
             return
+        if settings.PORTAL_WORKER_METRICS_PORT:
+            # The prefork children's task metrics, added up by the worker's metrics port.
+            os.environ.setdefault(
+                "PROMETHEUS_MULTIPROC_DIR",
+                str(Path(settings.VAR_DIR) / f"metrics-worker-{profile.name}"),
+            )
+            folder = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+            shutil.rmtree(folder, ignore_errors=True)  # this worker's own, from its last run
+            folder.mkdir(parents=True, exist_ok=True)
         sys.stdout.flush()
         os.execv(sys.executable, argv)  # noqa: S606 - systemd signals reach celery itself
