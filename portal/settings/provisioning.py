@@ -1,7 +1,7 @@
 """Provisioning and validation: the hardware drivers (simulated, Redfish), the run's
 deadlines, retries and swaps, the validation agent and its SSH runner."""
 
-from portal.settings.base import env
+from portal.settings.base import env, secret
 
 # --- Provisioning -----------------------------------------------------------------------
 # Which hardware driver runs a node (a node's own ``driver`` field overrides it).
@@ -59,7 +59,7 @@ VALIDATION_AGENT_RUNNER = env.str("VALIDATION_AGENT_RUNNER", default="auto")
 VALIDATION_SSH_USER = env.str("VALIDATION_SSH_USER", default="root")
 VALIDATION_SSH_PORT = env.int("VALIDATION_SSH_PORT", default=22)
 VALIDATION_SSH_KEY = env.str("VALIDATION_SSH_KEY", default="")
-VALIDATION_SSH_KEY_PASSPHRASE = env.str("VALIDATION_SSH_KEY_PASSPHRASE", default="")
+VALIDATION_SSH_KEY_PASSPHRASE = secret("VALIDATION_SSH_KEY_PASSPHRASE")
 VALIDATION_SSH_KNOWN_HOSTS = env.str("VALIDATION_SSH_KNOWN_HOSTS", default="")
 VALIDATION_SSH_CONNECT_TIMEOUT_S = env.float("VALIDATION_SSH_CONNECT_TIMEOUT_S", default=15.0)
 VALIDATION_SSH_PYTHON = env.str("VALIDATION_SSH_PYTHON", default="python3")
@@ -84,7 +84,7 @@ PORTAL_PROMETHEUS_RETENTION = env.str("PORTAL_PROMETHEUS_RETENTION", default="15
 PORTAL_PROMETHEUS_TIMEOUT_S = env.float("PORTAL_PROMETHEUS_TIMEOUT_S", default=5.0)
 # The bearer token Prometheus presents to the service discovery and the simulated
 # exporters ("" derives one from SECRET_KEY; production sets its own secret).
-PORTAL_TELEMETRY_TOKEN = env.str("PORTAL_TELEMETRY_TOKEN", default="")
+PORTAL_TELEMETRY_TOKEN = secret("PORTAL_TELEMETRY_TOKEN")
 # Where Prometheus reaches the portal for simulated nodes' exporters (host:port; ""
 # takes the host of PORTAL_BASE_URL).
 PORTAL_TELEMETRY_SIMULATED_TARGET = env.str("PORTAL_TELEMETRY_SIMULATED_TARGET", default="")
