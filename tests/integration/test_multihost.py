@@ -21,7 +21,9 @@ from tests.integration.multihost import scenario
 from tests.integration.multihost.cluster import Cluster
 from tests.integration.multihost.network import Network, NetworkUnavailable, require_netns
 
-pytestmark = [pytest.mark.integration]
+# django_db: the suite's test database must exist (its schema is copied; nothing is
+# written to it).
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
 
 @pytest.fixture
@@ -41,7 +43,7 @@ def network(request: pytest.FixtureRequest, tmp_path: Path) -> Network:
 def migrated_schema(django_db_setup: None) -> str:
     """The suite's test database (migrated, no rows but the data migrations'): its schema
     is copied to the database host instead of migrating there (minutes)."""
-    s = connection.settings_dict
+    s = connection.settings_dict  # the test database's, once django_db set it up
     return f"postgresql://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 

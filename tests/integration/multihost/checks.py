@@ -6,7 +6,6 @@ good), so the test asserts on the lists and the benchmark prints the figures."""
 from __future__ import annotations
 
 import hashlib
-import itertools
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -208,15 +207,14 @@ def beat(
     worker_logs: list[str],
     schedule: dict[str, dict[str, Any]],
     *,
-    window_s: float,
-    second_beat_from: float | None,
+    since: float,
+    second_beat_from: float,
+    until: float,
     time_zone: str,
 ) -> dict[str, Any]:
-    """Each beat-only job ran once per interval: never two runs closer than 0.8 of its
-    interval (one beat sends the next run at least an interval after the last one it
-    sent; two beats send each job twice an interval), and about as often as the window
-    holds intervals. ``doubled`` counts, after the second beat was started, the runs that
-    came too soon."""
+    """Each beat-only job ran once per interval: about as many times as the time from
+    ``since`` to ``until`` holds intervals, and no more than that after the second beat
+    was started (two beats sending would make it twice as many)."""
     received = _received(worker_logs, ZoneInfo(time_zone))
     problems: list[str] = []
     per_job: dict[str, dict[str, Any]] = {}
@@ -224,18 +222,24 @@ def beat(
     for name in BEAT_ONLY:
         entry = schedule[name]
         every, times = float(entry["every"]), received.get(entry["task"], [])
-        soon = [b for a, b in itertools.pairwise(times) if b - a < 0.8 * every]
-        doubled += sum(1 for t in soon if second_beat_from is None or t >= second_beat_from)
-        expected = window_s / every
-        per_job[name] = {"every_s": every, "runs": len(times), "too_soon": len(soon)}
-        if soon:
+        after = [t for t in times if second_beat_from <= t <= until]
+        expected, expected_after = (until - since) / every, (until - second_beat_from) / every
+        extra = max(0, len(after) - round(expected_after) - 1)
+        per_job[name] = {
+            "every_s": every,
+            "runs": len(times),
+            "runs_with_two_beats": len(after),
+            "intervals_with_two_beats": round(expected_after, 1),
+        }
+        if len(after) > 1.4 * expected_after + 1:
+            doubled += extra
             problems.append(
-                f"beat job {name} (every {every:g} s) ran {len(soon)} times "
-                f"within {0.8 * every:.1f} s of its previous run"
+                f"beat job {name} (every {every:g} s) ran {len(after)} times in "
+                f"{expected_after:.1f} intervals with two beats"
             )
         if len(times) < 0.5 * expected - 1:
             problems.append(
-                f"beat job {name} ran {len(times)} times in {window_s:.0f} s "
+                f"beat job {name} ran {len(times)} times in {until - since:.0f} s "
                 f"(every {every:g} s: about {expected:.0f})"
             )
     return {"beat_jobs": per_job, "beat_runs_doubled": doubled, "problems": problems}

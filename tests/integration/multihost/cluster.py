@@ -95,7 +95,7 @@ class Cluster:
         step_limit_scale: float = 0.005,
         web_workers: int = 2,
         web_threads: int = 4,
-        worker_threads: int = 4,
+        worker_concurrency: int = 3,
         startup_timeout: float = 300.0,
     ) -> None:
         self.net = network
@@ -103,7 +103,7 @@ class Cluster:
         self.schema_from = schema_from
         self.beat_scale = beat_scale
         self.web_workers, self.web_threads = web_workers, web_threads
-        self.worker_threads = worker_threads
+        self.worker_concurrency = worker_concurrency
         self.startup_timeout = startup_timeout
         names = [
             "db",
@@ -123,6 +123,7 @@ class Cluster:
         self.media.mkdir()
         self.statement = network.dir / "bank-statement.txt"
         self.ops_file = network.dir / "ops.json"
+        self.migrated_file = network.dir / "migrated"
         self.pgdata = network.dir / "pgdata"
         self.lb_url = f"http://{self.addr('lb')}"
         self.database_url = f"postgres://postgres@{self.addr('db')}:5432/portal"
@@ -140,15 +141,21 @@ class Cluster:
             **base,
             "PYTHONUNBUFFERED": "1",
             "DJANGO_SETTINGS_MODULE": "tests.integration.multihost.settings",
+            "GUNICORN_WORKERS": str(self.web_workers),
+            "GUNICORN_THREADS": str(self.web_threads),
+            "GUNICORN_FORWARDED_ALLOW_IPS": self.addr("lb"),
             "DJANGO_DEBUG": "0",
             "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
             "DJANGO_ALLOWED_HOSTS": ",".join(web),
             "DJANGO_SECURE_SSL_REDIRECT": "0",
             "DATABASE_URL": self.database_url,
-            "REDIS_URL": f"redis://{self.addr('cache')}:6379/0",
+            "REDIS_URL": f"{broker}/0",
             "CELERY_BROKER_URL": f"{broker}/0",
             "CELERY_RESULT_BACKEND": f"{broker}/1",
+            "CACHE_URL": f"redis://{self.addr('cache')}:6379/0",
+            "PORTAL_METRICS_TOKEN": secrets.token_urlsafe(20),
             "DJANGO_MEDIA_ROOT": str(self.media),
+            "DJANGO_STATIC_ROOT": str(self.net.dir / "static"),
             "PORTAL_SIGNING_DIR": str(self.net.dir / "signing"),
             "PORTAL_SIGNING_CREATE_DEMO_KEYS": "1",
             "PORTAL_SEED_DEMO_CONTRACT": "0",
@@ -159,6 +166,8 @@ class Cluster:
             "PORTAL_PROVISIONING_STEP_LIMIT_SCALE": str(step_limit_scale),
             "PORTAL_PROVISIONING_AUTOSTART": "1",
             "MULTIHOST_BEAT_SCALE": str(self.beat_scale),
+            # Beat (redbeat) looks at its schedule every second, as the intervals are short.
+            "PORTAL_BEAT_MAX_LOOP_INTERVAL_S": "1",
             # Scaled with the others: every 3 s (no Prometheus on this network: it fails
             # closed each time, as it should).
             "PORTAL_HEALTH_EVALUATE_EVERY_S": "60",
@@ -321,6 +330,8 @@ class Cluster:
                 str(self.ops_file),
                 "--statement",
                 str(self.statement),
+                "--migrated",
+                str(self.migrated_file),
             ],
             env=self.host_env("ops"),
             cwd=ROOT,
@@ -328,31 +339,12 @@ class Cluster:
         return self.procs["ops"]
 
     def start_web(self, host: str) -> Process:
+        """gunicorn with the production configuration (deploy/gunicorn.conf.py)."""
+        env = {**self.host_env(host), "GUNICORN_BIND": f"{self.addr(host)}:8000"}
         self.procs[host] = self.hosts[host].spawn(
             "gunicorn",
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "portal.wsgi:application",
-                "--bind",
-                f"{self.addr(host)}:8000",
-                "--worker-class",
-                "gthread",
-                "--workers",
-                str(self.web_workers),
-                "--threads",
-                str(self.web_threads),
-                "--timeout",
-                "90",
-                "--graceful-timeout",
-                "30",
-                "--keep-alive",
-                "5",
-                "--forwarded-allow-ips",
-                self.addr("lb"),
-            ],
-            env=self.host_env(host),
+            [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "deploy" / "gunicorn.conf.py")],
+            env=env,
             cwd=ROOT,
         )
         return self.procs[host]
@@ -373,46 +365,22 @@ class Cluster:
             raise TimeoutError(f"gunicorn on {host} did not stop within 60 s")
 
     def start_worker(self, host: str) -> Process:
+        """The worker of profile ``all`` (every queue, prefork: portal/workers.py), as a
+        small installation runs it on each worker host."""
         self.procs[host] = self.hosts[host].spawn(
             "celery",
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "portal",
-                "worker",
-                "-Q",
-                QUEUES,
-                "-P",
-                "threads",
-                "-c",
-                str(self.worker_threads),
-                "-n",
-                f"{host}@%h",
-                "--loglevel=INFO",
-            ],
+            [sys.executable, "manage.py", "celery_worker", "all",
+             "--concurrency", str(self.worker_concurrency)],
             env=self.host_env(host),
             cwd=ROOT,
-        )
+        )  # fmt: skip
         return self.procs[host]
 
     def start_beat(self, host: str) -> Process:
-        env = self.host_env(host)
         self.procs[host] = self.hosts[host].spawn(
             "beat",
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "portal",
-                "beat",
-                "--loglevel=INFO",
-                "-s",
-                str(Path(env["PORTAL_VAR_DIR"]) / "beat-schedule"),
-            ],
-            env=env,
+            [sys.executable, "-m", "celery", "-A", "portal", "beat", "--loglevel=INFO"],
+            env=self.host_env(host),
             cwd=ROOT,
         )
         return self.procs[host]
@@ -452,13 +420,16 @@ class Cluster:
         self.start_redis("broker")
         self.start_redis("cache")
         self.start_ops()
+        self.start_lb()
+        timeout = self.startup_timeout
+        # The migrate step before the portal's processes.
+        wait_for("the migrate step on the ops host", self.migrated_file.exists, timeout,
+                 detail=lambda: self.procs["ops"].output()[-3000:])  # fmt: skip
         for host in ("web1", "web2"):
             self.start_web(host)
         for host in ("work1", "work2"):
             self.start_worker(host)
         self.start_beat("beat")
-        self.start_lb()
-        timeout = self.startup_timeout
         for host in ("web1", "web2"):
             self.web_ready(host, timeout)
         for host in ("work1", "work2"):

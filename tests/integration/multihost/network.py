@@ -178,9 +178,8 @@ class Host:
         """Start ``argv`` on this host (as ``user`` if given), its output in a log file."""
         log = self.network.dir / f"{self.name}-{name}.log"
         handle = log.open("ab")
-        runas = ["runuser", "-u", user, "--"] if user else []
         popen = subprocess.Popen(
-            ["ip", "netns", "exec", self.netns, *runas, *argv],
+            self._argv(argv, user),
             env=env,
             cwd=cwd,
             stdout=handle,
@@ -203,9 +202,8 @@ class Host:
         user: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run ``argv`` on this host to its end (raises with its output if it fails)."""
-        runas = ["runuser", "-u", user, "--"] if user else []
         done = subprocess.run(
-            ["ip", "netns", "exec", self.netns, *runas, *argv],
+            self._argv(argv, user),
             env=env,
             cwd=cwd,
             capture_output=True,
@@ -218,6 +216,13 @@ class Host:
                 f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
             )
         return done
+
+    def _argv(self, argv: list[str], user: str | None) -> list[str]:
+        """``argv`` in this host's network namespace, under its own host name (a UTS
+        namespace: Celery names its workers after it), as ``user`` if given."""
+        runas = ["runuser", "-u", user, "--"] if user else []
+        named = ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', self.name]
+        return ["ip", "netns", "exec", self.netns, *named, *runas, *argv]
 
     def pids(self) -> list[int]:
         return _netns_pids(self.netns)

@@ -1,6 +1,8 @@
 """The back office of the test network, a process on its own host.
 
-First it prepares what the journeys need, as staff would: the demo data (``seed_demo``)
+First the migrate step that precedes the portal's processes (deploy/systemd/
+gpu-portal-migrate: ``migrate_once``; ``--migrated`` is touched when done). Then it
+prepares what the journeys need, as staff would: the demo data (``seed_demo``)
 when the database has none, one organisation per client (an owner and an API key), and
 It writes that to ``--out`` (JSON) and then plays finance: every line a journey appends
 to the bank statement (``--statement``: ``INVOICE REFERENCE``, the transfer it made) is
@@ -94,12 +96,16 @@ def main() -> None:
     parser.add_argument("--keys", type=int, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--statement", type=Path, required=True)
+    parser.add_argument("--migrated", type=Path, required=True)
     args = parser.parse_args()
     import django
 
     django.setup()
+    from django.core.management import call_command
     from django.db import close_old_connections
 
+    call_command("migrate_once", verbosity=0)  # collectstatic: see settings.py
+    args.migrated.touch()
     data = prepare(args.keys)
     partial = args.out.with_suffix(".tmp")
     partial.write_text(json.dumps(data))

@@ -36,8 +36,9 @@ class Plan:
     cache_outage_s: float = 4.0
     # Beat's runs are checked over at least this many intervals of its most frequent job
     # after the second beat was started.
-    beat_intervals_after_second: int = 4
+    beat_intervals_after_second: int = 8
     delivered_timeout: float = 300.0
+    documents_timeout: float = 120.0
     phase_timeout: float = 240.0
 
 
@@ -139,8 +140,20 @@ def run(cluster: Cluster, plan: Plan, say: Callable[[str], None] = print) -> dic
     if settle > 0:
         time.sleep(settle)
     driver.stop(30)
-    load_s = time.time() - load_from
+    until = time.time()
+    load_s = until - load_from
     cluster.check_alive("beat", "work2" if host == "work1" else "work1", "lb", "db")
+
+    # Documents are rendered after the fact (the documents queue; the acceptance report
+    # after delivery): given a while to arrive before they count as missing.
+    deadline = time.monotonic() + plan.documents_timeout
+    while (
+        time.monotonic() < deadline
+        and checks.documents(
+            cluster.database_url, [j.order for j in driver.journeys if j.order], cluster.media
+        )["problems"]
+    ):
+        time.sleep(2)
 
     samples = list(driver.load.samples)
     journeys = driver.journeys
@@ -154,8 +167,9 @@ def run(cluster: Cluster, plan: Plan, say: Callable[[str], None] = print) -> dic
         "beat": checks.beat(
             worker_logs,
             ops["schedule"],
-            window_s=load_s,
+            since=load_from,
             second_beat_from=second_beat_from,
+            until=until,
             time_zone=ops["time_zone"],
         ),
     }
