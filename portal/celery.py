@@ -34,6 +34,7 @@ app.autodiscover_tasks(
         "provisioning",
         "provisioning.validation",
         "portal",
+        "portal.operations",
     ]
 )
 
