@@ -119,6 +119,9 @@ class OutboxMessage(models.Model):
     last_error = models.TextField(_("last error"), blank=True)
     created_at = models.DateTimeField(_("written"), auto_now_add=True)
     published_at = models.DateTimeField(_("published"), null=True, blank=True)
+    # The log context of the work that wrote it (the request id), carried into the tasks'
+    # headers when the relay publishes it later (``core.outbox``).
+    log_context = models.JSONField(_("log context"), default=dict, blank=True)
 
     class Meta:
         ordering = ["created_at", "pk"]
@@ -138,3 +141,26 @@ class OutboxMessage(models.Model):
     @property
     def task_names(self) -> list[str]:
         return [step[0] for step in self.steps]
+
+
+class WorkerHeartbeat(models.Model):
+    """A Celery worker's last sign of life, per queue it consumes (``portal.celery``
+    writes it every ``PORTAL_WORKER_HEARTBEAT_S``; ``/readyz`` reads it). In the database,
+    the one dependency every process has, so a broker or cache outage does not hide the
+    workers that are still there."""
+
+    hostname = models.CharField(_("worker"), max_length=200)
+    queue = models.CharField(_("queue"), max_length=64)
+    seen_at = models.DateTimeField(_("last seen"), default=timezone.now)
+    # Where Prometheus scrapes this worker's task metrics ("" when it serves none).
+    metrics_url = models.CharField(_("metrics address"), max_length=200, blank=True)
+
+    class Meta:
+        verbose_name = _("worker heartbeat")
+        verbose_name_plural = _("worker heartbeats")
+        constraints = [
+            models.UniqueConstraint(fields=["hostname", "queue"], name="worker_heartbeat_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.hostname} ({self.queue})"

@@ -16,10 +16,14 @@ def hit(key: str, *, window: int) -> int:
     included (1 for the first hit of a window)."""
     cache.add(key, 0, timeout=window)
     try:
-        return int(cache.incr(key))
+        count = cache.incr(key)
     except ValueError:  # expired between add and incr: this hit opens a new window
         cache.set(key, 1, timeout=window)
         return 1
+    # None: the cache is down (django-redis ignores its errors). The limits are kept by
+    # the cache, so while it is away they are not kept: logins go on rather than every
+    # customer being locked out (the outage is logged and /readyz reports it).
+    return 0 if count is None else int(count)
 
 
 def over_limit(key: str, *, limit: int, window: int) -> bool:

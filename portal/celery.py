@@ -3,6 +3,7 @@
 
 import logging
 import os
+import socket
 import threading
 import warnings
 from pathlib import Path
@@ -10,6 +11,8 @@ from typing import Any
 
 from celery import Celery
 from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutdown
+
+from portal import task_metrics  # connects the task outcome and duration metrics
 
 logger = logging.getLogger(__name__)
 
@@ -98,9 +101,61 @@ def _relay_loop() -> None:
             close_old_connections()
 
 
+def _heartbeat_loop(hostname: str, queue_names: list[str]) -> None:
+    """Record that this worker consumes ``queue_names``, now and every
+    ``PORTAL_WORKER_HEARTBEAT_S`` (``/readyz`` counts the workers seen per queue)."""
+    from django.conf import settings
+    from django.db import close_old_connections
+
+    from core import heartbeats
+
+    while True:
+        try:
+            heartbeats.beat(hostname=hostname, queues=queue_names, metrics_url=_metrics_url)
+        except Exception:  # the database may be away for a moment: try again next round
+            logger.exception("worker heartbeat")
+        finally:
+            close_old_connections()
+        if _relay_stop.wait(settings.PORTAL_WORKER_HEARTBEAT_S):
+            return
+
+
+_metrics_url = ""
+
+
+def _serve_metrics(hostname: str) -> None:
+    """This worker's task metrics on PORTAL_WORKER_METRICS_PORT (if set), advertised to
+    Prometheus through the heartbeat."""
+    global _metrics_url
+    from django.conf import settings
+
+    port = settings.PORTAL_WORKER_METRICS_PORT
+    if not port:
+        return
+    host = settings.PORTAL_WORKER_METRICS_HOST
+    task_metrics.serve(host=host, port=port, token=task_metrics.metrics_token())
+    advertise = settings.PORTAL_WORKER_METRICS_ADVERTISE or (
+        socket.getfqdn() if host in ("0.0.0.0", "::", "") else host  # noqa: S104
+    )
+    _metrics_url = f"{advertise}:{port}"
+    logger.info("worker %s: task metrics on http://%s/metrics", hostname, _metrics_url)
+
+
 @worker_ready.connect
-def _start_outbox_relay(**_kwargs: object) -> None:
+def _start_outbox_relay(sender: Any = None, **_kwargs: object) -> None:
     threading.Thread(target=_relay_loop, name="outbox-relay", daemon=True).start()
+    if sender is not None:
+        try:
+            _serve_metrics(str(sender.hostname))
+        except OSError:
+            logger.exception("worker metrics server")
+        queue_names = sorted(sender.app.amqp.queues.consume_from)
+        threading.Thread(
+            target=_heartbeat_loop,
+            args=(str(sender.hostname), queue_names),
+            name="worker-heartbeat",
+            daemon=True,
+        ).start()
 
 
 @worker_shutdown.connect

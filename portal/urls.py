@@ -7,7 +7,7 @@ from django.urls import include, path
 
 import portal.converters  # noqa: F401  (registers the "signed" path converter)
 from billing.payments import urls as payment_urls
-from portal import health, i18n
+from portal import health, i18n, metrics
 from portal.operations import feeds as maintenance_feeds
 from portal.shop import views as shop_views
 from portal.shop import wizard
@@ -16,6 +16,9 @@ from portal.support import urls as support_urls
 urlpatterns = [
     path("i18n/setlang/", i18n.set_language, name="set_language"),
     path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.metrics, name="metrics"),
+    path("metrics/targets", metrics.worker_targets, name="metrics_worker_targets"),
     path("stripe/", include(payment_urls.webhook_urlpatterns)),
     path("api/v1/", include("portal.api.urls")),
     path("api/", include("billing.invoicing.urls")),

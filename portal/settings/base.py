@@ -18,9 +18,24 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 env = environ.Env()  # the one reader of the environment
 VAR_DIR = Path(env.str("PORTAL_VAR_DIR", default=str(BASE_DIR / "var")))
 
+
+def secret(name: str, default: str = "") -> str:
+    """A secret from the environment: ``NAME_FILE`` names a file that holds it (systemd's
+    ``LoadCredential=``, a container's mounted secret; so the value is in no unit file
+    and no process environment), else ``NAME`` itself, else ``default``. Every password,
+    key and token (and the URLs that carry passwords) is read this way."""
+    path = env.str(f"{name}_FILE", default="")
+    if path:
+        try:
+            return Path(path).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise environ.ImproperlyConfigured(f"{name}_FILE={path}: {exc.strerror}") from exc
+    return env.str(name, default=default)
+
+
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 _DEV_SECRET = "insecure-dev-only-secret-key-do-not-use-in-production-0123456789"  # noqa: S105
-SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=_DEV_SECRET if DEBUG else "")
+SECRET_KEY = secret("DJANGO_SECRET_KEY", default=_DEV_SECRET if DEBUG else "")
 if not SECRET_KEY:
     raise environ.ImproperlyConfigured(
         "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off (see README: Production)."
@@ -39,6 +54,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_htmx",
+    "django_prometheus",
     "import_export",
     "rest_framework",
     "drf_spectacular",
@@ -53,6 +69,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, before the host check and the HTTPS redirect (portal/health.py).
+    "portal.health.ProbeMiddleware",
+    # Request metrics by view, method and status; its After half is last (portal/metrics.py).
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -62,6 +82,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -83,9 +104,25 @@ TEMPLATES = [
     },
 ]
 
+# Which dependencies make /readyz answer 503 (portal/health.py): database, broker, cache,
+# workers, or all.
+PORTAL_READYZ_REQUIRED = env.list("PORTAL_READYZ_REQUIRED", default=["database"])
+
+# /metrics (portal/metrics.py): a bearer token ("" derives one from SECRET_KEY), or client
+# addresses/networks allowed without it. Workers serve their task metrics on
+# PORTAL_WORKER_METRICS_PORT (0: none) at PORTAL_WORKER_METRICS_HOST, and tell Prometheus
+# (through their heartbeat) the address PORTAL_WORKER_METRICS_ADVERTISE (default: the host).
+PORTAL_METRICS_TOKEN = secret("PORTAL_METRICS_TOKEN")
+PORTAL_METRICS_ALLOWED_IPS = env.list("PORTAL_METRICS_ALLOWED_IPS", default=[])
+PORTAL_WORKER_METRICS_PORT = env.int("PORTAL_WORKER_METRICS_PORT", default=0)
+PORTAL_WORKER_METRICS_HOST = env.str("PORTAL_WORKER_METRICS_HOST", default="127.0.0.1")
+PORTAL_WORKER_METRICS_ADVERTISE = env.str("PORTAL_WORKER_METRICS_ADVERTISE", default="")
+
 # --- Database -------------------------------------------------------------------------
 DATABASES = {
-    "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"),
+    "default": env.db_url_config(
+        secret("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'portal.sqlite3'}")
+    ),
 }
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 # Keep a connection between requests and tasks (a worker opened one per task: a few ms
@@ -176,16 +213,30 @@ MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env.str("DJANGO_MEDIA_ROOT", default=str(VAR_DIR / "media")))
 
 # --- Cache ----------------------------------------------------------------------------
-REDIS_URL = env.str("REDIS_URL", default="")
-if REDIS_URL:
+# The cache has its own Redis (CACHE_URL: another server, or at least another database
+# than the broker's), so that losing one loses only that one. Without CACHE_URL it is
+# REDIS_URL's (the test suite; ``portal.settings.production`` refuses it there).
+# django-redis with IGNORE_EXCEPTIONS: a cache that is down is a cache miss (the page is
+# computed, never a 500), each failure logged; its timeouts keep a dead cache from
+# costing a request more than a moment. ``/readyz`` pings the cache itself.
+# REDIS_URL: the broker's Redis (portal/settings/celery.py), and the cache's unless set.
+REDIS_URL = secret("REDIS_URL", default="")
+CACHE_URL = secret("CACHE_URL", default=REDIS_URL)
+if CACHE_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": REDIS_URL,
-            # A cache that stops answering costs a request seconds, not minutes.
-            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": CACHE_URL,
+            "OPTIONS": {
+                "CLIENT_CLASS": "django_redis.client.DefaultClient",
+                "IGNORE_EXCEPTIONS": True,
+                "SOCKET_CONNECT_TIMEOUT": env.float("CACHE_CONNECT_TIMEOUT_S", default=0.5),
+                "SOCKET_TIMEOUT": env.float("CACHE_TIMEOUT_S", default=1.0),
+            },
         }
     }
+    DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
+    DJANGO_REDIS_LOGGER = "portal.cache"
 else:
     # The embedded default: web, worker and beat are separate processes, so they share one
     # cache in files (a per-process memory cache would hide from the web what beat
@@ -203,9 +254,9 @@ EMAIL_BACKEND = env.str(
     "DJANGO_EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend"
 )
 DEFAULT_FROM_EMAIL = env.str("DJANGO_DEFAULT_FROM_EMAIL", default="portal@localhost")
-if env.str("EMAIL_URL", default=""):
+if secret("EMAIL_URL"):
     # e.g. smtp+tls://user:password@smtp.example.com:587 (django-environ's email_url)
-    _email = env.email_url("EMAIL_URL")
+    _email = env.email_url_config(secret("EMAIL_URL"))
     EMAIL_BACKEND = _email["EMAIL_BACKEND"]
     EMAIL_HOST = _email.get("EMAIL_HOST", "")
     EMAIL_PORT = _email.get("EMAIL_PORT") or 25

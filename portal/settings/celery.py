@@ -2,14 +2,14 @@
 ``queue=``), the outbox's timings and the ONE beat table of every periodic task."""
 
 from core.queues import CeleryQueue
-from portal.settings.base import REDIS_URL, VAR_DIR, env
+from portal.settings.base import REDIS_URL, VAR_DIR, env, secret
 from portal.settings.provisioning import PORTAL_HEALTH_EVALUATE_EVERY_S, VALIDATION_IDLE_SWEEP_HOURS
 
 # With REDIS_URL the broker and result backend are Redis; without it, kombu's filesystem
 # transport under var/celery, which needs no server (the embedded default).
 _CELERY_DIR = VAR_DIR / "celery"
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://localhost/")
-CELERY_RESULT_BACKEND = env.str(
+CELERY_BROKER_URL = secret("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://localhost/")
+CELERY_RESULT_BACKEND = secret(
     "CELERY_RESULT_BACKEND", default=REDIS_URL or f"file://{_CELERY_DIR / 'results'}"
 )
 # Longest hard time limit of any task, in seconds. A Redis broker redelivers a message that
@@ -70,7 +70,31 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # often each worker's relay loop looks for messages still pending (s).
 PORTAL_BROKER_PUBLISH_TIMEOUT = env.float("PORTAL_BROKER_PUBLISH_TIMEOUT", default=3.0)
 PORTAL_OUTBOX_RELAY_EVERY = env.float("PORTAL_OUTBOX_RELAY_EVERY", default=5.0)
+# Each worker records itself per queue this often (s; core.heartbeats, read by /readyz).
+PORTAL_WORKER_HEARTBEAT_S = env.float("PORTAL_WORKER_HEARTBEAT_S", default=10.0)
 CELERY_BEAT_SCHEDULE_FILENAME = str(_CELERY_DIR / "beat-schedule")
+# Exactly one beat: with a Redis broker, beat keeps its schedule in Redis (celery-redbeat)
+# behind a lock that the running beat renews at every tick (at most every
+# CELERY_BEAT_MAX_LOOP_INTERVAL s). A second beat, started by mistake or as a standby on
+# another host, waits for the lock and sends nothing; when the first dies (SIGKILL, its
+# host lost) the lock expires after PORTAL_BEAT_LOCK_TIMEOUT_S and the standby takes over,
+# from the schedule's last runs kept in Redis (no job runs twice, none is skipped for long).
+# The embedded default (filesystem broker, one beat by construction) keeps Celery's
+# schedule file.
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CELERY_BEAT_SCHEDULER = "redbeat.RedBeatScheduler"
+    CELERY_REDBEAT_REDIS_URL = secret("CELERY_REDBEAT_REDIS_URL", default=CELERY_BROKER_URL)
+    CELERY_REDBEAT_KEY_PREFIX = env.str("PORTAL_BEAT_KEY_PREFIX", default="redbeat:")
+    CELERY_REDBEAT_LOCK_TIMEOUT = env.int("PORTAL_BEAT_LOCK_TIMEOUT_S", default=30)
+    CELERY_BEAT_MAX_LOOP_INTERVAL = env.int(
+        "PORTAL_BEAT_MAX_LOOP_INTERVAL_S", default=max(1, CELERY_REDBEAT_LOCK_TIMEOUT // 6)
+    )
+    # Bounded waits; a Redis that is away for less than retry_period (s) is waited for.
+    CELERY_REDBEAT_REDIS_OPTIONS = {
+        "socket_connect_timeout": 5,
+        "socket_timeout": 15,
+        "retry_period": 60,
+    }
 # Every periodic task, in one table. Each is idempotent: a run that finds nothing to do
 # does nothing, and two runs do the work once.
 CELERY_BEAT_SCHEDULE = {

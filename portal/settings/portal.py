@@ -2,7 +2,7 @@
 estimates, the provider on documents, Stripe and the bank account, contracts, invoices
 over the term, the inventory's CSV import."""
 
-from portal.settings.base import DEBUG, VAR_DIR, env
+from portal.settings.base import DEBUG, VAR_DIR, env, secret
 
 # Self-service starts are priced up to this many months ahead (the price book horizon).
 PRICE_BOOK_HORIZON_MONTHS = env.int("PRICE_BOOK_HORIZON_MONTHS", default=12)
@@ -61,9 +61,9 @@ PORTAL_PROVIDER_WEBSITE = env.str("PORTAL_PROVIDER_WEBSITE", default="gpucloud.e
 # Stripe (card, Alipay, WeChat Pay). With no keys (the ``make run`` default) card payment
 # says it is not configured and customers pay by bank transfer. ``STRIPE_API_BASE`` points
 # the SDK at a local stand-in (localstripe in the integration tests).
-STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
+STRIPE_SECRET_KEY = secret("STRIPE_SECRET_KEY")
 STRIPE_PUBLISHABLE_KEY = env.str("STRIPE_PUBLISHABLE_KEY", default="")
-STRIPE_WEBHOOK_SECRET = env.str("STRIPE_WEBHOOK_SECRET", default="")
+STRIPE_WEBHOOK_SECRET = secret("STRIPE_WEBHOOK_SECRET")
 STRIPE_API_BASE = env.str("STRIPE_API_BASE", default="")
 STRIPE_PAYMENT_METHODS = env.list(
     "STRIPE_PAYMENT_METHODS", default=["card", "alipay", "wechat_pay"]
@@ -85,7 +85,7 @@ PORTAL_BANK_SWIFT = env.str("PORTAL_BANK_SWIFT", default="CMBCCNBS")
 # URL) and the roots that make its certificate trusted (PEM files), the standard terms'
 # version, days before the end to offer renewal.
 PORTAL_SIGNING_DIR = env.str("PORTAL_SIGNING_DIR", default=str(VAR_DIR / "signing"))
-PORTAL_SIGNING_P12_PASSPHRASE = env.str(
+PORTAL_SIGNING_P12_PASSPHRASE = secret(
     "PORTAL_SIGNING_P12_PASSPHRASE", default="demo-seal-passphrase"
 )
 PORTAL_SIGNING_PROVIDER = env.str(
@@ -118,7 +118,7 @@ PORTAL_INVOICE_ISSUE_DAYS = env.int("PORTAL_INVOICE_ISSUE_DAYS", default=14)
 # approval before it is issued (``billing.credits.services.credit_note_request``).
 PORTAL_CREDIT_NOTE_APPROVAL_ABOVE = env.str("PORTAL_CREDIT_NOTE_APPROVAL_ABOVE", default="50000")
 # The metering system's token for POST /api/usage/ ("" = staff sessions only).
-PORTAL_USAGE_API_TOKEN = env.str("PORTAL_USAGE_API_TOKEN", default="")
+PORTAL_USAGE_API_TOKEN = secret("PORTAL_USAGE_API_TOKEN")
 
 # --- CSV import -----------------------------------------------------------------------
 # The admin page imports at most this many rows at once (preview, then confirm); a larger

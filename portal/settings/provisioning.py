@@ -1,7 +1,7 @@
 """Provisioning and validation: the hardware drivers (simulated, Redfish), the run's
 deadlines, retries and swaps, the validation agent and its SSH runner."""
 
-from portal.settings.base import env
+from portal.settings.base import env, secret
 
 # --- Provisioning -----------------------------------------------------------------------
 # Which hardware driver runs a node (a node's own ``driver`` field overrides it).
@@ -10,6 +10,13 @@ PORTAL_HARDWARE_DRIVER = env.str("PORTAL_HARDWARE_DRIVER", default="simulated")
 # a node's ~22 simulated minutes in under a minute (``make run``); 0 never sleeps.
 PORTAL_SIMULATED_TIME_SCALE = env.float("PORTAL_SIMULATED_TIME_SCALE", default=0.04)
 PORTAL_SIMULATED_FAILURE_RATE = env.float("PORTAL_SIMULATED_FAILURE_RATE", default=0.0)
+# Every step's hard bound (its task's time limit and its lease, provisioning/runs/plan.py)
+# times this factor, never below 20 s, validation's excepted (its agent runs for real):
+# for simulated hardware under a small time scale (tests, demos), where a dead worker's
+# lease would otherwise hold its step for up to an hour. 1 (the default) on real hardware.
+PORTAL_PROVISIONING_STEP_LIMIT_SCALE = env.float(
+    "PORTAL_PROVISIONING_STEP_LIMIT_SCALE", default=1.0
+)
 # The run's overall deadline: this many minutes per node (a run of 4 nodes: 240 minutes).
 PORTAL_PROVISIONING_DEADLINE_MIN_PER_NODE = env.int(
     "PORTAL_PROVISIONING_DEADLINE_MIN_PER_NODE", default=60
@@ -54,7 +61,7 @@ VALIDATION_AGENT_RUNNER = env.str("VALIDATION_AGENT_RUNNER", default="auto")
 VALIDATION_SSH_USER = env.str("VALIDATION_SSH_USER", default="root")
 VALIDATION_SSH_PORT = env.int("VALIDATION_SSH_PORT", default=22)
 VALIDATION_SSH_KEY = env.str("VALIDATION_SSH_KEY", default="")
-VALIDATION_SSH_KEY_PASSPHRASE = env.str("VALIDATION_SSH_KEY_PASSPHRASE", default="")
+VALIDATION_SSH_KEY_PASSPHRASE = secret("VALIDATION_SSH_KEY_PASSPHRASE")
 VALIDATION_SSH_KNOWN_HOSTS = env.str("VALIDATION_SSH_KNOWN_HOSTS", default="")
 VALIDATION_SSH_CONNECT_TIMEOUT_S = env.float("VALIDATION_SSH_CONNECT_TIMEOUT_S", default=15.0)
 VALIDATION_SSH_PYTHON = env.str("VALIDATION_SSH_PYTHON", default="python3")
@@ -79,7 +86,7 @@ PORTAL_PROMETHEUS_RETENTION = env.str("PORTAL_PROMETHEUS_RETENTION", default="15
 PORTAL_PROMETHEUS_TIMEOUT_S = env.float("PORTAL_PROMETHEUS_TIMEOUT_S", default=5.0)
 # The bearer token Prometheus presents to the service discovery and the simulated
 # exporters ("" derives one from SECRET_KEY; production sets its own secret).
-PORTAL_TELEMETRY_TOKEN = env.str("PORTAL_TELEMETRY_TOKEN", default="")
+PORTAL_TELEMETRY_TOKEN = secret("PORTAL_TELEMETRY_TOKEN")
 # Where Prometheus reaches the portal for simulated nodes' exporters (host:port; ""
 # takes the host of PORTAL_BASE_URL).
 PORTAL_TELEMETRY_SIMULATED_TARGET = env.str("PORTAL_TELEMETRY_SIMULATED_TARGET", default="")

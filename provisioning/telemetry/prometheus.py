@@ -98,12 +98,57 @@ def query_range(
 # --- a local Prometheus ----------------------------------------------------------------
 
 
-def config_text(*, discovery_url: str, token: str, scrape_s: float) -> str:
+@dataclass(frozen=True)
+class PortalScrape:
+    """The portal's own metrics in the same Prometheus: the web processes' ``/metrics``
+    (``web``: host:port of each, scraped directly, not through the balancer) and the
+    workers' metrics ports, listed by ``workers_discovery_url`` from their heartbeats; both
+    with the metrics token."""
+
+    web: Sequence[str]
+    token: str
+    workers_discovery_url: str = ""
+
+
+def _portal_jobs(portal: PortalScrape, timeout: str, interval: str) -> list[dict[str, Any]]:
+    auth = {"type": "Bearer", "credentials": portal.token}
+    jobs: list[dict[str, Any]] = [
+        {
+            "job_name": "portal",
+            "scrape_timeout": timeout,
+            "metrics_path": "/metrics",
+            "authorization": auth,
+            "static_configs": [{"targets": list(portal.web)}],
+        }
+    ]
+    if portal.workers_discovery_url:
+        jobs.append(
+            {
+                "job_name": "portal-workers",
+                "scrape_timeout": timeout,
+                "metrics_path": "/metrics",
+                "authorization": auth,
+                "http_sd_configs": [
+                    {
+                        "url": portal.workers_discovery_url,
+                        "refresh_interval": interval,
+                        "authorization": auth,
+                    }
+                ],
+            }
+        )
+    return jobs
+
+
+def config_text(
+    *, discovery_url: str, token: str, scrape_s: float, portal: PortalScrape | None = None
+) -> str:
     """prometheus.yml: one job whose targets come from the portal's discovery endpoint
-    (re-read every scrape interval), both authenticated with the telemetry token."""
+    (re-read every scrape interval), both authenticated with the telemetry token; and,
+    with ``portal``, the jobs of the portal's own metrics."""
     interval = f"{max(int(scrape_s), 1)}s"
     timeout = f"{max(min(int(scrape_s) - 1, 10), 1)}s"
-    config = {
+    config: dict[str, Any] = {
         "global": {"scrape_interval": interval, "evaluation_interval": interval},
         "scrape_configs": [
             {
@@ -120,6 +165,8 @@ def config_text(*, discovery_url: str, token: str, scrape_s: float) -> str:
             }
         ],
     }
+    if portal is not None:
+        config["scrape_configs"] += _portal_jobs(portal, timeout, interval)
     return json.dumps(config, indent=2)  # JSON is YAML
 
 
@@ -128,7 +175,14 @@ def prometheus_binary() -> str | None:
 
 
 def prometheus_start(
-    *, workdir: Path, port: int, discovery_url: str, token: str, scrape_s: float, retention: str
+    *,
+    workdir: Path,
+    port: int,
+    discovery_url: str,
+    token: str,
+    scrape_s: float,
+    retention: str,
+    portal: PortalScrape | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start Debian's prometheus as a plain process on 127.0.0.1:port."""
     binary = prometheus_binary()
@@ -136,7 +190,9 @@ def prometheus_start(
         raise FileNotFoundError("prometheus is not installed (scripts/system_deps.sh)")
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
-    config.write_text(config_text(discovery_url=discovery_url, token=token, scrape_s=scrape_s))
+    config.write_text(
+        config_text(discovery_url=discovery_url, token=token, scrape_s=scrape_s, portal=portal)
+    )
     return subprocess.Popen(  # noqa: S603
         [
             binary,

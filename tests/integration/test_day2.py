@@ -49,6 +49,7 @@ from tests.polling import wait_until
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 TOKEN = "day2-test-token"
+METRICS_TOKEN = "metrics-test-token"
 SCALE = 0.001
 BUDGET_S = 10 * 60  # the seeds' promise: a failed node migrated within 10 minutes
 
@@ -65,6 +66,7 @@ def prom(live_server, settings, tmp_path):
     if prometheus.prometheus_binary() is None:
         pytest.fail("prometheus is not installed: run scripts/system_deps.sh")
     settings.PORTAL_TELEMETRY_TOKEN = TOKEN
+    settings.PORTAL_METRICS_TOKEN = METRICS_TOKEN
     settings.PORTAL_TELEMETRY_SIMULATED_TARGET = live_server.url.split("://", 1)[1]
     settings.PORTAL_PROMETHEUS_SCRAPE_INTERVAL_S = 1.0
     port = free_port()
@@ -77,6 +79,12 @@ def prom(live_server, settings, tmp_path):
         token=TOKEN,
         scrape_s=1.0,
         retention="1d",
+        # The portal's own metrics in the same Prometheus (tests/integration/test_metrics.py).
+        portal=prometheus.PortalScrape(
+            web=[live_server.url.split("://", 1)[1]],
+            token=METRICS_TOKEN,
+            workers_discovery_url=live_server.url + "/metrics/targets",
+        ),
     )
     url = f"http://127.0.0.1:{port}"
     settings.PORTAL_PROMETHEUS_URL = url

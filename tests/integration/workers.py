@@ -75,3 +75,38 @@ class Worker:
             self.proc.kill()
             out, _ = self.proc.communicate()
         return out
+
+
+class Beat:
+    """``celery beat`` on ``broker_url`` (celery-redbeat: its schedule and its lock in that
+    Redis), pointed at the test database; ``env`` may give it a table of its own
+    (``PORTAL_TEST_BEAT_SCHEDULE``) and a short lock (``PORTAL_BEAT_LOCK_TIMEOUT_S``)."""
+
+    def __init__(self, broker_url: str, *, env: dict[str, str] | None = None) -> None:
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "portal.settings.test",
+            "DATABASE_URL": database_url(),
+            "REDIS_URL": broker_url,
+            "CELERY_BROKER_URL": broker_url,
+            **(env or {}),
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "portal", "beat", "--loglevel=INFO"],
+            cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+
+    def kill(self) -> str:
+        self.proc.send_signal(signal.SIGKILL)
+        out, _ = self.proc.communicate(timeout=20)
+        return out
+
+    def stop(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            out, _ = self.proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, _ = self.proc.communicate()
+        return out

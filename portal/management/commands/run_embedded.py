@@ -20,6 +20,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from core import queues
+from portal import task_metrics
 from portal.management.commands.seed_demo import DEMO_USERS
 from provisioning.telemetry import prometheus
 
@@ -72,6 +73,12 @@ class Command(BaseCommand):
             token=prometheus.telemetry_token(),
             scrape_s=settings.PORTAL_PROMETHEUS_SCRAPE_INTERVAL_S,
             retention=settings.PORTAL_PROMETHEUS_RETENTION,
+            # The portal's own metrics beside the nodes' (README: Running in production).
+            portal=prometheus.PortalScrape(
+                web=[base_url.split("://", 1)[1].split("/", 1)[0]],
+                token=task_metrics.metrics_token(),
+                workers_discovery_url=base_url + "/metrics/targets",
+            ),
         )
         self.stdout.write(f"Prometheus: http://127.0.0.1:{self._prometheus_port}/")
         return proc
