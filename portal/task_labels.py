@@ -42,6 +42,9 @@ LABELS = {
         "Render the acceptance report PDF"
     ),
     "provisioning.validation.tasks.validation_run_execute_task": _("Run a validation"),
+    "portal.support.tasks.ticket_email": _("Email: support ticket"),
+    "portal.support.tasks.ticket_from_low_utilisation": _("Open a ticket: low utilisation"),
+    "portal.support.tasks.ticket_from_replacement": _("Open a ticket: node replacement"),
 }
 
 task_labels.register(LABELS)

@@ -10,6 +10,7 @@ from billing.payments import urls as payment_urls
 from portal import health, i18n
 from portal.shop import views as shop_views
 from portal.shop import wizard
+from portal.support import urls as support_urls
 
 urlpatterns = [
     path("i18n/setlang/", i18n.set_language, name="set_language"),
@@ -27,8 +28,11 @@ urlpatterns += i18n_patterns(
     path("", include("billing.contracts.urls")),
     path("sales/", include("billing.quotes.urls")),
     path("staff/provisioning/", include("provisioning.urls")),
+    path("staff/support/", include(support_urls.staff_urlpatterns)),
+    path("status/", include(support_urls.status_urlpatterns)),
     path("accounts/", include("accounts.urls")),
     path("account/", include("portal.dashboard.urls")),
+    path("account/", include(support_urls.customer_urlpatterns)),
     path("pay/", include("billing.payments.urls")),
     path("", include("portal.shop.urls")),
     prefix_default_language=True,

@@ -137,6 +137,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"expires": 55},
     },
+    # Support tickets: record each first-response or resolution clock that ran out.
+    "support-clocks": {
+        "task": "portal.support.tasks.ticket_clocks_sweep_task",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
     # SLA credits of ended billing periods (computed once per node and period).
     "sla-credits-sweep": {"task": "provisioning.tasks.sla_credits_sweep_task", "schedule": 3600.0},
     "provisioning-reaper": {

@@ -6,9 +6,11 @@ line), so that an agent killed or timed out keeps every check that finished:
 
 1. ``{"type": "start", "agent_version", "profile", "started_at", "planned": [check
    names], "time_limit_s", "host": {facts}}``;
-2. one ``{"type": "check", "name", "device", "status" (completed/failed/skipped),
-   "raw", "raw_sha256", "raw_format", "return_code", "reason", "duration_s", "details",
-   "metric", "unit", "value"}`` per check, as soon as it finished;
+2. per check, ``{"type": "check_start", "name", "started_at"}`` when it starts (the
+   portal shows what runs now: ``dcgmi diag -r 3`` alone takes about 15 minutes) and one
+   ``{"type": "check", "name", "device", "status" (completed/failed/skipped), "raw",
+   "raw_sha256", "raw_format", "return_code", "reason", "duration_s", "details",
+   "metric", "unit", "value"}`` as soon as it finished;
 3. ``{"type": "end", "finished_at"}``: its absence means the agent did not finish.
 
 The portal (``provisioning.validation.interface.agent_document``) folds the lines into
@@ -147,7 +149,18 @@ def run(argv: list[str] | None, emit: Callable[[dict[str, Any]], None]) -> None:
             "host": facts,
         }
     )
-    run_checks(settings, only or None, emit=lambda c: emit(c.as_dict()))
+    run_checks(
+        settings,
+        only or None,
+        emit=lambda c: emit(c.as_dict()),
+        on_start=lambda name: emit(
+            {
+                "type": "check_start",
+                "name": name,
+                "started_at": dt.datetime.now(dt.UTC).isoformat(),
+            }
+        ),
+    )
     emit({"type": "end", "finished_at": dt.datetime.now(dt.UTC).isoformat()})
 
 

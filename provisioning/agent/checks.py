@@ -15,6 +15,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -50,12 +51,18 @@ MIB = 1024**2
 
 #: ``nvidia-smi --query-gpu`` fields of the inventory check (model, memory, MIG).
 INVENTORY_FIELDS = "index,name,memory.total,mig.mode.current,pci.bus_id,driver_version"
-#: ECC counters as azurehpc-health-checks azure_gpu_ecc.nhc reads them.
+#: ECC mode and counters: the SRAM/DRAM counters as azurehpc-health-checks
+#: azure_gpu_ecc.nhc reads them (NVML's SRAM/DRAM locations exist from Turing on), and
+#: the page-retirement counts that Volta uses instead of row remapping (azure_gpu_ecc.nhc
+#: reads them for V100 from ``nvidia-smi -q -d PAGE_RETIREMENT``). A GPU without ECC
+#: (GeForce) prints ``[N/A]`` for all of them; each model's rules read what it has.
 ECC_FIELDS = (
-    "index,ecc.errors.uncorrected.volatile.sram,ecc.errors.uncorrected.aggregate.sram,"
+    "index,ecc.mode.current,"
+    "ecc.errors.uncorrected.volatile.sram,ecc.errors.uncorrected.aggregate.sram,"
     "ecc.errors.uncorrected.volatile.dram,ecc.errors.uncorrected.aggregate.dram,"
     "ecc.errors.corrected.volatile.sram,ecc.errors.corrected.aggregate.sram,"
-    "ecc.errors.corrected.volatile.dram,ecc.errors.corrected.aggregate.dram"
+    "ecc.errors.corrected.volatile.dram,ecc.errors.corrected.aggregate.dram,"
+    "retired_pages.sbe,retired_pages.dbe,retired_pages.pending"
 )
 REMAP_FIELDS = (
     "gpu_bus_id,remapped_rows.correctable,remapped_rows.uncorrectable,"
@@ -163,7 +170,8 @@ def check_gpu_inventory(s: Settings) -> CheckResult:
 
 
 def check_ecc(s: Settings) -> CheckResult:
-    """SRAM/DRAM ECC counters, volatile and aggregate (azure_gpu_ecc.nhc's query)."""
+    """ECC mode, SRAM/DRAM counters (volatile and aggregate, azure_gpu_ecc.nhc's query)
+    and retired pages (Volta)."""
     return _smi_query("ecc", s, "--query-gpu", ECC_FIELDS)
 
 
@@ -468,9 +476,50 @@ def infiniband_devices() -> list[str]:
     return sorted(p.name for p in root.glob("*")) if root.is_dir() else []
 
 
+#: The client retries while the server is not listening yet (it opens the device and,
+#: with ``--use_cuda``, a CUDA context first: seconds on a real node; azure_ib_write_bw_
+#: gdr.nhc sleeps 5 s before starting the client).
+IB_CONNECT_RETRY_S = 0.5
+IB_CONNECT_WINDOW_S = 30.0
+_IB_NOT_LISTENING = ("couldn't connect", "unable to open file descriptor", "failed to connect")
+
+
+def _ib_loopback(s: Settings, dev: str, port: int, gpu_index: int) -> tuple[str, int | None]:
+    """One NIC's loopback: a server and a client ``ib_write_bw`` on ``dev``; the client's
+    output and exit status (None: timed out)."""
+    common = ["-d", dev, "-p", str(port), "-s", str(1 << 20), "-D", str(s.ib_seconds)]
+    common += ["-x", "0", "-F", "--report_gbits", f"--use_cuda={gpu_index}"]
+    server = subprocess.Popen(  # noqa: S603 - fixed argv, the tool found on PATH
+        ["ib_write_bw", *common],  # noqa: S607
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + IB_CONNECT_WINDOW_S
+        time.sleep(0.05)
+        while True:
+            res = run_cmd(["ib_write_bw", *common, "localhost"], s.ib_seconds + 60.0)
+            waiting = res.return_code not in (0, None) and any(
+                w in res.output.lower() for w in _IB_NOT_LISTENING
+            )
+            if not waiting or server.poll() is not None or time.monotonic() > deadline:
+                break
+            time.sleep(IB_CONNECT_RETRY_S)
+    finally:
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    return res.output, res.return_code
+
+
 def check_ib_write_bw(s: Settings) -> CheckResult:
     """GPUDirect RDMA loopback per NIC (azure_ib_write_bw_gdr.nhc): a server and a client
-    ``ib_write_bw`` on the same device, buffers on GPU ``i % GPUs``; one section per NIC."""
+    ``ib_write_bw`` on the same device, buffers on GPU ``i % GPUs``; every NIC at once,
+    as the Azure check runs them (its thresholds are measured that way); one section per
+    NIC, in device order."""
     if pre := _gpu_only("ib_write_bw", s):
         return pre
     devices = infiniband_devices()
@@ -479,30 +528,19 @@ def check_ib_write_bw(s: Settings) -> CheckResult:
     if pre := _tool("ib_write_bw", "ib_write_bw", s):
         return pre
     ngpu = max(1, len(s.gpu_names))
+    with ThreadPoolExecutor(max_workers=len(devices), thread_name_prefix="ib") as pool:
+        runs = list(
+            pool.map(
+                lambda item: _ib_loopback(s, item[1], 18515 + item[0], item[0] % ngpu),
+                enumerate(devices),
+            )
+        )
     sections = []
     worst = 0
-    for i, dev in enumerate(devices):
-        port = 18515 + i
-        common = ["-d", dev, "-p", str(port), "-s", str(1 << 20), "-D", str(s.ib_seconds)]
-        common += ["-x", "0", "-F", "--report_gbits", f"--use_cuda={i % ngpu}"]
-        server = subprocess.Popen(  # noqa: S603 - fixed argv, the tool found on PATH
-            ["ib_write_bw", *common],  # noqa: S607
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            time.sleep(0.05)
-            res = run_cmd(["ib_write_bw", *common, "localhost"], s.ib_seconds + 60.0)
-        finally:
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-        sections.append(f"### device {dev} exit {res.return_code}\n{res.output}")
-        if res.return_code != 0:
-            worst = res.return_code if res.return_code is not None else 124
+    for dev, (output, rc) in zip(devices, runs, strict=True):
+        sections.append(f"### device {dev} exit {rc}\n{output}")
+        if rc != 0:
+            worst = rc if rc is not None else 124
     check = CheckResult(
         name="ib_write_bw",
         device=s.device,
@@ -625,10 +663,14 @@ def run_checks(
     s: Settings,
     only: list[str] | None = None,
     emit: Callable[[CheckResult], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
 ) -> list[CheckResult]:
-    """Run the checks in order; ``emit`` gets each one as soon as it finished."""
+    """Run the checks in order; ``on_start`` gets each name as it starts, ``emit`` each
+    result as soon as it finished."""
     results = []
     for name in planned_checks(s, only):
+        if on_start is not None:
+            on_start(name)
         result = guarded(name, s.device, partial(CHECKS[name], s))
         results.append(result)
         if emit is not None:

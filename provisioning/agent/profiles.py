@@ -59,7 +59,7 @@ PROFILES: dict[str, Profile] = {
         dcgm_level=1,
         gemm_seconds=10.0,
         # dcgmi -r 1 (seconds) + GEMM 10 s + nvbandwidth (~1 min) + all-reduce (~1 min)
-        # + ib_write_bw 5 s per NIC (8 NICs: 40 s) + the rest: 10 minutes with margin.
+        # + ib_write_bw 5 s (all NICs at once) + the rest: 10 minutes with margin.
         time_limit_s=600.0,
         ib_seconds=5,
         description="readiness: DCGM -r 1, a 10 s GEMM, copies, all-reduce, health",
@@ -69,8 +69,8 @@ PROFILES: dict[str, Profile] = {
         dcgm_level=3,
         gemm_seconds=60.0,
         # dcgmi diag -r 3 ≈ 15 min (NVIDIA dcgmi docs) + sustained GEMM 60 s + HBM copy
-        # + nvbandwidth (~2 min) + all_reduce_perf at 16G (~1 min) + ib_write_bw 10 s per
-        # NIC (8 NICs: 80 s) + health queries: about 21 minutes; the limit is 40 minutes.
+        # + nvbandwidth (~2 min) + all_reduce_perf at 16G (~1 min) + ib_write_bw 10 s (all
+        # NICs at once) + health queries: about 20 minutes; the limit is 40 minutes.
         time_limit_s=2400.0,
         ib_seconds=10,
         description="before handover: DCGM -r 3, a 60 s sustained GEMM, every check",

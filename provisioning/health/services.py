@@ -39,6 +39,7 @@ from core.types import Actor, actor_or_none
 from inventory import services as inventory_services
 from inventory.models import ACTIVE_RESERVATION_STATUSES, Node, NodeStatus, Reservation
 from provisioning.health.rules import RULES, HealthRule
+from provisioning.health.signals import replacement_needed
 from provisioning.models import (
     OPEN_INCIDENT_STATUSES,
     HealthAction,
@@ -323,12 +324,14 @@ def incident_act_replace(
                 replacement=ReplacementMode.ASK.value,
                 decide_by=incident.decide_by.isoformat() if incident.decide_by else None,
             )
+            replacement_needed.send(sender=HealthIncident, incident=incident)
         return incident
     with transaction.atomic():
         jobs.enqueue(EMAIL_TASK, incident.pk, "cordoned")
         _webhook(
             incident, NODE_CORDONED, replacement=ReplacementMode.AUTOMATIC.value, decide_by=None
         )
+        replacement_needed.send(sender=HealthIncident, incident=incident)
     return replacement_start(incident=incident)
 
 

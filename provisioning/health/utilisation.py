@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy as _
 from billing.models import Order, OrderStatus
 from core import jobs
 from core.types import Actor
+from provisioning.health.signals import low_utilisation_raised
 from provisioning.models import RunKind, RunNode, RunNodeState, RunStatus, UtilisationAlert
 from provisioning.telemetry import exposition as m
 from provisioning.telemetry import prometheus
@@ -99,6 +100,7 @@ def low_utilisation_check() -> list[UtilisationAlert]:
                     order=order, utilisation=util, pointer=pointer
                 )
                 jobs.enqueue(EMAIL_TASK, alert.pk)
+                low_utilisation_raised.send(sender=UtilisationAlert, alert=alert)
         except IntegrityError:
             continue
         raised.append(alert)

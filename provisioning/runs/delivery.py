@@ -199,6 +199,8 @@ def _validation_measure(
             profile=profile,
             persist=validation_services.validation_persister(order_id=run.order_id),
             allow_injected=settings.VALIDATION_ALLOW_INJECTED_FIGURES,
+            # each check on the staff run page as it finishes
+            progress=validation_services.live_checks_recorder(steps=state.todo),
         )
     except Exception as exc:
         logger.exception("validation of run %s failed to run", run.pk)

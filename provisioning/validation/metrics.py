@@ -69,6 +69,15 @@ METRICS: dict[str, MetricSpec] = {
     "ecc_dram_errors": MetricSpec(
         "errors", "ecc", "per GPU, max of the DRAM corrected/uncorrected counters"
     ),
+    "ecc_off_gpus": MetricSpec(
+        "GPUs", "ecc", "GPUs whose ecc.mode.current is not Enabled ([N/A]: no ECC)"
+    ),
+    "retired_pages_pending": MetricSpec(
+        "GPUs", "ecc", "GPUs with a page retirement pending (Volta: retired_pages.pending)"
+    ),
+    "retired_pages_total": MetricSpec(
+        "pages", "ecc", "per GPU, pages retired for single- plus double-bit errors (Volta)"
+    ),
     # ecc_remap: nvidia-smi --query-remapped-rows=…
     "remapped_rows_pending": MetricSpec("GPUs", "ecc_remap", "GPUs with a pending row remap"),
     "remapped_rows_failure": MetricSpec("GPUs", "ecc_remap", "GPUs with a failed row remap"),
@@ -149,6 +158,9 @@ METRICS: dict[str, MetricSpec] = {
     ),
     # ib_write_bw per NIC
     "ib_write_bw_gbps": MetricSpec("Gb/s", "ib_write_bw", "per NIC, BW average"),
+    "ib_nic_count": MetricSpec(
+        "NICs", "ib_write_bw", "RDMA devices measured (one ib_write_bw section each)"
+    ),
     # dcgm_diag
     "dcgm_fail_count": MetricSpec("results", "dcgm_diag", "DCGM results Fail"),
     "dcgm_skip_count": MetricSpec("results", "dcgm_diag", "DCGM results Skip (not Pass)"),
@@ -285,6 +297,14 @@ def _ecc(check: dict[str, Any], out: _Out) -> None:
         values = per_gpu(*(f"ecc_errors_{k}" for k in keys))
         if values is not None:
             out.put(metric, values)
+    modes = [r.get("ecc_mode_current") for r in rows]
+    out.put("ecc_off_gpus", sum(str(m or "").strip().lower() != "enabled" for m in modes))
+    pending = [r.get("retired_pages_pending") for r in rows]
+    if all(isinstance(p, str | int) for p in pending):  # [N/A] on a GPU that has none
+        out.put("retired_pages_pending", sum(_yes(p) for p in pending))
+    retired = [(r.get("retired_pages_sbe"), r.get("retired_pages_dbe")) for r in rows]
+    if all(isinstance(sbe, int) and isinstance(dbe, int) for sbe, dbe in retired):
+        out.put("retired_pages_total", [sbe + dbe for sbe, dbe in retired])
     sram = out.metrics.get("ecc_sram_uncorrectable")
     if isinstance(sram, list) and any(sram):
         gpu = next(i for i, v in enumerate(sram) if v)
@@ -308,8 +328,10 @@ def _remap(check: dict[str, Any], out: _Out) -> None:
     rows = _smi_rows(check, out)
     if rows is None:
         return
-    out.put("remapped_rows_pending", sum(_yes(r.get("remapped_rows_pending")) for r in rows))
-    out.put("remapped_rows_failure", sum(_yes(r.get("remapped_rows_failure")) for r in rows))
+    for metric in ("remapped_rows_pending", "remapped_rows_failure"):
+        values = [r.get(metric) for r in rows]
+        if all(isinstance(v, str | int) for v in values):  # [N/A]: not measured, not 0
+            out.put(metric, sum(_yes(v) for v in values))
     unc = [r.get("remapped_rows_uncorrectable") for r in rows]
     if all(isinstance(v, int) for v in unc):
         out.put("remapped_rows_uncorrectable", unc)
@@ -683,6 +705,7 @@ def _ib(check: dict[str, Any], out: _Out) -> None:
         values.append(parsed["bw_avg_gbps"])
     if values:
         out.put("ib_write_bw_gbps", values)
+        out.put("ib_nic_count", len(values))
     else:
         out.parse_errors["ib_write_bw"] = "no ib_write_bw output"
 

@@ -179,6 +179,34 @@ def annotate_progress(progress: Any) -> Any:
     return progress
 
 
+def _measured(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        numbers = [v for v in value if isinstance(v, int | float) and not isinstance(v, bool)]
+        if numbers and len(numbers) == len(value):
+            low, high = min(numbers), max(numbers)
+            span = _number(low) if low == high else f"{_number(low)}–{_number(high)}"
+            return f"{span} ×{len(numbers)}"
+        return ", ".join(_number(v) for v in value)
+    return _number(value)
+
+
+def annotate_live_checks(progress: Any) -> Any:
+    """Give each node of a provisioning run's progress its agent checks as they ran
+    (``live_checks``, in the agent's order), each with its reasons translated
+    (``reason_texts``) and its metrics as (name, value) pairs (``measured``): the staff
+    run page shows each check as it finishes."""
+    if progress is None:
+        return progress
+    by_node = selectors.live_checks_of_run(progress.run.pk)
+    for np in progress.nodes:
+        np.live_checks = by_node.get(np.run_node.node_id, [])
+        for check in np.live_checks:
+            check.reason_texts = reason_messages(check.reasons or [])
+            metrics = check.metrics if isinstance(check.metrics, Mapping) else {}
+            check.measured = [(k, _measured(v)) for k, v in metrics.items()]
+    return progress
+
+
 def swap_rows(order_id: int, *, until: Any = None) -> list[dict[str, Any]]:
     """The order's node swaps up to ``until`` (a run's end), for the acceptance report:
     ``old``, ``new``, ``reason`` (the rejection's reasons translated when validation

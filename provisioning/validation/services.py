@@ -12,12 +12,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -32,7 +34,10 @@ from inventory.services import node_mark_faulty
 from provisioning.agent.profiles import PROFILES
 from provisioning.drivers.base import CredentialsUnavailable, resolve_secret
 from provisioning.models import (
+    LiveCheckStatus,
+    NodeStep,
     ValidationArtifact,
+    ValidationCheck,
     ValidationNodeResult,
     ValidationProfile,
     ValidationRule,
@@ -44,10 +49,13 @@ from provisioning.validation import selectors, ssh
 from provisioning.validation.default_rules import DEFAULT_RULES
 from provisioning.validation.interface import (
     AgentFailed,
+    CheckEvent,
+    LineSink,
     NodeResult,
     NodeRunner,
     NodeTarget,
     Persister,
+    Progress,
     ValidationOutcome,
     judge_report,
     local_runner,
@@ -203,6 +211,7 @@ class SshNodeRunner:
     IP address (else its hostname is used), fabric and node-type figures."""
 
     parallel = True  # each node measures itself: all nodes at once (interface.collect_reports)
+    streams = True  # the agent's lines reach ``on_line`` as they arrive (the run page)
 
     def __init__(
         self, *, timeout_s: float | None = None, sizes: Sequence[str] | None = None
@@ -221,7 +230,9 @@ class SshNodeRunner:
             expected=target.expected or node_expected(node),
         )
 
-    def __call__(self, target: NodeTarget, profile: str) -> dict[str, Any]:
+    def __call__(
+        self, target: NodeTarget, profile: str, on_line: LineSink | None = None
+    ) -> dict[str, Any]:
         # No database here (it may run in a thread): validate_nodes resolved the target.
         return ssh.run_agent(
             ssh_settings(),
@@ -229,6 +240,7 @@ class SshNodeRunner:
             profile,
             timeout_s=self.timeout_s or agent_timeout_s(profile),
             sizes=self.sizes,
+            on_line=on_line,
         )
 
     def run_command(self, host: str, argv: Sequence[str], timeout_s: float) -> ssh.CommandResult:
@@ -275,15 +287,84 @@ class _PerNodeRunner(SshNodeRunner):
     def resolve(self, target: NodeTarget) -> NodeTarget:
         return target if self._kind(target) == "local" else super().resolve(target)
 
-    def __call__(self, target: NodeTarget, profile: str) -> dict[str, Any]:
+    def __call__(
+        self, target: NodeTarget, profile: str, on_line: LineSink | None = None
+    ) -> dict[str, Any]:
         if self._kind(target) == "local":
-            return self.local(target, profile)
-        return super().__call__(target, profile)
+            return self.local(target, profile, on_line)
+        return super().__call__(target, profile, on_line)
 
 
 def default_runner(nodes: Sequence[Node] = ()) -> NodeRunner:
     """The runner of a stand-alone validation run: per node, local or SSH (``runner_kind``)."""
     return _PerNodeRunner(nodes)
+
+
+# --- Each check as it finishes ----------------------------------------------------------
+
+
+def live_checks_recorder(
+    *, steps: Sequence[NodeStep] = (), validation_run: ValidationRun | None = None
+) -> Progress:
+    """``validate_nodes(progress=…)``: writes each agent line to ``ValidationCheck`` rows
+    as it arrives (the staff run page polls them): for the validate ``steps`` of a
+    provisioning run (their current attempt) or for a stand-alone ``validation_run``.
+    Autocommitted outside any transaction, so the page sees a check the moment it
+    finished. The SSH runner calls it from its threads (one per node): a call from
+    another thread than the one that made the recorder closes that thread's connection."""
+    owner = threading.get_ident()
+    step_of = {s.node_id: (s.pk, s.attempt) for s in steps}
+
+    def key(node_id: int) -> dict[str, Any] | None:
+        if validation_run is not None:
+            return {"validation_run_id": validation_run.pk, "node_id": node_id}
+        if node_id not in step_of:
+            return None
+        step_id, attempt = step_of[node_id]
+        return {"step_id": step_id, "attempt": attempt, "node_id": node_id}
+
+    def write(event: CheckEvent) -> None:
+        where = key(event.target.node_id)
+        if where is None:
+            return
+        now = timezone.now()
+        if event.kind == "planned":  # a fresh agent: what an earlier one left goes
+            ValidationCheck.objects.filter(**where).delete()
+            ValidationCheck.objects.bulk_create(
+                [ValidationCheck(**where, name=n, position=i) for i, n in enumerate(event.planned)]
+            )
+        elif event.kind == "started":
+            ValidationCheck.objects.update_or_create(
+                **where,
+                name=event.name,
+                defaults={"status": LiveCheckStatus.RUNNING, "started_at": now},
+            )
+        elif event.kind == "finished":
+            status = event.status if event.status in LiveCheckStatus.values else "failed"
+            ValidationCheck.objects.update_or_create(
+                **where,
+                name=event.name,
+                defaults={
+                    "status": status,
+                    "verdict": event.verdict,
+                    "finished_at": now,
+                    "duration_s": None
+                    if event.duration_s is None
+                    else Decimal(str(round(event.duration_s, 3))),
+                    "raw_sha256": event.raw_sha256[:64],
+                    "metrics": json.loads(json.dumps(dict(event.metrics), default=str)),
+                    "reasons": list(event.reasons),
+                },
+            )
+
+    def record(event: CheckEvent) -> None:
+        try:
+            write(event)
+        finally:
+            if threading.get_ident() != owner:
+                connection.close()
+
+    return record
 
 
 # --- Storing an outcome -----------------------------------------------------------------
@@ -499,6 +580,7 @@ def _start(run_id: int) -> tuple[ValidationRun | None, list[Node]]:
             # A worker died half way (the message came back): start again from scratch.
             run.results.all().delete()
             run.artifacts.all().delete()
+            run.live_checks.all().delete()
             return run, nodes
         if run.trigger == ValidationTrigger.IDLE_SWEEP:
             busy = [n.hostname for n in nodes if not selectors.node_is_idle(n)]
@@ -546,6 +628,7 @@ def validation_run_execute(
             rules=rules,
             cluster=cluster,
             allow_injected=settings.VALIDATION_ALLOW_INJECTED_FIGURES,
+            progress=live_checks_recorder(validation_run=run),
         )
     except Exception as exc:  # fail closed: an error is a failed run with its reason
         logger.exception("validation run %s", run_id)
