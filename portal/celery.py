@@ -31,6 +31,7 @@ app.autodiscover_tasks(
         "provisioning",
         "provisioning.validation",
         "portal",
+        "portal.operations",
     ]
 )
 

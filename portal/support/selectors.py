@@ -15,7 +15,14 @@ from django.utils.translation import gettext
 
 from accounts.models import Organisation
 from billing.models import Order, OrderStatus
-from inventory.models import MaintenanceWindow, Node, NodeEvent, Reservation, Site
+from inventory.models import (
+    MaintenanceStatus,
+    MaintenanceWindow,
+    Node,
+    NodeEvent,
+    Reservation,
+    Site,
+)
 from portal.support import clocks
 from portal.support.models import (
     ACTIVE_TICKET_STATUSES,
@@ -508,9 +515,13 @@ def customer_status(organisation: Organisation, now: datetime | None = None) -> 
             for n in nodes
             if n.rack_id in racks or n.leaf_switch_id in switches or n.pk in named
         ]
+    # Windows of a plan show once its customers were told (the plan's notice), never
+    # before the announcement; windows without a plan (the back office's) at once.
     maintenance = list(
         MaintenanceWindow.objects.filter(node_id__in=node_ids, end_at__gt=now)
-        .select_related("node")
+        .filter(Q(plan__isnull=True) | Q(plan__announced_at__isnull=False))
+        .exclude(plan__status=MaintenanceStatus.CANCELLED)
+        .select_related("node", "plan")
         .order_by("start_at", "pk")
     )
     sites = [

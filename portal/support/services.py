@@ -380,6 +380,7 @@ def ticket_set_priority(*, ticket: Ticket, actor: Actor, priority: str, reason: 
                 new=_label(TicketPriority, priority),
                 why=reason,
             ),
+            internal=True,  # staff's why; the customer sees the clocks move
         )
     return ticket
 
@@ -420,8 +421,9 @@ def ticket_resolve(
 
 
 def ticket_clocks_sweep(*, now: datetime | None = None) -> int:
-    """Record each running clock that ran out (once): the ticket's history says so and
-    the ops dashboard counts it. Returns how many clocks were marked missed."""
+    """Record each running clock that ran out (once): the ticket's history says so, the
+    assignee (or all of support) is told by email and the ops dashboard counts it.
+    Returns how many clocks were marked missed."""
     now = now or timezone.now()
     marked = 0
     running = Ticket.objects.filter(status=TicketStatus.OPEN, paused_at__isnull=True)
@@ -433,12 +435,14 @@ def ticket_clocks_sweep(*, now: datetime | None = None) -> int:
             _note(
                 ticket, actor=None, reason=Text("The first-response clock ran out."), internal=True
             )
+            jobs.enqueue(EMAIL_TASK, ticket.pk, "missed")
             marked += 1
         for ticket in running.filter(
             resolution_missed=False, resolution_due_at__lt=now
         ).select_for_update(skip_locked=True):
             Ticket.objects.filter(pk=ticket.pk).update(resolution_missed=True)
             _note(ticket, actor=None, reason=Text("The resolution clock ran out."), internal=True)
+            jobs.enqueue(EMAIL_TASK, ticket.pk, "missed")
             marked += 1
     return marked
 

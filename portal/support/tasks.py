@@ -8,7 +8,7 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.mail import send_mail
+from django.core.mail import EmailMessage
 from django.db import InterfaceError, OperationalError
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -16,7 +16,7 @@ from django.utils import translation
 
 from accounts.models import Membership
 from core.queues import CeleryQueue
-from portal.support import selectors, services
+from portal.support import inbound, selectors, services
 from portal.support.models import Ticket, TicketMessage
 
 IDEMPOTENT: dict[str, Any] = {
@@ -101,16 +101,20 @@ def _send(ticket: Ticket, kind: str, message: TicketMessage | None, *, to: list[
             "clocks": selectors.ticket_clocks(ticket),
             "url": settings.PORTAL_BASE_URL + reverse(url_name, args=[ticket.pk]),
         }
+        reply_to = "" if staff else inbound.reply_address(ticket)
+        context["reply_by_email"] = bool(reply_to)
         subject = render_to_string("email/support_ticket_subject.txt", context).strip()
         body = render_to_string("email/support_ticket.txt", context)
-    return send_mail(subject, body, None, to)
+    email = EmailMessage(subject, body, None, to, reply_to=[reply_to] if reply_to else None)
+    return email.send()
 
 
 @shared_task(name="portal.support.tasks.ticket_email", queue=CeleryQueue.DEFAULT, **EMAIL)
 def ticket_email(ticket_id: int, kind: str, message_id: int | None = None) -> int:
     """``opened``: the customer gets the reference and the clocks, support the new
     ticket; ``reply`` and ``resolved``: the customer gets support's words;
-    ``customer_reply``: the assignee (or all of support) gets the customer's."""
+    ``customer_reply``: the assignee (or all of support) gets the customer's; ``missed``:
+    they are told a clock ran out."""
     ticket = (
         Ticket.objects.select_related("organisation", "opened_by", "assignee", "order")
         .filter(pk=ticket_id)
@@ -132,7 +136,7 @@ def ticket_email(ticket_id: int, kind: str, message_id: int | None = None) -> in
                 ticket, kind, message, to=_customer_emails(ticket), language=ticket.language,
                 staff=False,
             )  # fmt: skip
-    if kind in ("opened", "customer_reply"):
+    if kind in ("opened", "customer_reply", "missed"):
         sent += _send(
             ticket, kind, message, to=_staff_emails(ticket), language=settings.LANGUAGE_CODE,
             staff=True,

@@ -318,20 +318,20 @@ def incident_act_replace(
                 decide_by=now + timedelta(minutes=policy.ask_minutes),
             )
             jobs.enqueue(EMAIL_TASK, incident.pk, "ask")
+            replacement_needed.send(sender=HealthIncident, incident=incident)
             _webhook(
                 incident,
                 NODE_CORDONED,
                 replacement=ReplacementMode.ASK.value,
                 decide_by=incident.decide_by.isoformat() if incident.decide_by else None,
             )
-            replacement_needed.send(sender=HealthIncident, incident=incident)
         return incident
     with transaction.atomic():
         jobs.enqueue(EMAIL_TASK, incident.pk, "cordoned")
+        replacement_needed.send(sender=HealthIncident, incident=incident)
         _webhook(
             incident, NODE_CORDONED, replacement=ReplacementMode.AUTOMATIC.value, decide_by=None
         )
-        replacement_needed.send(sender=HealthIncident, incident=incident)
     return replacement_start(incident=incident)
 
 

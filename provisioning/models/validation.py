@@ -371,6 +371,7 @@ class LiveCheckStatus(models.TextChoices):
     COMPLETED = "completed", _("completed")
     FAILED = "failed", _("failed")
     SKIPPED = "skipped", _("skipped")
+    UNFINISHED = "unfinished", _("did not finish")
 
 
 class LiveCheckVerdict(models.TextChoices):

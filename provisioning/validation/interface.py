@@ -95,9 +95,10 @@ LineSink = Callable[[dict[str, Any]], None]
 class CheckEvent:
     """What the agent on one node just said, for the staff run page (``validate_nodes``'
     ``progress``): ``planned`` (its start line: every check it will run, in order),
-    ``started`` (a check began) or ``finished`` (a check's line arrived, with that
-    check's own verdict: ``passed``, ``failed`` or ``not_judged`` when no rule reads it,
-    its reasons and the metrics derived from its raw output). The node's verdict is
+    ``started`` (a check began), ``finished`` (a check's line arrived, with that check's
+    own verdict: ``passed``, ``failed`` or ``not_judged`` when no rule reads it, its
+    reasons and the metrics derived from its raw output) or ``ended`` (the agent is
+    gone: a check still planned or running then did not finish). The node's verdict is
     still made once, on the whole document; these events only show the way there."""
 
     target: NodeTarget
@@ -529,9 +530,15 @@ def validate_nodes(
         if progress is not None
         else None
     )
-    for target, (report, failed) in zip(
-        targets, collect_reports(runner, targets, profile, sinks), strict=True
-    ):
+    reports = collect_reports(runner, targets, profile, sinks)
+    for target in targets:
+        if progress is None:
+            break
+        try:  # whatever was still planned or running did not finish
+            progress(CheckEvent(target, "ended"))
+        except Exception:
+            logger.exception("live validation progress for %s", target.hostname)
+    for target, (report, failed) in zip(targets, reports, strict=True):
         if failed is not None or report is None:
             exc = failed or AgentFailed("no report")
             results.append(

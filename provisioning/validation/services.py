@@ -309,6 +309,7 @@ def live_checks_recorder(
     """``validate_nodes(progress=…)``: writes each agent line to ``ValidationCheck`` rows
     as it arrives (the staff run page polls them): for the validate ``steps`` of a
     provisioning run (their current attempt) or for a stand-alone ``validation_run``.
+    When the agent is gone, a check still waiting or running did not finish (failed).
     Autocommitted outside any transaction, so the page sees a check the moment it
     finished. The SSH runner calls it from its threads (one per node): a call from
     another thread than the one that made the recorder closes that thread's connection."""
@@ -356,6 +357,22 @@ def live_checks_recorder(
                     "reasons": list(event.reasons),
                 },
             )
+
+        elif event.kind == "ended":
+            for check in ValidationCheck.objects.filter(
+                **where, status__in=(LiveCheckStatus.PLANNED, LiveCheckStatus.RUNNING)
+            ):
+                check.status = LiveCheckStatus.UNFINISHED
+                check.verdict = "failed"
+                check.finished_at = now
+                check.reasons = [
+                    {
+                        "code": "check_not_finished",
+                        "params": {"check": check.name},
+                        "text": f"check {check.name} did not finish",
+                    }
+                ]
+                check.save(update_fields=["status", "verdict", "finished_at", "reasons"])
 
     def record(event: CheckEvent) -> None:
         try:

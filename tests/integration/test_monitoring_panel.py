@@ -19,6 +19,7 @@ from django.utils import timezone, translation
 from accounts.models import Membership, Organisation
 from billing.models import Order
 from inventory.models import Node
+from portal.support.models import Ticket
 from provisioning.health import utilisation
 from provisioning.models import (
     NodeSwap,
@@ -158,6 +159,15 @@ def test_a_customer_sees_only_their_own_series_whatever_the_query_string(backfil
             assert a.hostname in body and b.hostname not in body, (fmt, query)
     rows = json.loads(client.get(base + "export.json?metric=sm&range=hour").content)["series"]
     assert {r["node"] for r in rows} == {a.hostname}
+    # A ticket about a GPU by its serial (the series' ``serial`` label) finds the order and
+    # the node it is in; the other organisation's serial is not found.
+    form = {"category": "hardware", "priority": "high", "subject": "GPU 0", "body": "ECC"}
+    answer = client.post("/en/account/support/new", {**form, "gpu_serial": f"SER-{a.hostname}"})
+    assert answer.status_code == 302
+    ticket = Ticket.objects.get()
+    assert (ticket.order, ticket.node, ticket.gpu_index) == (mine, a, "0")
+    refused = client.post("/en/account/support/new", {**form, "gpu_serial": f"SER-{b.hostname}"})
+    assert "No GPU with serial SER-" in refused.content.decode() and Ticket.objects.count() == 1
     assert {r["gpu"] for r in rows} == {"0", "1"}
     assert all(abs(r["value"] - 90.0) < 0.01 for r in rows)  # SM activity in %
     # The page itself, in both languages: the node, its GPU serial, no one else's.

@@ -57,6 +57,14 @@ MAY = {
     "status: see incidents": {"admin", "ops", "support"},
     "status: post an incident": {"admin", "ops", "support"},
     "status: update an incident": {"admin", "ops", "support"},
+    # The operations console (issue 22): sales see the calendar and the plans (inventory
+    # view), operations plan and change maintenance, finance sees utilisation and revenue.
+    "operations: reservation calendar": {"admin", "ops", "sales", "manager"},
+    "maintenance: see plans": {"admin", "ops", "sales", "manager"},
+    "maintenance: plan": {"admin", "ops"},
+    "maintenance: call off": {"admin", "ops"},
+    "maintenance: mark done": {"admin", "ops"},
+    "utilisation and revenue": {"admin", "ops", "finance"},
 }
 
 # Admin actions: (model, action name).
@@ -95,6 +103,18 @@ def _page(client, action: str) -> int:
         return client.post(_url("provisioning_node_swap", run, node)).status_code
     if action == "run: cancel":
         return client.post(_url("provisioning_run_cancel", run)).status_code
+    if action == "operations: reservation calendar":
+        return client.get(_url("operations:calendar")).status_code
+    if action == "maintenance: see plans":
+        return client.get(_url("operations:maintenance_list")).status_code
+    if action == "maintenance: plan":
+        return client.post(_url("operations:maintenance_new")).status_code
+    if action == "maintenance: call off":
+        return client.post(_url("operations:maintenance_cancel", run)).status_code
+    if action == "maintenance: mark done":
+        return client.post(_url("operations:maintenance_complete", run)).status_code
+    if action == "utilisation and revenue":
+        return client.get(_url("operations:reports")).status_code
     if action == "credit note: issue":
         return client.get(_url("admin:billing_creditnote_issue")).status_code
     if action == "refund: issue":

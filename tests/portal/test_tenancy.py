@@ -71,6 +71,11 @@ NOT_ORG_SCOPED: dict[str, str] = {
         "a site's public status page: components and incidents, no customer, order or "
         "node named (tests/portal/test_support.py)"
     ),
+    "maintenance_feed": (
+        "an organisation's maintenance calendar at a signed address (the signature is "
+        "the organisation's own; tests/portal/test_operations_maintenance.py shows another "
+        "organisation's address holding none of its windows and a forged one a 404)"
+    ),
     "telemetry_simulated_metrics": (
         "Prometheus' scrape of a simulated node's exporter, behind the telemetry bearer "
         "token (tests/provisioning/test_telemetry.py): hardware series, no organisation"
@@ -115,6 +120,7 @@ FILLERS: dict[str, Callable[[World], list[Kwargs]]] = {
     "run": lambda w: [{"run_id": 1}],
     "run_step": lambda w: [{"run_id": 1, "step_id": 1}],
     "run_node": lambda w: [{"run_id": 1, "node_id": 1}],
+    "maintenance_plan": lambda w: [{"plan_id": 1}],
     "order_metric": lambda w: [{"number": w.order.number, "metric": "sm"}],
     "order_export": lambda w: [
         {"number": w.order.number, "fmt": "csv"},
@@ -163,6 +169,10 @@ ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
     "provisioning_step_retry": ("run_step", STAFF_ONLY),
     "provisioning_node_swap": ("run_node", STAFF_ONLY),
     "provisioning_run_cancel": ("run", STAFF_ONLY),
+    # The operations console (staff).
+    "operations:maintenance_detail": ("maintenance_plan", STAFF_ONLY),
+    "operations:maintenance_cancel": ("maintenance_plan", STAFF_ONLY),
+    "operations:maintenance_complete": ("maintenance_plan", STAFF_ONLY),
     "dashboard_acceptance_report": ("acceptance_run", NOT_FOUND),
     # API keys and webhooks of the organisation (owners' dashboard pages).
     "dashboard_api_key_revoke": ("api_key", NOT_FOUND),

@@ -15,12 +15,16 @@ from typing import Any
 
 import pytest
 from django.urls import reverse
+from django.utils import translation
 
 from billing.orders.services import order_mark_paid
 from inventory.models import Node
 from provisioning import runs
+from provisioning.agent.checks import CHECKS
 from provisioning.models import NodeStep, ProvisioningRun, RunNode, StepName, ValidationCheck
+from provisioning.validation import services
 from provisioning.validation.interface import LineSink, NodeTarget, local_runner
+from provisioning.validation.reasons import CHECK_LABELS, check_label
 from tests.billing.test_payments import make_order
 from tests.provisioning import test_validation_e2e as e2e
 
@@ -92,3 +96,41 @@ def test_the_staff_run_page_shows_each_check_as_it_finishes(
     assert len(dcgm.raw_sha256) == 64
     final = client.get(url).content.decode()
     assert ("dcgm_diag", "completed", "passed") in ROW.findall(final)
+
+
+def test_a_check_the_agent_never_finished_is_shown_failed(
+    demo, settings, tmp_path, monkeypatch, admin_client
+):
+    """The agent dies in the middle of DCGM (a stand-alone validation run): the checks it
+    finished keep their verdicts, DCGM is shown as not finished, the run fails."""
+    node = Node.objects.filter(node_type=demo["h100"]).order_by("pk").first()
+    Node.objects.filter(pk=node.pk).update(driver="redfish")
+    settings.PORTAL_REDFISH_IN_BAND = ""
+    spec = {**e2e.NODES["h100"], "kill_agent": "dcgmi"}
+    for key, value in e2e._node_files(tmp_path, spec).items():
+        monkeypatch.setenv(key, value)
+    run = services.validation_run_create(nodes=[node], profile="acceptance", enqueue=False)
+
+    run = services.validation_run_execute(run_id=run.pk, runner=AGENT)
+
+    assert run.status == "failed"
+    assert "agent_incomplete" in {r["code"] for r in run.results.get().reasons}
+    checks = {c.name: c for c in run.live_checks.filter(node=node)}
+    dcgm = checks.pop("dcgm_diag")
+    assert (dcgm.status, dcgm.verdict) == ("unfinished", "failed")
+    assert [r["code"] for r in dcgm.reasons] == ["check_not_finished"]
+    assert {(c.status, c.verdict) for c in checks.values()} == {("completed", "passed")}
+    assert len(checks) == 10
+    page = admin_client.get(
+        reverse("admin:provisioning_validationrun_change", args=[run.pk])
+    ).content.decode()
+    assert "did not finish" in page and "Check dcgm_diag did not finish" in page
+
+
+def test_every_agent_check_has_a_label_in_both_languages():
+    """The staff run page names each check in the reader's language (the code name stays
+    beside it): no check of the agent without a label, and the Chinese one is Chinese."""
+    assert set(CHECKS) == set(CHECK_LABELS)
+    with translation.override("zh-hans"):
+        for name in CHECKS:
+            assert check_label(name) != CHECK_LABELS[name], name

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone, translation
 
 from core.errors import DomainError
-from inventory.models import MaintenanceWindow, Rack
+from inventory.models import MaintenancePlan, MaintenanceWindow, Rack
 from portal.support import services
 from portal.support.models import StatusIncident
 from tests.zh_text import english_words
@@ -62,11 +62,29 @@ def test_a_customer_sees_what_touches_their_servers_and_their_maintenance(
         node=node, start_at=timezone.now() + timedelta(days=3),
         end_at=timezone.now() + timedelta(days=3, hours=2), reason="BMC firmware",
     )  # fmt: skip
+    start = timezone.now() + timedelta(days=5)
+    told, untold = (
+        MaintenancePlan.objects.create(
+            site=demo["sz"],
+            title=title,
+            start_at=start,
+            end_at=start + timedelta(hours=1),
+            notice_days=3,
+            notify_at=start - timedelta(days=3),
+            announced_at=announced,
+            status="announced" if announced else "scheduled",
+        )
+        for title, announced in (("Leaf switch OS upgrade", timezone.now()), ("Not yet told", None))
+    )
+    for plan in (told, untold):
+        MaintenanceWindow.objects.create(
+            node=node, plan=plan, start_at=plan.start_at, end_at=plan.end_at, reason=plan.title
+        )
     client.force_login(demo["customer"])
     page = client.get(url("support_customer_status")).content.decode()
     assert "Their rack" in page and "Another rack" not in page
     assert f"Your servers affected: {node.hostname}" in page
-    assert window.reason in page
+    assert window.reason in page and told.title in page and untold.title not in page
     # The public page has both, and no hostname.
     public = client.get(url("status_site", "sz")).content.decode()
     assert "Their rack" in public and "Another rack" in public and node.hostname not in public
@@ -89,3 +107,25 @@ def test_posting_needs_both_languages_and_the_permission(demo, support):
         services.status_incident_update(
             incident=done, status="monitoring", body="x", body_zh="y", actor=support
         )
+
+
+def test_the_staff_pages_in_chinese_have_no_english(client, demo, served, support):
+    mine = incident(demo, support, racks=[served["node"].rack])
+    services.ticket_open(
+        organisation=demo["org"], actor=demo["customer"], subject="训练卡住",
+        body="第 300 步后卡住。", category="network", priority="high", language="zh-hans",
+        order=served["order"],
+    )  # fmt: skip
+    client.force_login(support)
+    node = served["node"]
+    data = ("SZ", demo["org"].name, node.hostname, served["order"].number, "support",
+            "Rack power feed lost", "Feed B tripped; on feed A.", node.rack.name)  # fmt: skip
+    for name, args in (
+        ("support_staff_queue", ()),
+        ("support_staff_missed", ()),
+        ("support_staff_incidents", ()),
+        ("support_staff_incident", (mine.pk,)),
+    ):
+        html = client.get(url(name, *args, lang="zh-hans")).content.decode()
+        words = english_words(html, data=data)
+        assert words == [], (name, words)

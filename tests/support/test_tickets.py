@@ -11,6 +11,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core import mail
 from django.db import transaction
 from django.urls import reverse
@@ -24,7 +25,13 @@ from portal.support.models import SavedReply, Ticket, TicketEvent
 from portal.support.subscriptions import LOW_UTILISATION_TASK, REPLACEMENT_TASK
 from provisioning.health import services as health_services
 from provisioning.health.signals import low_utilisation_raised
-from provisioning.models import HealthIncident, ReplacementPolicy, UtilisationAlert
+from provisioning.models import (
+    HealthIncident,
+    ReplacementPolicy,
+    UtilisationAlert,
+    ValidationNodeResult,
+    ValidationRun,
+)
 from tests.factories import run_outbox
 
 pytestmark = pytest.mark.django_db
@@ -236,11 +243,15 @@ def test_missed_clocks_are_recorded_once_and_show_on_the_dashboard(client, demo,
     now = timezone.now()
     late = open_ticket(demo, priority="urgent", now=now - timedelta(hours=2))  # 1 h response
     open_ticket(demo, priority="low", now=now)
+    run_outbox(EMAIL_TASK)  # the "opened" emails
+    mail.outbox.clear()
     assert services.ticket_clocks_sweep(now=now) == 1
     assert services.ticket_clocks_sweep(now=now) == 0
     late.refresh_from_db()
     assert late.response_missed
     assert late.events.filter(reason="The first-response clock ran out.").count() == 1
+    run_outbox(EMAIL_TASK)  # support is told (in the portal's default language)
+    assert [(m.to, late.reference in m.subject) for m in mail.outbox] == [([support.email], True)]
     assert selectors.missed_clocks_summary(now=now) == {
         "tickets": 1,
         "response": 1,
@@ -249,6 +260,14 @@ def test_missed_clocks_are_recorded_once_and_show_on_the_dashboard(client, demo,
     client.force_login(demo["admin"])
     page = client.get(url("support_staff_missed")).content.decode()
     assert late.reference in page and 'data-missed="response">1<' in page
+    # The ops dashboard (utilisation and revenue) shows the widget to ops, not to finance.
+    users = get_user_model().objects
+    client.force_login(users.get(username="ops"))
+    page = client.get(url("operations:reports")).content.decode()
+    assert 'id="missed-clocks"' in page and 'data-missed="tickets">1<' in page
+    client.force_login(users.get(username="finance"))
+    page = client.get(url("operations:reports"))
+    assert page.status_code == 200 and 'id="missed-clocks"' not in page.content.decode()
 
 
 def test_a_low_utilisation_alert_opens_a_ticket_with_a_five_minute_response(demo, served, support):
@@ -290,3 +309,57 @@ def test_a_node_to_replace_opens_an_urgent_ticket_about_it(demo, served):
     assert ticket.diagnostics["incidents"] == [incident.pk]
     assert ticket.diagnostics["node_events"]
     assert HealthIncident.objects.get(pk=incident.pk).status == "awaiting"
+
+
+def test_a_gpu_serial_while_monitoring_is_down_says_so_and_keeps_the_form(
+    client, demo, served, settings
+):
+    settings.PORTAL_PROMETHEUS_URL = "http://127.0.0.1:9"  # nothing listens there
+    client.force_login(demo["customer"])
+    answer = client.post(
+        url("support_ticket_new"),
+        {"gpu_serial": "1650123456789", "category": "hardware", "priority": "high",
+         "subject": "GPU errors", "body": "Keep this text."},
+    )  # fmt: skip
+    html = answer.content.decode()
+    assert answer.status_code == 200 and "Monitoring does not answer right now" in html
+    assert "Keep this text." in html and "1650123456789" in html
+    assert not Ticket.objects.exists()
+
+
+def test_the_last_validation_of_the_node_is_attached(client, demo, served):
+    order, node = served["order"], served["node"]
+    run = ValidationRun.objects.create(order=order, profile="quick", status="failed")
+    run.nodes.add(node)
+    ValidationNodeResult.objects.create(
+        run=run, node=node, hostname=node.hostname, gpu_model="H100", accepted=False,
+        reasons=[{"code": "gemm", "text": "GEMM 612 TFLOPS under 90% of 989"}],
+    )  # fmt: skip
+    ticket = open_ticket(demo, order, node, category="hardware")
+    assert ticket.diagnostics["validation_run"] == run.pk
+    client.force_login(demo["customer"])
+    page = client.get(url("support_ticket", ticket.pk)).content.decode()
+    assert "GEMM 612 TFLOPS under 90% of 989" in page
+
+
+def test_the_customers_list_and_status_page_do_not_grow_with_their_tickets(
+    client, demo, served, support, django_assert_max_num_queries
+):
+    for _n in range(3):
+        open_ticket(demo, served["order"], served["node"])
+    client.force_login(demo["customer"])
+    with django_assert_max_num_queries(8) as few:
+        assert client.get(url("support_tickets")).status_code == 200
+    for _n in range(10):
+        open_ticket(demo, served["order"], served["node"])
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        page = client.get(url("support_tickets")).content.decode()
+    assert page.count('href="/en/account/support/') >= 13
+    services.status_incident_open(
+        site=demo["sz"], component="fabric", impact="degraded", title="IB leaf flaps",
+        title_zh="IB 叶交换机抖动", body="Watching.", body_zh="观察中。", actor=support,
+        switches=[served["node"].leaf_switch],
+    )  # fmt: skip
+    with django_assert_max_num_queries(16):
+        page = client.get(url("support_customer_status")).content.decode()
+    assert "IB leaf flaps" in page

@@ -231,12 +231,23 @@ GROUP_ACTION_PERMISSIONS = {
         "support.view_statusincident",
         "support.add_statusincident",
         "support.change_statusincident",
+        # The operations console: the order a calendar bar opens; maintenance over an
+        # active booking (with a reason); utilisation and revenue.
+        "billing.view_order",
+        "inventory.override_booking",
+        "inventory.see_operations_reports",
     ),
     "Sales": (),
     # The provider's countersignature (an authorised signatory).
     "Sales managers": ("billing.view_contract", "billing.countersign_contract"),
     # Credit notes and refunds; metered usage posted, imported or voided.
-    "Finance": ("billing.add_creditnote", "billing.add_refund", "billing.record_usage"),
+    "Finance": (
+        "billing.add_creditnote",
+        "billing.add_refund",
+        "billing.record_usage",
+        # Utilisation and revenue (the operations console's report page).
+        "inventory.see_operations_reports",
+    ),
     # Support sees the orders and nodes a ticket is about (in the back office).
     "Support": ("billing.view_order", "inventory.view_node", "provisioning.view_healthincident"),
 }

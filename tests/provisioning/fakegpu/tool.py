@@ -249,6 +249,9 @@ def all_reduce_perf(args: list[str], s: dict) -> int:
 def dcgmi(args: list[str], s: dict) -> int:
     if s.get("hang") == "dcgmi":
         time.sleep(120)
+    if s.get("kill_agent") == "dcgmi":  # the agent dies mid-DCGM (OOM killer, a reboot)
+        os.kill(os.getppid(), 9)
+        return 137
     time.sleep(float(s.get("dcgmi_seconds", 0)))  # -r 3 takes about 15 minutes for real
     n = s["gpus"]
     text = sample("dcgmi_diag_json_8gpu_dcgm3.1.0_nvvs.txt")

@@ -22,7 +22,7 @@ def seed_burn_in_rules(apps: Any, schema_editor: Any) -> None:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('provisioning', '0013_live_validation_checks'),
+        ('provisioning', '0011_merge_money_and_validation'),
     ]
 
     operations = [
