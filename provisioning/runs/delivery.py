@@ -148,12 +148,6 @@ def _validation_begin(run_id: int, launch: int | None) -> _Validation | str:
             )
         )
         now = timezone.now()
-        # A step running under a live lease is another task's (a message the broker
-        # handed out again while a long burn-in runs): not measured twice.
-        leased = [s for s in todo if s.status == StepStatus.RUNNING and s.lease_until]
-        todo = [s for s in todo if s not in leased or (s.lease_until and s.lease_until <= now)]
-        if not todo and any(s.lease_until and s.lease_until > now for s in leased):
-            return "waiting"
         pending = [step for step in todo if step.status == StepStatus.PENDING]
         for attempt in sorted({step.attempt for step in pending}):  # one move per attempt
             lifecycle.transition_many(

@@ -11,13 +11,12 @@ import io
 import json
 import subprocess
 import sys
-from datetime import timedelta
 from decimal import Decimal as D
 
 import pytest
 from django.core.management import call_command
 from django.template.loader import render_to_string
-from django.utils import timezone, translation
+from django.utils import translation
 
 from billing.models import Order, QuoteItem
 from billing.orders.selectors import order_burn_in
@@ -34,18 +33,15 @@ from billing.pricing.engine import (
 from inventory.models import HardwareDriverKind
 from provisioning import runs
 from provisioning.models import (
-    NodeStep,
     ProvisioningRun,
     RunKind,
     RunStatus,
-    StepName,
-    StepStatus,
     ValidationProfile,
     ValidationRun,
 )
 from provisioning.runs import run_burn_in_seconds, validate_limit_s
 from provisioning.runs.plan import STEP_LIMIT_S
-from provisioning.validation import interface, report
+from provisioning.validation import report
 from provisioning.validation.default_rules import DEFAULT_RULES
 from provisioning.validation.evaluation import evaluate_node
 from provisioning.validation.metrics import derive
@@ -287,27 +283,3 @@ def test_an_order_with_the_burn_in_is_burnt_in_before_hand_over_and_the_report_s
             )
             profile = str(ValidationProfile.BURN_IN.label)  # the profile, translated
         assert title in html and "24-hour stability" in html and profile in html
-
-
-@pytest.mark.django_db
-def test_a_validate_step_under_a_live_lease_is_not_measured_twice(demo, settings, monkeypatch):
-    """A burn-in outlasts the broker's visibility timeout: the redelivered validate task
-    finds the step under the first task's lease and measures nothing."""
-    settings.PORTAL_HARDWARE_DRIVER = "simulated"
-    settings.PORTAL_SIMULATED_TIME_SCALE = 0
-    settings.PORTAL_SIMULATED_FAIL = {}
-    order, _ = order_mark_paid(order=make_order(demo, nodes=1))
-    run = runs.provisioning_begin(order_id=order.pk)
-    names = runs.steps_for(run.kind)
-    runs.slot_advance(run_id=run.pk, slot=0, upto=names[-2])
-    measured = []
-    monkeypatch.setattr(
-        interface, "validate_nodes", lambda targets, **kw: measured.append(targets) or None
-    )
-    step = NodeStep.objects.get(run=run, name=StepName.VALIDATE)
-    lease = timezone.now() + timedelta(hours=20)
-    NodeStep.objects.filter(pk=step.pk).update(status=StepStatus.RUNNING, lease_until=lease)
-    assert runs.run_validate(run_id=run.pk) == "waiting"
-    assert measured == []
-    step.refresh_from_db()
-    assert step.status == StepStatus.RUNNING and step.lease_until == lease
