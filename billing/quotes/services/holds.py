@@ -93,6 +93,7 @@ def nodes_place_and_hold(
     placed. Needs no quote, so a self-service order places its nodes before it takes any
     gapless number (the numbering lock is then held only for the short rest)."""
     start_at, end_at = rental_period(site=site, start_date=start_date, term=term, duration=duration)
+    inventory_services.placement_lock(site_id=site.pk, node_type_ids=list(wanted))
     preferred_ids = set(prefer)
     types = NodeType.objects.in_bulk(list(wanted))
     chosen = []
