@@ -14,6 +14,8 @@ from pathlib import Path
 import environ
 from django.utils.translation import gettext_lazy as _
 
+from portal import structured_logs
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 env = environ.Env()  # the one reader of the environment
 VAR_DIR = Path(env.str("PORTAL_VAR_DIR", default=str(BASE_DIR / "var")))
@@ -55,6 +57,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_htmx",
     "django_prometheus",
+    "django_structlog",
     "import_export",
     "rest_framework",
     "drf_spectacular",
@@ -78,6 +81,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Binds request_id (X-Request-ID or new), user_id and ip for every line of the request.
+    "django_structlog.middlewares.RequestMiddleware",
+    "portal.structured_logs.RequestIdHeaderMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -277,17 +283,26 @@ if not DEBUG:
     SECURE_CONTENT_TYPE_NOSNIFF = True
     X_FRAME_OPTIONS = "DENY"
 
+# Structured logs (portal/structured_logs.py): JSON lines in production, readable lines
+# with DJANGO_DEBUG; the request id follows the work into its Celery tasks.
+PORTAL_LOG_FORMAT = env.str("PORTAL_LOG_FORMAT", default="console" if DEBUG else "json")
+structured_logs.configure()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"structured": structured_logs.formatter(PORTAL_LOG_FORMAT)},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
     "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
     "loggers": {
         # WeasyPrint logs every render step at INFO.
         "weasyprint": {"level": "WARNING"},
         "fontTools": {"level": "WARNING"},
+        # django-structlog's request_started/request_finished lines, one pair per request.
+        "django_structlog": {"level": env.str("PORTAL_REQUEST_LOG_LEVEL", default="INFO")},
     },
 }
+DJANGO_STRUCTLOG_CELERY_ENABLED = True
+DJANGO_STRUCTLOG_TRUST_UPSTREAM_REQUEST_ID = True  # the load balancer's X-Request-ID
 
 # django-import-export keeps an upload between preview and confirm in the cache (Redis in
 # production), so the confirm step works whichever web process answers it.
