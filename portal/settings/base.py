@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_prometheus",
     "django_structlog",
+    "csp",
     "import_export",
     "rest_framework",
     "drf_spectacular",
@@ -76,6 +77,8 @@ MIDDLEWARE = [
     # Request metrics by view, method and status; its After half is last (portal/metrics.py).
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below).
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -270,6 +273,36 @@ if secret("EMAIL_URL"):
     EMAIL_USE_TLS = bool(_email.get("EMAIL_USE_TLS", False))
     EMAIL_USE_SSL = bool(_email.get("EMAIL_USE_SSL", False))
     EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)
+
+# --- Content-Security-Policy (django-csp) ----------------------------------------------
+# Scripts and styles from the portal itself only: no inline script, no on* attribute, no
+# eval (the pages' behaviours are static files: portal/static/portal/*.js; htmx's own
+# indicator <style> is off). Style attributes stay allowed (Django's admin and
+# import-export use them; they cannot run code). Stripe.js on the card page is the one
+# outside script; it frames and calls Stripe. The API docs pages add what Redoc and
+# Swagger UI need (portal/api/urls.py). With DJANGO_DEBUG the policy is report-only
+# (Django's debug pages are inline), so `make run` shows violations without breaking.
+_STRIPE_JS = "https://js.stripe.com"
+_CSP = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'", _STRIPE_JS],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'", "https://api.stripe.com"],
+        "frame-src": ["'self'", _STRIPE_JS, "https://hooks.stripe.com"],
+        "frame-ancestors": ["'self'"],
+        "form-action": ["'self'"],
+        "base-uri": ["'self'"],
+        "object-src": ["'none'"],
+    }
+}
+if DEBUG:
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = _CSP
+else:
+    CONTENT_SECURITY_POLICY = _CSP
 
 # --- Security (production) ------------------------------------------------------------
 if not DEBUG:
