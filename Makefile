@@ -64,6 +64,7 @@ bench: setup services ## Benchmarks; each prints one JSON object as its last lin
 	$(PY) bench/ordering.py
 	$(PY) bench/catalog.py
 	$(PY) bench/provisioning.py
+	$(PY) bench/operations.py
 
 clean-var:
 	rm -rf var

@@ -43,6 +43,7 @@ API_FAMILIES: dict[str, object] = {
     "billing": gettext_lazy("invoices, payments, credit notes"),
     "ssh_keys": gettext_lazy("SSH keys"),
     "webhooks": gettext_lazy("webhook endpoints and deliveries"),
+    "support": gettext_lazy("support tickets"),
 }
 
 # Who may create and revoke keys: a key acts for the organisation.

@@ -45,6 +45,9 @@ from inventory.models import (
     GPUModel,
     ImportJob,
     ImportJobStatus,
+    MaintenanceNotice,
+    MaintenancePlan,
+    MaintenancePlanEvent,
     MaintenanceWindow,
     Node,
     NodeEvent,
@@ -566,6 +569,39 @@ class MaintenanceWindowAdmin(SiteTimeZoneMixin, DomainErrorMessagesMixin, admin.
         obj.created_by = window.created_by
         obj._state.adding = False
         obj._state.db = window._state.db
+
+
+class MaintenancePlanEventInline(LifecycleEventInline):
+    model = MaintenancePlanEvent
+
+
+class MaintenanceNoticeInline(ReadOnlyInline):
+    model = MaintenanceNotice
+    fields = ("organisation", "orders", "language", "emailed_at")
+
+
+@admin.register(MaintenancePlan)
+class MaintenancePlanAdmin(SiteTimeZoneMixin, ReadOnlyAdmin):
+    """Planned, told, cancelled and completed on the operations console
+    (``/staff/operations/maintenance/``), which lists the affected orders first; shown
+    here with its history and notices."""
+
+    site_path = "site"
+    site_time_fields = ("start_at", "end_at", "notify_at", "announced_at", "created_at")
+    list_display = (
+        "title",
+        "site",
+        "start_at",
+        "end_at",
+        "status",
+        "announced_at",
+        "override_reason",
+        "created_by",
+    )
+    list_select_related = ("site", "created_by")
+    list_filter = ("status", "site")
+    search_fields = ("title", "override_reason")
+    inlines = (MaintenanceNoticeInline, MaintenancePlanEventInline)
 
 
 # --- Reservations -----------------------------------------------------------------------

@@ -13,9 +13,12 @@ from django.utils import timezone
 from inventory.models import (
     ACTIVE_RESERVATION_STATUSES,
     NODE_UNBOOKABLE_STATUSES,
+    MaintenanceScope,
     MaintenanceWindow,
     Node,
+    NodeStatus,
     NodeType,
+    Rack,
     Reservation,
     Site,
     Switch,
@@ -248,3 +251,48 @@ def leaf_units(*, site: Site, leaves: Sequence[str]) -> dict[str, tuple[str, int
 def node_type_by_code(code: str) -> NodeType:
     """The node type with this code (``NodeType.DoesNotExist`` when there is none)."""
     return NodeType.objects.get(code=code)
+
+
+# --- Maintenance planning ----------------------------------------------------------------
+
+
+def maintenance_scope_nodes(
+    *,
+    scope: str,
+    node_ids: Sequence[int] = (),
+    rack: Rack | int | None = None,
+    switch: Switch | int | None = None,
+) -> list[Node]:
+    """The nodes a maintenance plan takes down: the chosen ones, every node of a rack, or
+    every node under a leaf switch (under its leaves, for a spine). Retired nodes are left
+    out: they serve nobody."""
+    nodes = Node.objects.exclude(status=NodeStatus.RETIRED).select_related("site")
+    if scope == MaintenanceScope.NODES:
+        nodes = nodes.filter(pk__in=list(node_ids))
+    elif scope == MaintenanceScope.RACK:
+        nodes = nodes.filter(rack=rack)
+    elif scope == MaintenanceScope.SWITCH:
+        switch_id = switch.pk if isinstance(switch, Switch) else switch
+        nodes = nodes.filter(
+            Q(leaf_switch_id=switch_id) | Q(leaf_switch__uplinks__pk=switch_id)
+        ).distinct()
+    else:
+        raise ValueError(f"unknown maintenance scope {scope!r}")
+    return list(nodes.order_by("hostname"))
+
+
+def maintenance_clashes(
+    *, node_ids: Sequence[int], start_at: datetime, end_at: datetime
+) -> list[Reservation]:
+    """The active bookings (holds and firm) whose held range meets ``[start_at, end_at)``
+    on these nodes: what a window over them would take from a customer."""
+    return list(
+        Reservation.objects.filter(
+            node_id__in=list(node_ids),
+            status__in=ACTIVE_RESERVATION_STATUSES,
+            held_from__lt=end_at,
+            held_until__gt=start_at,
+        )
+        .select_related("node")
+        .order_by("owner_ref", "node__hostname")
+    )

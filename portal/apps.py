@@ -28,5 +28,6 @@ class PortalConfig(AppConfig):
             for module in (f"{config.name}.tasks", f"{config.name}.validation.tasks"):
                 if find_spec(module.rsplit(".", 1)[0]) and find_spec(module) is not None:
                     import_module(module)
+        import_module("portal.operations.tasks")
         # Webhook events from lifecycle writes and dunning notices (portal.api.events).
         import_module("portal.api.events").connect()

@@ -59,6 +59,7 @@ app.autodiscover_tasks(
         "provisioning",
         "provisioning.validation",
         "portal",
+        "portal.operations",
     ]
 )
 

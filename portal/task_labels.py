@@ -30,6 +30,9 @@ LABELS = {
     "billing.tasks.documents_sweep_task": _("Sweep: missing documents and emails"),
     "core.tasks.outbox_relay_task": _("Publish waiting outbox messages"),
     "inventory.tasks.import_job_run_task": _("Import an inventory CSV"),
+    "portal.operations.tasks.maintenance_notify_task": _("Tell the customers about maintenance"),
+    "portal.operations.tasks.maintenance_email_task": _("Email: maintenance notice"),
+    "portal.operations.tasks.maintenance_due_task": _("Sweep: maintenance notices due"),
     "provisioning.tasks.order_power_sync": _("Power an order's nodes off or on"),
     "provisioning.tasks.provisioning_clean_finish": _("Finish cleaning the nodes"),
     "provisioning.tasks.provisioning_deliver": _("Deliver the access details"),
@@ -42,6 +45,9 @@ LABELS = {
         "Render the acceptance report PDF"
     ),
     "provisioning.validation.tasks.validation_run_execute_task": _("Run a validation"),
+    "portal.support.tasks.ticket_email": _("Email: support ticket"),
+    "portal.support.tasks.ticket_from_low_utilisation": _("Open a ticket: low utilisation"),
+    "portal.support.tasks.ticket_from_replacement": _("Open a ticket: node replacement"),
 }
 
 task_labels.register(LABELS)

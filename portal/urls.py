@@ -8,8 +8,10 @@ from django.urls import include, path
 import portal.converters  # noqa: F401  (registers the "signed" path converter)
 from billing.payments import urls as payment_urls
 from portal import health, i18n, metrics
+from portal.operations import feeds as maintenance_feeds
 from portal.shop import views as shop_views
 from portal.shop import wizard
+from portal.support import urls as support_urls
 
 urlpatterns = [
     path("i18n/setlang/", i18n.set_language, name="set_language"),
@@ -21,6 +23,12 @@ urlpatterns = [
     path("api/v1/", include("portal.api.urls")),
     path("api/", include("billing.invoicing.urls")),
     path("telemetry/", include("provisioning.telemetry.urls")),
+    # The customers' maintenance calendar at a secret address (calendar apps).
+    path(
+        "maintenance/<str:token>/calendar.ics",
+        maintenance_feeds.feed_by_token,
+        name="maintenance_feed",
+    ),
 ]
 urlpatterns += i18n_patterns(
     path("", shop_views.catalog, name="catalog"),
@@ -30,8 +38,17 @@ urlpatterns += i18n_patterns(
     path("", include("billing.contracts.urls")),
     path("sales/", include("billing.quotes.urls")),
     path("staff/provisioning/", include("provisioning.urls")),
+    path("staff/support/", include(support_urls.staff_urlpatterns)),
+    path("status/", include(support_urls.status_urlpatterns)),
+    path("staff/operations/", include("portal.operations.urls")),
+    path(
+        "account/maintenance.ics",
+        maintenance_feeds.feed_for_member,
+        name="maintenance_feed_member",
+    ),
     path("accounts/", include("accounts.urls")),
     path("account/", include("portal.dashboard.urls")),
+    path("account/", include(support_urls.customer_urlpatterns)),
     path("pay/", include("billing.payments.urls")),
     path("", include("portal.shop.urls")),
     prefix_default_language=True,

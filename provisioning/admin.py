@@ -17,6 +17,7 @@ from core.errors import DomainError
 from provisioning.models import (
     NodeValidation,
     ValidationArtifact,
+    ValidationCheck,
     ValidationNodeResult,
     ValidationReport,
     ValidationRule,
@@ -24,6 +25,7 @@ from provisioning.models import (
     ValidationRunEvent,
 )
 from provisioning.validation import services
+from provisioning.validation.reasons import reason_messages
 
 
 @admin.register(ValidationRule)
@@ -85,6 +87,30 @@ class ArtifactInline(ReadOnlyInline):
     show_change_link = False
 
 
+class LiveCheckInline(ReadOnlyInline):
+    """Each agent check as it ran (written line by line while the agent runs)."""
+
+    model = ValidationCheck
+    fk_name = "validation_run"
+    fields = (
+        "node",
+        "name",
+        "status",
+        "verdict",
+        "started_at",
+        "finished_at",
+        "duration_s",
+        "reasons_text",
+        "raw_sha256",
+    )
+    readonly_fields = fields
+    show_change_link = False
+
+    @admin.display(description=gettext_lazy("reasons"))
+    def reasons_text(self, obj: ValidationCheck) -> str:
+        return "; ".join(reason_messages(obj.reasons or [])) or "—"
+
+
 class ReportInline(ReadOnlyInline):
     model = ValidationReport
     fields = ("language", "file", "size", "sha256", "created_at")
@@ -125,7 +151,7 @@ class ValidationRunAdmin(ReadOnlyAdmin):
         "error",
     )
     exclude = ("nodes", "cluster_verdict", "rules_snapshot")
-    inlines = (ResultInline, ReportInline, ArtifactInline, EventInline)
+    inlines = (ResultInline, LiveCheckInline, ReportInline, ArtifactInline, EventInline)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ValidationRun]:
         return super().get_queryset(request).select_related("order").prefetch_related("nodes")

@@ -7,8 +7,10 @@ delivered order (beat: the task ``provisioning.tasks.sla_credits_sweep_task``).
 - the order's delivery: the provisioning run's delivery past the order's start is late
   delivery for every slot;
 - each node's event history while it filled the slot: faulty and maintenance intervals
-  (maintenance inside a ``MaintenanceWindow``: the window has no announcement time, so it
-  is not known to be announced in advance and counts; customer-favourable);
+  (maintenance inside a ``MaintenanceWindow`` is excluded when its plan was announced at
+  least 72 hours ahead; a window without an announced plan counts; customer-favourable);
+- maintenance plans over an active booking (override with a reason): the window is
+  unplanned maintenance, downtime while the node filled the slot (``maintenance_facts``);
 - swaps: from the failure until the spare was delivered (or the recorded hours lost);
 - re-validations of the in-service node: a failed one until the next passing one; a
   passing one whose measurement is more than the rule's margin below the acceptance
@@ -163,8 +165,12 @@ def order_sla_facts(order: Order) -> list[tuple[str, NodeFacts]]:
                     outages += _validation_outages(node, after, end, baselines.get(node.pk, {}))
             for window in MaintenanceWindow.objects.filter(
                 node=node, end_at__gt=order.start_at, start_at__lt=order.end_at
-            ):
-                planned.append(PlannedWindow(window.start_at, window.end_at, announced_at=None))
+            ).select_related("plan"):
+                outage, window_planned = maintenance_facts(window, tenure)
+                if outage is not None:
+                    outages.append(outage)
+                if window_planned is not None:
+                    planned.append(window_planned)
         for swap in swaps:
             if any(swap.failed_node_id == m.node_id for m in members):
                 restored = swap.restored_at or (
@@ -189,6 +195,35 @@ def order_sla_facts(order: Order) -> list[tuple[str, NodeFacts]]:
             )
         )
     return out
+
+
+def maintenance_facts(
+    window: MaintenanceWindow, tenure: list[tuple[Any, Any]]
+) -> tuple[Outage | None, PlannedWindow | None]:
+    """What one maintenance window is for the SLA (contract §7.1–7.2).
+
+    A window whose plan worked over an active booking by override is unplanned
+    maintenance: downtime for the node while it filled the slot, whatever its notice and
+    the node's status. Any other window is planned maintenance, excluded when its plan was
+    announced at least 72 hours before it started (``announced_at``; a window without a
+    plan, or not announced, is not known to be announced and counts)."""
+    plan = window.plan
+    if plan is not None and plan.unplanned:
+        for start, end in tenure:
+            a, b = max(start, window.start_at), min(end, window.end_at)
+            if a < b:
+                return (
+                    Outage(
+                        "maintenance",
+                        a,
+                        b,
+                        f"maintenance plan {plan.pk} over the booking: {plan.override_reason[:80]}",
+                    ),
+                    None,
+                )
+        return None, None
+    announced = plan.announced_at if plan is not None else None
+    return None, PlannedWindow(window.start_at, window.end_at, announced_at=announced)
 
 
 def _tenure(member: RunNode, swaps: list[NodeSwap], order: Order) -> list[tuple[Any, Any]]:

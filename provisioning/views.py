@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from core.errors import DomainError
 from provisioning import access, runs, selectors
 from provisioning.models import NodeStep, ProvisioningRun
-from provisioning.validation.reasons import annotate_progress
+from provisioning.validation.reasons import annotate_live_checks, annotate_progress
 
 VIEW_RUNS = "provisioning.view_provisioningrun"
 OPERATE_RUNS = "provisioning.change_provisioningrun"
@@ -50,7 +50,7 @@ def staff_permission_required(
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(ProvisioningRun.objects.select_related("order"), pk=run_id)
     context = {
-        "progress": annotate_progress(selectors.run_progress(run)),
+        "progress": annotate_live_checks(annotate_progress(selectors.run_progress(run))),
         "delivery_access": access.order_access(run.order, run) if run.order_id else None,
         "staff": True,
         "poll_url": reverse("provisioning_run", args=[run.pk]),

@@ -114,11 +114,11 @@ class SeededDemo:
 def _migrated_data_back(sender: Any, **kwargs: Any) -> None:
     """After a flush (a transactional test's teardown), put back what the data migrations
     wrote, so the next test sees a database as ``migrate`` leaves it: the standard dunning
-    policy (``billing`` 0011). The validation rules come back by their own
+    policy (``billing``'s squashed migration). The validation rules come back by their own
     ``post_migrate`` hook (``provisioning/apps.py``)."""
     if sender.label == "billing":
-        migration = importlib.import_module("billing.migrations.0011_seed_dunning_policy")
-        migration.seed(django_apps, None)
+        migration = importlib.import_module("billing.migrations.0001_squashed_2026_12")
+        migration.seed_dunning_policy(django_apps, None)
 
 
 @pytest.fixture(autouse=True, scope="session")

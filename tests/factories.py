@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import itertools
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
+
+from django.utils import timezone
 
 from core.models import OutboxMessage
 from inventory.models import (
     Fabric,
     GPUModel,
     Interconnect,
+    MaintenanceWindow,
     Node,
+    NodeEvent,
     NodeType,
     Rack,
+    Reservation,
     Site,
     Switch,
     SwitchRole,
@@ -168,3 +173,96 @@ def run_document_renders() -> int:
         if name.rsplit(".", 1)[-1].startswith("document_")
     }
     return run_outbox(*names) if names else 0
+
+
+def operations_fleet(
+    n: int, *, start: datetime, days: int = 90, prefix: str = "fleet", site_code: str = "FL"
+) -> list[Node]:
+    """``n`` nodes of one site in racks of 16 under leaf switches of 32 (two per scalable
+    unit), with bookings over ``[start, start + days)`` built by ``bulk_create`` (the
+    reservation calendar's tests, its browser test and ``bench/operations.py``): per node
+    an ended booking before the start, a firm one, then a hold expiring in a day; every
+    25th node a maintenance window, every 40th a faulty period. Returns the nodes."""
+    s = site(site_code, name=f"Fleet {site_code}", city="Shenzhen")
+    nt = node_type(f"{prefix}-h100")
+    racks = [rack(s, f"{prefix}-R{i:03d}") for i in range((n + 15) // 16)]
+    leaves = []
+    for i in range((n + 31) // 32):
+        sw = leaf(s, f"{prefix}-leaf-{i:03d}")
+        if not sw.scalable_unit:
+            Switch.objects.filter(pk=sw.pk).update(scalable_unit=f"{prefix}-SU{i // 2:02d}")
+        leaves.append(sw)
+    nodes = Node.objects.bulk_create(
+        [
+            Node(
+                site=s,
+                node_type=nt,
+                rack=racks[i // 16],
+                leaf_switch=leaves[i // 32],
+                hostname=f"{prefix}-{i:05d}",
+                serial=f"{prefix.upper()}-SN{i:07d}",
+                status="faulty" if i % 40 == 39 else "available",
+            )
+            for i in range(n)
+        ]
+    )
+    if any(x.pk is None for x in nodes):
+        nodes = list(Node.objects.filter(hostname__startswith=f"{prefix}-").order_by("hostname"))
+    day = timedelta(days=1)
+    rows = []
+    for i, x in enumerate(nodes):
+        offset = (i % 7) * day
+        firm_from = start + offset + 2 * day
+        firm_to = firm_from + (20 + i % 10) * day
+        hold_from = firm_to + 2 * day
+        rows += [
+            Reservation(
+                node=x,
+                start_at=start - 30 * day,
+                end_at=start - 10 * day,
+                held_from=start - 31 * day,
+                held_until=start - 10 * day + timedelta(hours=8),
+                status="ended",
+                owner_ref=f"order:{prefix}-old-{i % 50}",
+            ),
+            Reservation(
+                node=x,
+                start_at=firm_from,
+                end_at=firm_to,
+                held_from=firm_from - day,
+                held_until=firm_to + timedelta(hours=8),
+                status="firm",
+                owner_ref=f"order:{prefix}-{i % 97}",
+            ),
+            Reservation(
+                node=x,
+                start_at=hold_from,
+                end_at=hold_from + 30 * day,
+                held_from=hold_from - day,
+                held_until=hold_from + 30 * day + timedelta(hours=8),
+                status="hold",
+                expires_at=timezone.now() + day,
+                owner_ref=f"quote:{prefix}-Q{i % 89}-v1",
+            ),
+        ]
+    Reservation.objects.bulk_create(rows, batch_size=2000)
+    MaintenanceWindow.objects.bulk_create(
+        [
+            MaintenanceWindow(
+                node=x,
+                start_at=start + 50 * day,
+                end_at=start + 50 * day + timedelta(hours=6),
+                reason="fleet maintenance",
+            )
+            for i, x in enumerate(nodes)
+            if i % 25 == 0
+        ]
+    )
+    NodeEvent.objects.bulk_create(
+        [
+            NodeEvent(node=x, from_status="available", to_status="faulty", reason="fleet")
+            for i, x in enumerate(nodes)
+            if i % 40 == 39
+        ]
+    )
+    return nodes

@@ -8,6 +8,8 @@ from billing.models import (
     InvoiceStatus,
     Order,
 )
+from billing.models.quotes import ItemKind
+from billing.pricing.engine import BURN_IN_CODE, burn_in_included
 from inventory.models import ACTIVE_RESERVATION_STATUSES, Node
 
 
@@ -49,3 +51,13 @@ def order_nodes(order: Order) -> list[Node]:
         .distinct()
         .order_by("hostname")
     )
+
+
+def order_burn_in(order: Order) -> bool:
+    """Whether the order's nodes get the 24-hour burn-in before hand-over: its quote
+    bought the add-on, or the cluster is large enough to get it free
+    (``pricing.engine.burn_in_included``)."""
+    items = order.quote.items.all()
+    nodes = sum(int(i.quantity) for i in items if i.kind == ItemKind.NODE)
+    bought = any(i.kind == ItemKind.ADDON and i.addon_code == BURN_IN_CODE for i in items)
+    return bought or burn_in_included(nodes)

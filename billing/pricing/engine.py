@@ -97,6 +97,19 @@ class NodePrice:
     tax_category: str = "it_service"
 
 
+#: The 24-hour burn-in before hand-over (issue 20): an add-on priced per node, once; the
+#: quote's node count is its quantity whatever was asked, and clusters of
+#: ``BURN_IN_FREE_FROM_NODES`` nodes or more get it free (a burn-in that finds one bad
+#: node of sixteen pays for itself in the first week of a large training run).
+BURN_IN_CODE = "burn-in-24h"
+BURN_IN_FREE_FROM_NODES = 16
+
+
+def burn_in_included(node_count: int) -> bool:
+    """Whether a cluster of ``node_count`` nodes gets the burn-in without buying it."""
+    return node_count >= BURN_IN_FREE_FROM_NODES
+
+
 @dataclass(frozen=True, slots=True)
 class AddonPrice:
     code: str
@@ -633,17 +646,24 @@ def _addon_lines(book: PriceBook, request: QuoteRequest, *, months: Decimal) -> 
             raise PricingError(f"{addon.name}: the quantity must be above 0")
         recurring = addon.unit in (AddonUnit.TB_MONTH, AddonUnit.IP_MONTH, AddonUnit.MONTH)
         addon_periods = months if recurring else Decimal(1)
+        quantity, price = ar.quantity, addon.price
+        if addon.code == BURN_IN_CODE:  # per node of the quote, free for large clusters
+            nodes = sum(nr.quantity for nr in request.nodes)
+            if nodes <= 0:
+                raise PricingError(f"{addon.name}: the burn-in is per node, and no node is quoted")
+            quantity = Decimal(nodes)
+            price = ZERO if burn_in_included(nodes) else addon.price
         lines.append(
             _line(
                 kind=LineKind.ADDON,
                 code=addon.code,
                 description=addon.name,
-                quantity=ar.quantity,
+                quantity=quantity,
                 unit=addon.unit.value,
-                unit_price=addon.price,
+                unit_price=price,
                 periods=addon_periods,
                 period_unit="month" if recurring else "once",
-                list_amount=money(addon.price * ar.quantity * addon_periods),
+                list_amount=money(price * quantity * addon_periods),
                 adjustments=(),
                 book=book,
                 tax_category=addon.tax_category,

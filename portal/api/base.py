@@ -7,10 +7,11 @@ cache (``core.ratelimit``). Every answer carries ``RateLimit-Policy: "default";q
 and ``RateLimit: "default";r=<remaining>;t=<seconds to reset>`` (IETF draft
 httpapi-ratelimit-headers); past the limit: 429 with ``Retry-After``.
 
-Idempotency: a POST must send ``Idempotency-Key``. The first request with a key claims it
-(a row, unique per organisation and key) in the transaction that does the work, so a
-concurrent retry waits on that row and then answers the stored result; a rolled-back
-first attempt leaves no claim. The same key with another body (or path) is a 409.
+Idempotency: a POST must send ``Idempotency-Key`` (a PUT or DELETE may). The first
+request with a key claims it (a row, unique per organisation and key) in the transaction
+that does the work, so a concurrent retry waits on that row and then answers the stored
+result; a rolled-back first attempt leaves no claim. The same key with another body (or
+path) is a 409.
 """
 
 from __future__ import annotations
@@ -139,10 +140,22 @@ def _replay(record: IdempotencyRecord) -> Response:
 
 def idempotent(handler: Callable[..., Response]) -> Callable[..., Response]:
     """Wrap a view's ``post``: require ``Idempotency-Key``; replay the first answer."""
+    return _idempotent(handler, required=True)
 
+
+def idempotent_when_keyed(handler: Callable[..., Response]) -> Callable[..., Response]:
+    """Wrap a ``put`` or ``delete`` (idempotent by their nature): with an
+    ``Idempotency-Key`` the first answer is replayed as for a POST (a retried DELETE gets
+    its 204, not a 404); without one the request simply runs."""
+    return _idempotent(handler, required=False)
+
+
+def _idempotent(handler: Callable[..., Response], *, required: bool) -> Callable[..., Response]:
     @wraps(handler)
     def wrapper(view: ApiView, request: Request, *args: Any, **kwargs: Any) -> Response:
         key = request.headers.get(IDEMPOTENCY_HEADER, "").strip()
+        if not key and not required:
+            return handler(view, request, *args, **kwargs)
         if not key or len(key) > 200:
             raise Problem(
                 400,

@@ -12,8 +12,10 @@ calls, so billing and provisioning need no call-site edits for these.
 | ``invoice.overdue`` | the first dunning notice of an invoice |
 | ``contract.signed`` | the customer signs a contract |
 
-Day two's ``node.degraded`` / ``node.cordoned`` / ``node.replaced`` and
-``maintenance.announced`` are emitted where they happen with ``emit_event``. Each event is
+Day two's ``node.degraded`` / ``node.cordoned`` / ``node.replaced``
+(``provisioning.health.services``) and ``maintenance.announced``
+(``portal.operations.services``) are emitted where they happen with ``emit_event``; the
+types themselves are listed once, in ``accounts.webhooks.EVENT_TYPES``. Each event is
 emitted once per object and kind (``dedupe``), so a repeated move or note sends nothing.
 """
 

@@ -66,6 +66,8 @@ def titles() -> dict[str, str]:
         "not_enough_capacity": _("Not enough nodes are free."),
         "rule_refused": _("The request breaks a business rule."),
         "document_pending": _("The document is being prepared."),
+        "not_delivered": _("The order has not been delivered yet."),
+        "monitoring_unavailable": _("Monitoring is unavailable."),
         "server_error": _("Something went wrong on our side."),
     }
 

@@ -31,13 +31,16 @@ from billing.models import (
 )
 from billing.pricing.engine import TERM_DURATION
 from inventory.models import NodeType, Site
+from portal.support.models import TicketCategory, TicketPriority
+from provisioning.telemetry import panel
 
 
-def money() -> serializers.DecimalField:
+def money(*, allow_null: bool = False) -> serializers.DecimalField:
     return serializers.DecimalField(
         max_digits=settings.MONEY_MAX_DIGITS,
         decimal_places=settings.MONEY_DECIMAL_PLACES,
         read_only=True,
+        allow_null=allow_null,
     )
 
 
@@ -575,3 +578,217 @@ def paged(serializer: type[serializers.Serializer]) -> serializers.Serializer:
             "results": serializer(many=True),
         },
     )
+
+
+class RenewalSerializer(serializers.Serializer):
+    """An order's renewal: the renewal quote holding the same nodes for this customer alone
+    until it expires (first refusal), or the nearest placement, or why none was offered."""
+
+    order = serializers.CharField()
+    status = serializers.ChoiceField(
+        choices=["not_offered", "offered", "accepted", "declined", "expired", "unavailable"]
+    )
+    offered_from = serializers.DateTimeField(
+        help_text="When the renewal is offered (before the order ends)."
+    )
+    quote = serializers.CharField(allow_null=True)
+    quote_status = serializers.CharField(allow_null=True)
+    first_refusal_until = serializers.DateTimeField(
+        allow_null=True, help_text="Until when the offered nodes are held for you alone."
+    )
+    same_nodes = serializers.BooleanField()
+    kept = serializers.ListField(child=serializers.CharField())
+    replaced = serializers.ListField(child=serializers.CharField())
+    offered = serializers.ListField(child=serializers.CharField())
+    unavailable = serializers.CharField(help_text="Why no renewal could be offered.")
+    auto_accepted = serializers.BooleanField()
+    new_order = serializers.CharField(allow_null=True)
+    gross_total = money(allow_null=True)
+    currency = serializers.CharField(allow_null=True)
+    start_at = serializers.DateTimeField(allow_null=True)
+    end_at = serializers.DateTimeField(allow_null=True)
+
+
+class ReplacementPolicySerializer(serializers.Serializer):
+    mode = serializers.ChoiceField(
+        choices=["automatic", "ask"],
+        help_text="automatic: a failed node is replaced at once; ask: you approve first.",
+    )
+    ask_minutes = serializers.IntegerField(
+        min_value=5,
+        max_value=24 * 60,
+        default=30,
+        help_text="With ask: replace anyway when nobody answered within these minutes.",
+    )
+    updated_at = serializers.DateTimeField(read_only=True, allow_null=True)
+
+
+class HealthEventStepSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    from_status = serializers.CharField()
+    to_status = serializers.CharField()
+    to_label = serializers.CharField()
+    comment = serializers.CharField()
+
+
+class HealthEventSerializer(serializers.Serializer):
+    """A health rule that fired on one of the order's nodes and what followed."""
+
+    id = serializers.IntegerField()
+    order = serializers.CharField(allow_null=True)
+    node = serializers.CharField()
+    rule = serializers.CharField()
+    title = serializers.CharField()
+    source = serializers.CharField()
+    action = serializers.CharField()
+    status = serializers.CharField()
+    status_label = serializers.CharField()
+    evidence = serializers.CharField()
+    metric = serializers.CharField()
+    value = serializers.FloatField()
+    gpu = serializers.CharField()
+    observed_at = serializers.DateTimeField()
+    detected_at = serializers.DateTimeField()
+    decide_by = serializers.DateTimeField(allow_null=True)
+    spare = serializers.CharField(allow_null=True)
+    operation = serializers.CharField(allow_null=True, help_text="The replacement run to poll.")
+    handed_over_at = serializers.DateTimeField(allow_null=True)
+    events = HealthEventStepSerializer(many=True)
+
+
+class MonitoringQuery(serializers.Serializer):
+    metric = serializers.ChoiceField(choices=list(panel.METRICS), default="sm")
+    range = serializers.ChoiceField(choices=list(panel.RANGES), default="hour")
+
+
+class PointSerializer(serializers.Serializer):
+    time = serializers.DateTimeField()
+    value = serializers.FloatField()
+
+
+class SeriesSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    gpu = serializers.CharField()
+    points = PointSerializer(many=True)
+
+
+class MonitoringSerializer(serializers.Serializer):
+    order = serializers.CharField()
+    metric = serializers.CharField()
+    title = serializers.CharField()
+    unit = serializers.CharField()
+    range = serializers.CharField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    series = SeriesSerializer(many=True)
+
+
+class GpuSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    gpu = serializers.CharField()
+    uuid = serializers.CharField()
+    serial = serializers.CharField()
+    model = serializers.CharField()
+
+
+class DeliveryKitSerializer(serializers.Serializer):
+    hostfile = serializers.CharField()
+    nccl_env = serializers.CharField()
+    guidance = serializers.ListField(child=serializers.CharField())
+    topology_conf = serializers.CharField()
+    k8s_labels = serializers.CharField()
+
+
+class SignatureReportSerializer(serializers.Serializer):
+    field = serializers.CharField()
+    kind = serializers.CharField()
+    signer = serializers.CharField()
+    issuer = serializers.CharField()
+    ours = serializers.BooleanField()
+    intact = serializers.BooleanField()
+    valid = serializers.BooleanField()
+    trusted = serializers.BooleanField()
+    docmdp_ok = serializers.BooleanField(allow_null=True)
+    coverage = serializers.CharField()
+    modification_level = serializers.CharField()
+    signed_at = serializers.DateTimeField(allow_null=True)
+    timestamp_at = serializers.DateTimeField(allow_null=True)
+    timestamp_trusted = serializers.BooleanField()
+
+
+class ContractVerificationSerializer(serializers.Serializer):
+    contract = serializers.CharField()
+    document = serializers.CharField(help_text="sealed, customer_signed or none.")
+    sha256 = serializers.CharField()
+    status = serializers.ChoiceField(choices=["valid", "modified", "unknown"])
+    signer = serializers.CharField()
+    signed_at = serializers.DateTimeField(allow_null=True)
+    detail = serializers.CharField()
+    audit_chain_intact = serializers.BooleanField()
+    signatures = SignatureReportSerializer(many=True)
+
+
+class EventTypeSerializer(serializers.Serializer):
+    type = serializers.CharField()
+    description = serializers.CharField()
+
+
+class TicketOpenSerializer(serializers.Serializer):
+    """A new ticket, about the organisation, an order, one of its nodes, or a GPU by the
+    serial its node reports (the order and node are then found from it)."""
+
+    subject = serializers.CharField(max_length=200)
+    body = serializers.CharField(max_length=20_000, help_text="What happened.")
+    category = serializers.ChoiceField(choices=TicketCategory.choices, default="other")
+    priority = serializers.ChoiceField(choices=TicketPriority.choices, default="normal")
+    order = serializers.CharField(required=False, allow_blank=True, max_length=32)
+    node = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    gpu_serial = serializers.CharField(required=False, allow_blank=True, max_length=64)
+
+
+class TicketReplySerializer(serializers.Serializer):
+    body = serializers.CharField(max_length=20_000)
+
+
+class ClockSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["response", "resolution"])
+    state = serializers.ChoiceField(choices=["running", "paused", "met", "missed"])
+    due = serializers.DateTimeField()
+    stopped_at = serializers.DateTimeField(allow_null=True)
+    minutes_left = serializers.IntegerField()
+
+
+class TicketMessageSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    from_support = serializers.BooleanField()
+    author = serializers.CharField()
+    via = serializers.CharField()
+    body = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class TicketSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    reference = serializers.CharField()
+    subject = serializers.CharField()
+    category = serializers.CharField()
+    category_label = serializers.CharField()
+    priority = serializers.CharField()
+    priority_label = serializers.CharField()
+    status = serializers.CharField()
+    status_label = serializers.CharField()
+    tier = serializers.CharField()
+    source = serializers.CharField()
+    order = serializers.CharField(allow_null=True)
+    node = serializers.CharField(allow_null=True)
+    gpu_serial = serializers.CharField()
+    gpu_index = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    first_response_at = serializers.DateTimeField(allow_null=True)
+    resolved_at = serializers.DateTimeField(allow_null=True)
+    clocks = ClockSerializer(many=True)
+
+
+class TicketDetailSerializer(TicketSerializer):
+    messages = TicketMessageSerializer(many=True)
+    history = TimelineSerializer(many=True)

@@ -9,7 +9,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from portal.api.views import account, catalog, documents, orders, quotes
+from portal.api.views import account, catalog, documents, health, orders, quotes, renewals, tickets
 
 DOCS_CSP = {"style-src": [UNSAFE_INLINE], "worker-src": ["blob:"], "img-src": ["data:"]}
 
@@ -44,6 +44,16 @@ urlpatterns = [
     path("orders/", orders.OrderList.as_view()),
     path("orders/<slug:number>/", orders.OrderDetail.as_view()),
     path("orders/<slug:number>/access/", orders.OrderAccess.as_view()),
+    path("orders/<slug:number>/delivery-kit/", orders.OrderDeliveryKit.as_view()),
+    path("orders/<slug:number>/renewal/", renewals.OrderRenewal.as_view()),
+    path("orders/<slug:number>/renewal/accept/", renewals.OrderRenewalAccept.as_view()),
+    path("orders/<slug:number>/renewal/decline/", renewals.OrderRenewalDecline.as_view()),
+    path("orders/<slug:number>/replacement-policy/", health.ReplacementPolicy.as_view()),
+    path("orders/<slug:number>/monitoring/", health.OrderMonitoring.as_view()),
+    path("orders/<slug:number>/gpus/", health.OrderGpus.as_view()),
+    path("health-events/", health.HealthEventList.as_view()),
+    path("health-events/<int:event_id>/", health.HealthEventDetail.as_view()),
+    path("health-events/<int:event_id>/approve/", health.HealthEventApprove.as_view()),
     path("orders/<slug:number>/ssh-keys/", orders.OrderSshKeys.as_view()),
     path("orders/<slug:number>/terms/", orders.OrderTerms.as_view()),
     path("orders/<slug:number>/bank-transfer/", orders.OrderBankTransfer.as_view()),
@@ -58,11 +68,16 @@ urlpatterns = [
     path("contracts/", documents.ContractList.as_view()),
     path("contracts/<slug:number>/", documents.ContractDetail.as_view()),
     path("contracts/<slug:number>/pdf/", documents.ContractPdf.as_view()),
+    path("contracts/<slug:number>/verification/", documents.ContractVerification.as_view()),
+    path("tickets/", tickets.TicketList.as_view()),
+    path("tickets/<int:ticket_id>/", tickets.TicketDetail.as_view()),
+    path("tickets/<int:ticket_id>/replies/", tickets.TicketReply.as_view()),
     path("ssh-keys/", account.SshKeyList.as_view()),
     path("ssh-keys/<int:key_id>/", account.SshKeyDetail.as_view()),
     path("webhook-endpoints/", account.EndpointList.as_view()),
     path("webhook-endpoints/<int:endpoint_id>/", account.EndpointDetail.as_view()),
     path("webhook-endpoints/<int:endpoint_id>/rotate/", account.EndpointRotate.as_view()),
+    path("webhook-event-types/", account.EventTypeList.as_view()),
     path("webhook-deliveries/", account.DeliveryList.as_view()),
     path("webhook-deliveries/<int:delivery_id>/replay/", account.DeliveryReplay.as_view()),
 ]

@@ -35,6 +35,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/v1",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "portal.api.schema.attach_examples",
+    ],
     "APPEND_COMPONENTS": {
         "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer", "bearerFormat": "gpk_…"}}
     },

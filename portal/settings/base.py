@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "billing",
     "provisioning",
     "portal.apps.PortalConfig",
+    "portal.support.apps.SupportConfig",
 ]
 
 MIDDLEWARE = [

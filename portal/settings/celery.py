@@ -148,6 +148,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "inventory.tasks.import_job_sweep_task",
         "schedule": 300.0,
     },
+    # Maintenance plans whose notice time has come: customers told (email, webhook);
+    # announced plans past their window completed (portal/operations).
+    "maintenance-due": {
+        "task": "portal.operations.tasks.maintenance_due_task",
+        "schedule": 300.0,
+    },
     # --- provisioning
     # Day two: the health rules over Prometheus (new incidents, deadlines, re-validations)
     # and the low-utilisation check (provisioning/health).
@@ -158,6 +164,12 @@ CELERY_BEAT_SCHEDULE = {
     },
     "low-utilisation": {
         "task": "provisioning.tasks.low_utilisation_task",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+    # Support tickets: record each first-response or resolution clock that ran out.
+    "support-clocks": {
+        "task": "portal.support.tasks.ticket_clocks_sweep_task",
         "schedule": 60.0,
         "options": {"expires": 55},
     },

@@ -28,6 +28,11 @@ ESTIMATE_VALID_DAYS = env.int("ESTIMATE_VALID_DAYS", default=7)
 # Absolute address of the portal, for links in emails and PDFs.
 PORTAL_BASE_URL = env.str("PORTAL_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
+# Support tickets answered by email: the mailbox the customer's replies go to (plus
+# addressing: support+T000123-<signature>@example.com). The MTA pipes each message into
+# ``manage.py support_inbound_email``. Empty: emails say "reply on the page" only.
+PORTAL_SUPPORT_REPLY_ADDRESS = env.str("PORTAL_SUPPORT_REPLY_ADDRESS", default="")
+
 # The provider on quotes and invoices (demo values by default: set them for real use).
 PORTAL_PROVIDER_BRAND = env.str("PORTAL_PROVIDER_BRAND", default="GPU Cloud")
 PORTAL_PROVIDER_NAME = env.str("PORTAL_PROVIDER_NAME", default="GPU Cloud Ltd. (demo)")
@@ -119,3 +124,14 @@ PORTAL_USAGE_API_TOKEN = secret("PORTAL_USAGE_API_TOKEN")
 # The admin page imports at most this many rows at once (preview, then confirm); a larger
 # file goes to the background import (inventory.csv_jobs), which a worker runs.
 INVENTORY_CSV_IMPORT_MAX_SYNC_ROWS = env.int("INVENTORY_CSV_IMPORT_MAX_SYNC_ROWS", default=5000)
+
+# --- Operations (portal/operations) ---
+# Customers hear of planned maintenance this many days before it starts (the planner may
+# choose another notice per plan). The contract (§7.2) excludes planned maintenance
+# announced at least 72 hours ahead from downtime, so a notice under 3 days counts.
+PORTAL_MAINTENANCE_NOTICE_DAYS = env.int("PORTAL_MAINTENANCE_NOTICE_DAYS", default=7)
+# A hold that expires within this many hours while another request wants its node is shown
+# as a conflict on the reservation calendar.
+PORTAL_CALENDAR_HOLD_EXPIRY_HOURS = env.int("PORTAL_CALENDAR_HOLD_EXPIRY_HOURS", default=24)
+# Rows per page of the reservation calendar.
+PORTAL_CALENDAR_PAGE_SIZE = env.int("PORTAL_CALENDAR_PAGE_SIZE", default=100)

@@ -1,13 +1,16 @@
-"""``python -m provisioning.agent [--profile quick|acceptance] [--sizes K=V ...] [--out FILE]``
+"""``python -m provisioning.agent [--profile quick|acceptance|burn_in] [--sizes K=V ...]``
+``[--out FILE]``
 
 Writes JSON Lines on stdout (and, with ``--out``, to FILE, flushed and synced line by
 line), so that an agent killed or timed out keeps every check that finished:
 
 1. ``{"type": "start", "agent_version", "profile", "started_at", "planned": [check
    names], "time_limit_s", "host": {facts}}``;
-2. one ``{"type": "check", "name", "device", "status" (completed/failed/skipped),
-   "raw", "raw_sha256", "raw_format", "return_code", "reason", "duration_s", "details",
-   "metric", "unit", "value"}`` per check, as soon as it finished;
+2. per check, ``{"type": "check_start", "name", "started_at"}`` when it starts (the
+   portal shows what runs now: ``dcgmi diag -r 3`` alone takes about 15 minutes) and one
+   ``{"type": "check", "name", "device", "status" (completed/failed/skipped), "raw",
+   "raw_sha256", "raw_format", "return_code", "reason", "duration_s", "details",
+   "metric", "unit", "value"}`` as soon as it finished;
 3. ``{"type": "end", "finished_at"}``: its absence means the agent did not finish.
 
 The portal (``provisioning.validation.interface.agent_document``) folds the lines into
@@ -27,12 +30,17 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from . import __version__, gpu, host
-from .checks import CHECKS, make_settings, run_checks
+from .checks import CHECKS, make_settings, planned_checks, run_checks
 from .gpu import INJECT_ENV
 from .profiles import PROFILES
 
 _SUFFIX = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
-_SIZE_KEYS = {"gemm": "gemm_n", "copy": "copy_bytes", "allreduce": "allreduce_bytes"}
+_SIZE_KEYS = {
+    "gemm": "gemm_n",
+    "copy": "copy_bytes",
+    "allreduce": "allreduce_bytes",
+    "burn_in": "burn_in_seconds",  # seconds (a shorter burn-in: simulated nodes, tests)
+}
 
 
 def parse_size(text: str) -> int:
@@ -135,13 +143,24 @@ def run(argv: list[str] | None, emit: Callable[[dict[str, Any]], None]) -> None:
             "agent_version": __version__,
             "profile": args.profile,
             "started_at": started.isoformat(),
-            "planned": [n for n in CHECKS if not only or n in only],
+            "planned": planned_checks(settings, only or None),
             "time_limit_s": PROFILES[args.profile].time_limit_s,
             "gemm_seconds": settings.gemm_seconds,
             "host": facts,
         }
     )
-    run_checks(settings, only or None, emit=lambda c: emit(c.as_dict()))
+    run_checks(
+        settings,
+        only or None,
+        emit=lambda c: emit(c.as_dict()),
+        on_start=lambda name: emit(
+            {
+                "type": "check_start",
+                "name": name,
+                "started_at": dt.datetime.now(dt.UTC).isoformat(),
+            }
+        ),
+    )
     emit({"type": "end", "finished_at": dt.datetime.now(dt.UTC).isoformat()})
 
 

@@ -15,13 +15,14 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from . import gpu
-from .profiles import PROFILES, nccl_message_bytes
+from .profiles import BURN_IN_ROUNDS, PROFILES, nccl_message_bytes
 from .runner import (
     COMPLETED,
     FAILED,
@@ -50,12 +51,18 @@ MIB = 1024**2
 
 #: ``nvidia-smi --query-gpu`` fields of the inventory check (model, memory, MIG).
 INVENTORY_FIELDS = "index,name,memory.total,mig.mode.current,pci.bus_id,driver_version"
-#: ECC counters as azurehpc-health-checks azure_gpu_ecc.nhc reads them.
+#: ECC mode and counters: the SRAM/DRAM counters as azurehpc-health-checks
+#: azure_gpu_ecc.nhc reads them (NVML's SRAM/DRAM locations exist from Turing on), and
+#: the page-retirement counts that Volta uses instead of row remapping (azure_gpu_ecc.nhc
+#: reads them for V100 from ``nvidia-smi -q -d PAGE_RETIREMENT``). A GPU without ECC
+#: (GeForce) prints ``[N/A]`` for all of them; each model's rules read what it has.
 ECC_FIELDS = (
-    "index,ecc.errors.uncorrected.volatile.sram,ecc.errors.uncorrected.aggregate.sram,"
+    "index,ecc.mode.current,"
+    "ecc.errors.uncorrected.volatile.sram,ecc.errors.uncorrected.aggregate.sram,"
     "ecc.errors.uncorrected.volatile.dram,ecc.errors.uncorrected.aggregate.dram,"
     "ecc.errors.corrected.volatile.sram,ecc.errors.corrected.aggregate.sram,"
-    "ecc.errors.corrected.volatile.dram,ecc.errors.corrected.aggregate.dram"
+    "ecc.errors.corrected.volatile.dram,ecc.errors.corrected.aggregate.dram,"
+    "retired_pages.sbe,retired_pages.dbe,retired_pages.pending"
 )
 REMAP_FIELDS = (
     "gpu_bus_id,remapped_rows.correctable,remapped_rows.uncorrectable,"
@@ -86,6 +93,7 @@ class Settings:
     allreduce_procs: int
     dcgm_level: int
     ib_seconds: int
+    burn_in_seconds: int = 0  # 0: no burn-in (the profile's, or --sizes burn_in=SECONDS)
     inventory: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -101,7 +109,7 @@ class Settings:
 
 def make_settings(profile: str, device: str, timeout: float | None) -> Settings:
     cpu = device == "cpu"
-    acceptance = profile == "acceptance"
+    acceptance = profile in ("acceptance", "burn_in")
     prof = PROFILES[profile]
     return Settings(
         profile=profile,
@@ -120,6 +128,7 @@ def make_settings(profile: str, device: str, timeout: float | None) -> Settings:
         allreduce_procs=max(2, min(4, os.cpu_count() or 2)),
         dcgm_level=prof.dcgm_level,
         ib_seconds=prof.ib_seconds,
+        burn_in_seconds=int(prof.burn_in_seconds),
     )
 
 
@@ -161,7 +170,8 @@ def check_gpu_inventory(s: Settings) -> CheckResult:
 
 
 def check_ecc(s: Settings) -> CheckResult:
-    """SRAM/DRAM ECC counters, volatile and aggregate (azure_gpu_ecc.nhc's query)."""
+    """ECC mode, SRAM/DRAM counters (volatile and aggregate, azure_gpu_ecc.nhc's query)
+    and retired pages (Volta)."""
     return _smi_query("ecc", s, "--query-gpu", ECC_FIELDS)
 
 
@@ -466,9 +476,50 @@ def infiniband_devices() -> list[str]:
     return sorted(p.name for p in root.glob("*")) if root.is_dir() else []
 
 
+#: The client retries while the server is not listening yet (it opens the device and,
+#: with ``--use_cuda``, a CUDA context first: seconds on a real node; azure_ib_write_bw_
+#: gdr.nhc sleeps 5 s before starting the client).
+IB_CONNECT_RETRY_S = 0.5
+IB_CONNECT_WINDOW_S = 30.0
+_IB_NOT_LISTENING = ("couldn't connect", "unable to open file descriptor", "failed to connect")
+
+
+def _ib_loopback(s: Settings, dev: str, port: int, gpu_index: int) -> tuple[str, int | None]:
+    """One NIC's loopback: a server and a client ``ib_write_bw`` on ``dev``; the client's
+    output and exit status (None: timed out)."""
+    common = ["-d", dev, "-p", str(port), "-s", str(1 << 20), "-D", str(s.ib_seconds)]
+    common += ["-x", "0", "-F", "--report_gbits", f"--use_cuda={gpu_index}"]
+    server = subprocess.Popen(  # noqa: S603 - fixed argv, the tool found on PATH
+        ["ib_write_bw", *common],  # noqa: S607
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + IB_CONNECT_WINDOW_S
+        time.sleep(0.05)
+        while True:
+            res = run_cmd(["ib_write_bw", *common, "localhost"], s.ib_seconds + 60.0)
+            waiting = res.return_code not in (0, None) and any(
+                w in res.output.lower() for w in _IB_NOT_LISTENING
+            )
+            if not waiting or server.poll() is not None or time.monotonic() > deadline:
+                break
+            time.sleep(IB_CONNECT_RETRY_S)
+    finally:
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    return res.output, res.return_code
+
+
 def check_ib_write_bw(s: Settings) -> CheckResult:
     """GPUDirect RDMA loopback per NIC (azure_ib_write_bw_gdr.nhc): a server and a client
-    ``ib_write_bw`` on the same device, buffers on GPU ``i % GPUs``; one section per NIC."""
+    ``ib_write_bw`` on the same device, buffers on GPU ``i % GPUs``; every NIC at once,
+    as the Azure check runs them (its thresholds are measured that way); one section per
+    NIC, in device order."""
     if pre := _gpu_only("ib_write_bw", s):
         return pre
     devices = infiniband_devices()
@@ -477,30 +528,19 @@ def check_ib_write_bw(s: Settings) -> CheckResult:
     if pre := _tool("ib_write_bw", "ib_write_bw", s):
         return pre
     ngpu = max(1, len(s.gpu_names))
+    with ThreadPoolExecutor(max_workers=len(devices), thread_name_prefix="ib") as pool:
+        runs = list(
+            pool.map(
+                lambda item: _ib_loopback(s, item[1], 18515 + item[0], item[0] % ngpu),
+                enumerate(devices),
+            )
+        )
     sections = []
     worst = 0
-    for i, dev in enumerate(devices):
-        port = 18515 + i
-        common = ["-d", dev, "-p", str(port), "-s", str(1 << 20), "-D", str(s.ib_seconds)]
-        common += ["-x", "0", "-F", "--report_gbits", f"--use_cuda={i % ngpu}"]
-        server = subprocess.Popen(  # noqa: S603 - fixed argv, the tool found on PATH
-            ["ib_write_bw", *common],  # noqa: S607
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            time.sleep(0.05)
-            res = run_cmd(["ib_write_bw", *common, "localhost"], s.ib_seconds + 60.0)
-        finally:
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-        sections.append(f"### device {dev} exit {res.return_code}\n{res.output}")
-        if res.return_code != 0:
-            worst = res.return_code if res.return_code is not None else 124
+    for dev, (output, rc) in zip(devices, runs, strict=True):
+        sections.append(f"### device {dev} exit {rc}\n{output}")
+        if rc != 0:
+            worst = rc if rc is not None else 124
     check = CheckResult(
         name="ib_write_bw",
         device=s.device,
@@ -515,6 +555,94 @@ def check_ib_write_bw(s: Settings) -> CheckResult:
     return check
 
 
+def check_burn_in(s: Settings) -> CheckResult:
+    """The burn-in: ``burn_in_seconds`` of rounds, each a sustained GEMM on every GPU then
+    an all-reduce, with clocks, temperature, power and clock event reasons sampled by
+    nvidia-smi throughout (GPU path). The raw output is a JSON document of the rounds'
+    figures (per GPU TFLOPS; the all-reduce's nccl-tests output) and the samples: the
+    portal derives the slow-down from the first rounds to the last and the throttling
+    from it, and judges (a node that slows or throttles fails)."""
+    seconds = float(s.burn_in_seconds)
+    round_s = max(1.0, seconds / BURN_IN_ROUNDS)
+    gemm_s = round_s * 0.8  # the rest of the round: the all-reduce
+    started = time.monotonic()
+    rounds: list[dict[str, Any]] = []
+    interval = max(0.5, min(60.0, seconds / 120))
+    with _Sampler(interval, s.timeout) if s.device != "cpu" else _NoSampler() as sampler:
+        while not rounds or time.monotonic() - started < seconds:
+            at = round(time.monotonic() - started, 3)
+            if s.device == "cpu":
+                gemm_value = _cpu_gemm_for(s, gemm_s)
+                ar = _cpu_allreduce(s)
+                rounds.append(
+                    {"t": at, "gflops": gemm_value, "allreduce_busbw_gbps": ar.value,
+                     "allreduce_status": ar.status}
+                )  # fmt: skip
+                continue
+            res = gpu.gemm_sustained(s.gemm_n, s.gemm_warmup, s.gemm_iters, gemm_s, s.timeout)
+            ar = check_allreduce(s)
+            rounds.append(
+                {"t": at, "tflops": res["tflops"], "dtype": res["dtype"],
+                 "allreduce_status": ar.status, "allreduce_return_code": ar.return_code,
+                 "allreduce_raw": ar.raw}
+            )  # fmt: skip
+    elapsed = time.monotonic() - started
+    doc = {
+        "tool": "burn-in: torch.matmul + all_reduce_perf"
+        if s.device != "cpu"
+        else "burn-in: numpy.matmul + ring all-reduce",
+        "planned_seconds": seconds,
+        "seconds": round(elapsed, 3),
+        "round_seconds": round_s,
+        "rounds": rounds,
+        "samples": sampler.samples,
+        "sample_fields": sampler.fields,
+    }
+    return CheckResult(
+        name="burn_in",
+        device=s.device,
+        metric="burn_in_hours",
+        unit="h",
+        value=round(elapsed / 3600, 4),
+        return_code=0,
+        raw=json.dumps(doc, indent=1),
+        raw_format="agent-burn-in-json",
+        details={"rounds": len(rounds), "seconds": round(elapsed, 3)},
+    )
+
+
+class _NoSampler:
+    """The CPU path: nothing to sample (no nvidia-smi)."""
+
+    samples: list[dict[str, Any]] = []
+    fields = ""
+
+    def __enter__(self) -> _NoSampler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _cpu_gemm_for(s: Settings, seconds: float) -> float:
+    """The CPU path's GEMM repeated for ``seconds``: the mean GFLOPS of the repeats."""
+    values: list[float] = []
+    until = time.monotonic() + seconds
+    while not values or time.monotonic() < until:
+        check = _cpu_gemm(s)
+        values.append(float(check.value))  # type: ignore[arg-type]
+    return round(sum(values) / len(values), 3)
+
+
+def planned_checks(s: Settings, only: list[str] | None = None) -> list[str]:
+    """The checks this run makes, in order: the burn-in only where one was asked for."""
+    return [
+        name
+        for name in CHECKS
+        if (not only or name in only) and (name != "burn_in" or s.burn_in_seconds > 0)
+    ]
+
+
 CHECKS: dict[str, Callable[[Settings], CheckResult]] = {
     "gpu_inventory": check_gpu_inventory,
     "ecc": check_ecc,
@@ -526,7 +654,8 @@ CHECKS: dict[str, Callable[[Settings], CheckResult]] = {
     "nvbandwidth": check_nvbandwidth,
     "allreduce": check_allreduce,
     "ib_write_bw": check_ib_write_bw,
-    "dcgm_diag": check_dcgm_diag,  # last: the longest (-r 3 ≈ 15 min)
+    "dcgm_diag": check_dcgm_diag,  # the longest of the acceptance checks (-r 3 ≈ 15 min)
+    "burn_in": check_burn_in,  # last: the add-on's 24 hours, after every acceptance check
 }
 
 
@@ -534,10 +663,14 @@ def run_checks(
     s: Settings,
     only: list[str] | None = None,
     emit: Callable[[CheckResult], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
 ) -> list[CheckResult]:
-    """Run the checks in order; ``emit`` gets each one as soon as it finished."""
+    """Run the checks in order; ``on_start`` gets each name as it starts, ``emit`` each
+    result as soon as it finished."""
     results = []
-    for name in [n for n in CHECKS if not only or n in only]:
+    for name in planned_checks(s, only):
+        if on_start is not None:
+            on_start(name)
         result = guarded(name, s.device, partial(CHECKS[name], s))
         results.append(result)
         if emit is not None:

@@ -4,9 +4,11 @@ replacement policy, its delivery kit; the staff lists (spare pools, alerts)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db.models import Count, Q
+from django.utils import timezone
 from django.utils.translation import gettext
 
 from billing.models import Order, OrderStatus
@@ -25,6 +27,7 @@ from provisioning.models import (
     SparePool,
     StepName,
     StepStatus,
+    UtilisationAlert,
 )
 
 
@@ -151,3 +154,15 @@ def replacement_simulated_seconds(incident: HealthIncident, *, time_scale: float
             real = (step.finished_at - step.started_at).total_seconds()
             total += step.expected_s - real
     return total
+
+
+def order_latest_alert(order: Order) -> UtilisationAlert | None:
+    """The order's low-utilisation alert of the last day (open or answered), for its
+    monitoring panel."""
+    return (
+        UtilisationAlert.objects.filter(
+            order=order, raised_at__gt=timezone.now() - timedelta(days=1)
+        )
+        .order_by("-raised_at")
+        .first()
+    )

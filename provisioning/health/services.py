@@ -31,6 +31,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from accounts.webhooks import emit_event
 from billing.models import Order, OrderStatus
 from core import jobs, lifecycle
 from core.errors import DomainError
@@ -38,6 +39,7 @@ from core.types import Actor, actor_or_none
 from inventory import services as inventory_services
 from inventory.models import ACTIVE_RESERVATION_STATUSES, Node, NodeStatus, Reservation
 from provisioning.health.rules import RULES, HealthRule
+from provisioning.health.signals import replacement_needed
 from provisioning.models import (
     OPEN_INCIDENT_STATUSES,
     HealthAction,
@@ -123,6 +125,49 @@ def _evidence_text(incident: HealthIncident) -> str:
 
 def incident_evidence(incident: HealthIncident) -> str:
     return _evidence_text(incident)
+
+
+# The customer's webhooks (``accounts.webhooks.EVENT_TYPES``) for a node serving their
+# order: degraded (a notify or re-validate rule fired), cordoned (a replace-class fault:
+# the node takes no more work; with "ask me first" the body carries the deadline) and
+# replaced (the spare handed over). Once per incident and kind (``dedupe``).
+NODE_DEGRADED = "node.degraded"
+NODE_CORDONED = "node.cordoned"
+NODE_REPLACED = "node.replaced"
+
+
+def incident_webhook_data(incident: HealthIncident) -> dict[str, object]:
+    """The body's ``data`` of a node event (documented in the README's API section)."""
+    order = incident.order
+    number = order.number if order is not None else ""
+    return {
+        "order": number,
+        "node": incident.node.hostname,
+        "incident": incident.pk,
+        "rule": incident.rule,
+        "action": incident.action,
+        "status": incident.status,
+        "metric": incident.metric,
+        "value": incident.value,
+        "gpu": incident.gpu,
+        "observed_at": incident.observed_at.isoformat(),
+        "evidence": _evidence_text(incident),
+        "url": f"/api/v1/orders/{number}/",
+    }
+
+
+def _webhook(incident: HealthIncident, event_type: str, **extra: object) -> None:
+    """Emit ``event_type`` to the order's organisation (inside the caller's transaction)."""
+    if incident.order_id is None:
+        return
+    order = incident.order
+    assert order is not None
+    emit_event(
+        order.organisation_id,
+        event_type,
+        {**incident_webhook_data(incident), **extra},
+        dedupe=f"{event_type}:{incident.pk}",
+    )
 
 
 def incident_open(
@@ -222,6 +267,7 @@ def incident_act(*, incident: HealthIncident) -> HealthIncident:
         incident = _move(incident, IncidentStatus.NOTIFIED, _("The customer is told."))
         if incident.order_id:
             jobs.enqueue(EMAIL_TASK, incident.pk, "notify")
+            _webhook(incident, NODE_DEGRADED)
     return incident
 
 
@@ -243,6 +289,7 @@ def incident_act_revalidate(*, incident: HealthIncident) -> HealthIncident:
         )
         if incident.order_id:
             jobs.enqueue(EMAIL_TASK, incident.pk, "revalidate")
+            _webhook(incident, NODE_DEGRADED, validation_run=run.pk)
     return incident
 
 
@@ -271,9 +318,20 @@ def incident_act_replace(
                 decide_by=now + timedelta(minutes=policy.ask_minutes),
             )
             jobs.enqueue(EMAIL_TASK, incident.pk, "ask")
+            replacement_needed.send(sender=HealthIncident, incident=incident)
+            _webhook(
+                incident,
+                NODE_CORDONED,
+                replacement=ReplacementMode.ASK.value,
+                decide_by=incident.decide_by.isoformat() if incident.decide_by else None,
+            )
         return incident
     with transaction.atomic():
         jobs.enqueue(EMAIL_TASK, incident.pk, "cordoned")
+        replacement_needed.send(sender=HealthIncident, incident=incident)
+        _webhook(
+            incident, NODE_CORDONED, replacement=ReplacementMode.AUTOMATIC.value, decide_by=None
+        )
     return replacement_start(incident=incident)
 
 
@@ -291,121 +349,161 @@ def replacement_start(
 ) -> HealthIncident:
     """Spare chosen and booked, failed node faulty, replacement run started. When no spare
     is free: ``no_spare`` (ops told; the sweep tries again). When another replacement of
-    the order is running: stays ``replacing`` without a run (the sweep starts it after)."""
+    the order is running: stays ``replacing`` without a run (the sweep starts it after).
+    Three named steps: ``_replacement_slot`` (may it start now?), ``_spare_book`` (the
+    failed node faulty, a spare chosen, the rest of the booking moved onto it) and
+    ``_replacement_run_start`` (the swap, the slot and the run)."""
     now = now or timezone.now()
     if incident.order_id is None:
         return incident
     order = Order.objects.get(pk=incident.order_id)
     with transaction.atomic():
         incident = HealthIncident.objects.select_for_update().get(pk=incident.pk)
-        if incident.replacement_run_id is not None or incident.status not in (
-            IncidentStatus.OPEN,
-            IncidentStatus.AWAITING,
-            IncidentStatus.REVALIDATING,
-            IncidentStatus.REPLACING,
-            IncidentStatus.NO_SPARE,
-        ):
-            return incident
-        slot = serving_slot(incident.node)
+        incident, slot = _replacement_slot(incident, order=order, actor=actor)
         if slot is None:
-            return _move(
-                incident, IncidentStatus.RESOLVED, _("The node no longer serves the order."), actor
-            )
-        if ProvisioningRun.objects.filter(
-            order=order, kind=RunKind.REPLACE, status__in=ACTIVE_RUN_STATUSES
-        ).exists():
-            if incident.status != IncidentStatus.REPLACING:
-                incident = _move(
-                    incident,
-                    IncidentStatus.REPLACING,
-                    _("Queued behind another replacement."),
-                    actor,
-                )
             return incident
         failed = Node.objects.select_for_update().get(pk=incident.node_id)
-        run_nodes = list(RunNode.objects.filter(run=slot.run).select_related("node"))
-        exclude = [rn.node_id for rn in run_nodes] + list(
-            RunNode.objects.filter(run__order=order).values_list("node_id", flat=True)
-        )
-        cluster_leaves = {
-            rn.node.leaf_switch_id for rn in run_nodes if rn.state == RunNodeState.ACTIVE
-        }
-        evidence = _evidence_text(incident)
-        if failed.status not in (NodeStatus.FAULTY, NodeStatus.RETIRED):
-            inventory_services.node_mark_faulty(
-                node=failed,
-                actor=actor,
-                reason=_("Health rule %(rule)s: %(e)s") % {"rule": incident.rule, "e": evidence},
-            )
-        group = order.reservation_group
-        reservation = (
-            Reservation.objects.filter(
-                node=failed, group=group, status__in=ACTIVE_RESERVATION_STATUSES
-            )
-            .order_by("start_at")
-            .first()
-            if group is not None
-            else None
-        )
-        for _attempt in range(3):
-            spare = choose_spare(
-                spare_candidates(
-                    order=order, failed=failed, exclude=exclude, start_at=max(now, order.start_at)
-                ),
-                failed_leaf_id=failed.leaf_switch_id,
-                failed_rack_id=failed.rack_id,
-                cluster_leaf_ids=cluster_leaves,
-            )
-            if spare is None or reservation is None:
-                break
-            spare_node = Node.objects.get(pk=spare.node_id)
-            try:
-                with transaction.atomic():
-                    inventory_services.reservation_swap(
-                        reservation=reservation,
-                        new_node=spare_node,
-                        actor=actor,
-                        reason=_("%(failed)s replaced by %(spare)s: %(why)s")
-                        % {
-                            "failed": failed.hostname,
-                            "spare": spare_node.hostname,
-                            "why": evidence,
-                        },
-                    )
-            except DomainError:
-                exclude.append(spare.node_id)
-                continue
-            break
-        else:
-            spare = None
-        if spare is None or reservation is None:
+        spare = _spare_book(incident, order=order, failed=failed, slot=slot, actor=actor, now=now)
+        if spare is None:
             if incident.status != IncidentStatus.NO_SPARE:
                 incident = _move(
                     incident, IncidentStatus.NO_SPARE, _("No spare of this type is free."), actor
                 )
                 jobs.enqueue(EMAIL_TASK, incident.pk, "no_spare")
             return incident
-        run = run_create(order=order, kind=RunKind.REPLACE, nodes=[spare_node])
-        swap = NodeSwap.objects.create(
-            order=order,
-            run=run,
-            failed_node=failed,
-            spare_node=spare_node,
+        return _replacement_run_start(
+            incident, order=order, failed=failed, spare=spare, slot=slot, actor=actor
+        )
+
+
+REPLACEABLE_STATUSES = (
+    IncidentStatus.OPEN,
+    IncidentStatus.AWAITING,
+    IncidentStatus.REVALIDATING,
+    IncidentStatus.REPLACING,
+    IncidentStatus.NO_SPARE,
+)
+
+
+def _replacement_slot(
+    incident: HealthIncident, *, order: Order, actor: Actor
+) -> tuple[HealthIncident, RunNode | None]:
+    """The failed node's slot when its replacement may start now (the incident locked);
+    ``None`` when it already has a run, is over, the node no longer serves the order
+    (resolved) or another replacement of the order runs (queued: ``replacing``)."""
+    if incident.replacement_run_id is not None or incident.status not in REPLACEABLE_STATUSES:
+        return incident, None
+    slot = serving_slot(incident.node)
+    if slot is None:
+        return _move(
+            incident, IncidentStatus.RESOLVED, _("The node no longer serves the order."), actor
+        ), None
+    if ProvisioningRun.objects.filter(
+        order=order, kind=RunKind.REPLACE, status__in=ACTIVE_RUN_STATUSES
+    ).exists():
+        if incident.status != IncidentStatus.REPLACING:
+            incident = _move(
+                incident, IncidentStatus.REPLACING, _("Queued behind another replacement."), actor
+            )
+        return incident, None
+    return incident, slot
+
+
+def _spare_book(
+    incident: HealthIncident,
+    *,
+    order: Order,
+    failed: Node,
+    slot: RunNode,
+    actor: Actor,
+    now: datetime,
+) -> Node | None:
+    """The failed node goes faulty with the evidence; the best free spare of its type
+    (same leaf, then the cluster's leaves, then the rack) takes the rest of its booking.
+    ``None`` when no spare is free (or the node holds no booking of the order)."""
+    evidence = _evidence_text(incident)
+    if failed.status not in (NodeStatus.FAULTY, NodeStatus.RETIRED):
+        inventory_services.node_mark_faulty(
+            node=failed,
+            actor=actor,
             reason=_("Health rule %(rule)s: %(e)s") % {"rule": incident.rule, "e": evidence},
-            failed_at=incident.observed_at,
-            requested_by=actor_or_none(actor),
         )
-        RunNode.objects.filter(pk=slot.pk).update(state=RunNodeState.SWAPPED_OUT)
-        RunNode.objects.create(run=slot.run, node=spare_node, slot=slot.slot)
-        incident = _move(
-            incident,
-            IncidentStatus.REPLACING,
-            _("Spare %(spare)s chosen; provisioning it.") % {"spare": spare_node.hostname},
-            actor,
-            replacement_run=run,
-            swap=swap,
+    group = order.reservation_group
+    reservation = (
+        Reservation.objects.filter(node=failed, group=group, status__in=ACTIVE_RESERVATION_STATUSES)
+        .order_by("start_at")
+        .first()
+        if group is not None
+        else None
+    )
+    if reservation is None:
+        return None
+    run_nodes = list(RunNode.objects.filter(run=slot.run).select_related("node"))
+    exclude = [rn.node_id for rn in run_nodes] + list(
+        RunNode.objects.filter(run__order=order).values_list("node_id", flat=True)
+    )
+    cluster_leaves = {rn.node.leaf_switch_id for rn in run_nodes if rn.state == RunNodeState.ACTIVE}
+    for _attempt in range(3):  # a spare taken meanwhile by another booking: choose again
+        spare = choose_spare(
+            spare_candidates(
+                order=order, failed=failed, exclude=exclude, start_at=max(now, order.start_at)
+            ),
+            failed_leaf_id=failed.leaf_switch_id,
+            failed_rack_id=failed.rack_id,
+            cluster_leaf_ids=cluster_leaves,
         )
-        run_start(run=run, actor=actor)
+        if spare is None:
+            return None
+        spare_node = Node.objects.get(pk=spare.node_id)
+        try:
+            with transaction.atomic():
+                inventory_services.reservation_swap(
+                    reservation=reservation,
+                    new_node=spare_node,
+                    actor=actor,
+                    reason=_("%(failed)s replaced by %(spare)s: %(why)s")
+                    % {"failed": failed.hostname, "spare": spare_node.hostname, "why": evidence},
+                )
+        except DomainError:
+            exclude.append(spare.node_id)
+            continue
+        return spare_node
+    return None
+
+
+def _replacement_run_start(
+    incident: HealthIncident,
+    *,
+    order: Order,
+    failed: Node,
+    spare: Node,
+    slot: RunNode,
+    actor: Actor,
+) -> HealthIncident:
+    """The swap (an SLA fact from the fault's time), the spare in the failed node's slot
+    and the replacement run (provisioning steps, then the quick validation) started."""
+    run = run_create(order=order, kind=RunKind.REPLACE, nodes=[spare])
+    swap = NodeSwap.objects.create(
+        order=order,
+        run=run,
+        failed_node=failed,
+        spare_node=spare,
+        reason=_("Health rule %(rule)s: %(e)s")
+        % {"rule": incident.rule, "e": _evidence_text(incident)},
+        failed_at=incident.observed_at,
+        requested_by=actor_or_none(actor),
+    )
+    RunNode.objects.filter(pk=slot.pk).update(state=RunNodeState.SWAPPED_OUT)
+    RunNode.objects.create(run=slot.run, node=spare, slot=slot.slot)
+    incident = _move(
+        incident,
+        IncidentStatus.REPLACING,
+        _("Spare %(spare)s chosen; provisioning it.") % {"spare": spare.hostname},
+        actor,
+        replacement_run=run,
+        swap=swap,
+    )
+    run_start(run=run, actor=actor)
     return incident
 
 
@@ -420,7 +518,11 @@ def replacement_handover(*, run_id: int) -> HealthIncident | None:
             return incident
         if incident.status == IncidentStatus.REPLACED:
             return incident
-        delivered = RunNode.objects.filter(run=run, state=RunNodeState.ACTIVE).first()
+        delivered = (
+            RunNode.objects.filter(run=run, state=RunNodeState.ACTIVE)
+            .select_related("node")
+            .first()
+        )
         if delivered is not None:
             RunNode.objects.filter(
                 run__order=run.order_id,
@@ -439,6 +541,12 @@ def replacement_handover(*, run_id: int) -> HealthIncident | None:
             handed_over_at=timezone.now(),
         )
         jobs.enqueue(EMAIL_TASK, incident.pk, "replaced")
+        _webhook(
+            incident,
+            NODE_REPLACED,
+            spare=delivered.node.hostname if delivered is not None else None,
+            handed_over_at=incident.handed_over_at.isoformat() if incident.handed_over_at else None,
+        )
     return incident
 
 

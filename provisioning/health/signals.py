@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.dispatch import Signal
 from django.utils import timezone
 
 from core import jobs, lifecycle
@@ -15,6 +16,15 @@ from provisioning.models import HealthIncident, IncidentStatus
 
 TASK = "provisioning.tasks.health_node_marked_faulty"
 REPAIRED_TASK = "provisioning.tasks.health_node_repaired"
+
+# Day two's events for the layers above (the portal's support desk opens tickets from
+# them). Both are sent inside the transaction that writes the row, so a receiver that
+# enqueues work (``core.jobs``) commits with it or not at all.
+#: ``alert``: a new ``UtilisationAlert`` (an order's GPUs stayed under the threshold).
+low_utilisation_raised = Signal()
+#: ``incident``: a ``HealthIncident`` of a rented node calls for replacing it (cordoned;
+#: replaced now, or waiting for the customer's approval).
+replacement_needed = Signal()
 
 
 def _on_write(sender: type, objs: list[Any], **_kwargs: Any) -> None:

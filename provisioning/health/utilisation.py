@@ -5,14 +5,18 @@ point at; staff see it on their list until answered)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from billing.models import Order, OrderStatus
 from core import jobs
 from core.types import Actor
+from provisioning.health.signals import low_utilisation_raised
 from provisioning.models import RunKind, RunNode, RunNodeState, RunStatus, UtilisationAlert
 from provisioning.telemetry import exposition as m
 from provisioning.telemetry import prometheus
@@ -55,10 +59,16 @@ def _mean(promql: str) -> float | None:
 
 
 def low_utilisation_check() -> list[UtilisationAlert]:
+    """One alert per order under the threshold for the whole window. An open alert is
+    not raised again; an answered one only after a new full window (the engineer's
+    contact is not followed by an alert a minute later)."""
     minutes = settings.PORTAL_LOW_UTIL_MINUTES
     raised: list[UtilisationAlert] = []
+    quiet_since = timezone.now() - timedelta(minutes=minutes)
     for order in Order.objects.filter(status=OrderStatus.READY):
-        if UtilisationAlert.objects.filter(order=order, answered_at__isnull=True).exists():
+        if UtilisationAlert.objects.filter(
+            Q(answered_at__isnull=True) | Q(answered_at__gt=quiet_since), order=order
+        ).exists():
             continue
         hosts = order_hostnames(order)
         if not hosts:
@@ -90,6 +100,7 @@ def low_utilisation_check() -> list[UtilisationAlert]:
                     order=order, utilisation=util, pointer=pointer
                 )
                 jobs.enqueue(EMAIL_TASK, alert.pk)
+                low_utilisation_raised.send(sender=UtilisationAlert, alert=alert)
         except IntegrityError:
             continue
         raised.append(alert)

@@ -8,6 +8,9 @@
   cancelled), optionally for an order; ``ValidationNodeResult`` per node (accepted,
   reasons with codes and texts); ``ValidationArtifact`` every raw output and agent
   document with its SHA-256; ``ValidationReport`` the acceptance report PDF per language.
+- ``ValidationCheck``: one agent check as it ran, written line by line while the agent
+  runs (planned, running, then finished with that check's own verdict and metrics), so
+  the staff run page shows each check as it finishes.
 """
 
 from __future__ import annotations
@@ -29,8 +32,11 @@ from provisioning.validation.seeding import rule_fields
 
 __all__ = [
     "VALIDATION_RUN_TRANSITIONS",
+    "LiveCheckStatus",
+    "LiveCheckVerdict",
     "NodeValidation",
     "ValidationArtifact",
+    "ValidationCheck",
     "ValidationNodeResult",
     "ValidationProfile",
     "ValidationReport",
@@ -46,6 +52,7 @@ __all__ = [
 class ValidationProfile(models.TextChoices):
     QUICK = "quick", _("quick health check")
     ACCEPTANCE = "acceptance", _("acceptance")
+    BURN_IN = "burn_in", _("acceptance and 24-hour burn-in")
 
 
 class ValidationScope(models.TextChoices):
@@ -356,6 +363,97 @@ class ValidationArtifact(models.Model):
 
     def __str__(self) -> str:
         return f"{self.check_name} {self.sha256[:12]}"
+
+
+class LiveCheckStatus(models.TextChoices):
+    PLANNED = "planned", _("waiting")
+    RUNNING = "running", _("running")
+    COMPLETED = "completed", _("completed")
+    FAILED = "failed", _("failed")
+    SKIPPED = "skipped", _("skipped")
+    UNFINISHED = "unfinished", _("did not finish")
+
+
+class LiveCheckVerdict(models.TextChoices):
+    PENDING = "", _("not yet")
+    PASSED = "passed", _("passed")
+    FAILED = "failed", _("failed")
+    NOT_JUDGED = "not_judged", _("no rule reads it")
+
+
+class ValidationCheck(models.Model):
+    """One agent check on one node as the agent reported it while running: for the
+    validate step of a provisioning run (``step`` and its ``attempt``) or for a
+    stand-alone validation run (``validation_run``). The node's verdict is the run's
+    (``ValidationNodeResult``); the verdict here is this check's share of it, shown as
+    soon as the check finished."""
+
+    step = models.ForeignKey(
+        "provisioning.NodeStep",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="live_checks",
+        verbose_name=_("validate step"),
+    )
+    attempt = models.PositiveSmallIntegerField(_("attempt"), default=0)
+    validation_run = models.ForeignKey(
+        ValidationRun,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="live_checks",
+        verbose_name=_("validation run"),
+    )
+    node = models.ForeignKey(
+        "inventory.Node",
+        on_delete=models.CASCADE,
+        related_name="validation_checks",
+        verbose_name=_("node"),
+    )
+    name = models.CharField(_("check"), max_length=48)
+    position = models.PositiveSmallIntegerField(_("order"), default=0)
+    status = models.CharField(
+        _("status"),
+        max_length=12,
+        choices=LiveCheckStatus.choices,
+        default=LiveCheckStatus.PLANNED,
+    )
+    verdict = models.CharField(
+        _("verdict"), max_length=12, choices=LiveCheckVerdict.choices, blank=True
+    )
+    started_at = models.DateTimeField(_("started"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
+    duration_s = models.DecimalField(
+        _("duration (s)"), max_digits=10, decimal_places=3, null=True, blank=True
+    )
+    raw_sha256 = models.CharField(_("raw output SHA-256"), max_length=64, blank=True)
+    metrics = models.JSONField(_("metrics"), default=dict, blank=True)
+    reasons = models.JSONField(_("reasons"), default=list, blank=True)
+
+    class Meta:
+        ordering = ["node_id", "position", "pk"]
+        verbose_name = _("live check")
+        verbose_name_plural = _("live checks")
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(step__isnull=False) | models.Q(validation_run__isnull=False),
+                name="validation_check_has_owner",
+            ),
+            models.UniqueConstraint(
+                fields=["step", "attempt", "name"],
+                condition=models.Q(step__isnull=False),
+                name="validation_check_step_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["validation_run", "node", "name"],
+                condition=models.Q(validation_run__isnull=False),
+                name="validation_check_run_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.status} {self.verdict}".strip()
 
 
 class ValidationReport(StoredDocument):

@@ -30,7 +30,12 @@ from provisioning.runs.create import (
     run_create,
     run_start,
 )
-from provisioning.runs.delivery import run_deliver, run_validate
+from provisioning.runs.delivery import (
+    run_burn_in_seconds,
+    run_deliver,
+    run_validate,
+    validate_limit_s,
+)
 from provisioning.runs.drivers import driver_for, driver_kind
 from provisioning.runs.fabric import fabric_allocate, fabric_release
 from provisioning.runs.failure import run_cancel, run_fail, step_retry
@@ -78,6 +83,7 @@ __all__ = [
     "provisioning_start_due",
     "provisioning_start_when_due",
     "reaper",
+    "run_burn_in_seconds",
     "run_cancel",
     "run_create",
     "run_deliver",
@@ -90,4 +96,5 @@ __all__ = [
     "step_retry",
     "steps_execute",
     "steps_for",
+    "validate_limit_s",
 ]

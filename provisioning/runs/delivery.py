@@ -16,11 +16,13 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing.models import Order, OrderStatus
+from billing.orders.selectors import order_burn_in
 from billing.orders.services import order_transition
 from core import jobs, lifecycle
 from core.texts import Text
 from inventory.models import HardwareDriverKind, Node, NodeStatus
 from provisioning.access import delivered_host_keys
+from provisioning.agent.profiles import PROFILES
 from provisioning.drivers.base import DriverError, HardwareDriver
 from provisioning.models import (
     PROVISION_STEPS,
@@ -45,6 +47,36 @@ from provisioning.validation import selectors as validation_selectors
 from provisioning.validation import services as validation_services
 
 logger = logging.getLogger(__name__)
+
+#: A burn-in on simulated hardware lasts the 24 hours times the simulated time scale, and
+#: at least this long (a scale of 0 still runs its rounds once).
+BURN_IN_SIMULATED_MIN_S = 2.0
+
+
+def run_simulated(run: ProvisioningRun) -> bool:
+    """The run drives simulated hardware (its driver, or the emulator's in-band channel):
+    its nodes are validated by the agent here, on the CPU path."""
+    return (
+        run.driver == HardwareDriverKind.SIMULATED or settings.PORTAL_REDFISH_IN_BAND == "simulated"
+    )
+
+
+def run_burn_in_seconds(run: ProvisioningRun) -> int:
+    """The burn-in before this run's hand-over, in seconds; 0 for none (a replacement's
+    spare gets the quick check; an order without the add-on, below the free size, none).
+    The agent's ``burn_in`` profile's length, scaled on simulated hardware."""
+    if run.kind != RunKind.PROVISION or not order_burn_in(run.order):
+        return 0
+    seconds = PROFILES[ValidationProfile.BURN_IN].burn_in_seconds
+    if run_simulated(run):
+        seconds = max(BURN_IN_SIMULATED_MIN_S, seconds * settings.PORTAL_SIMULATED_TIME_SCALE)
+    return round(seconds)
+
+
+def validate_limit_s(run: ProvisioningRun) -> int:
+    """The validate step's bound (its lease and its task's limit): the suite's own, plus
+    the burn-in's length where there is one."""
+    return STEP_LIMIT_S[StepName.VALIDATE] + run_burn_in_seconds(run)
 
 
 @dataclass
@@ -125,7 +157,7 @@ def _validation_begin(run_id: int, launch: int | None) -> _Validation | str:
                 updates={
                     "attempt": attempt + 1,
                     "started_at": now,
-                    "lease_until": now + timedelta(seconds=STEP_LIMIT_S[StepName.VALIDATE]),
+                    "lease_until": now + timedelta(seconds=validate_limit_s(run)),
                     "message": _("Running the validation suite."),
                 },
                 locked=True,
@@ -142,23 +174,33 @@ def _validation_measure(
     node with the reason (fail closed)."""
     run = state.run
     by_node = {rn.node_id: rn for rn in state.active}
-    simulated = (
-        run.driver == HardwareDriverKind.SIMULATED or settings.PORTAL_REDFISH_IN_BAND == "simulated"
-    )
+    simulated = run_simulated(run)
+    burn_in_s = run_burn_in_seconds(run)
     # The node type's GPU model, fabric and figures; "cpu" only for simulated hardware
     # (validation_services.judged_on_cpu): no setting judges a GPU node as a CPU.
     targets = [validation_services.node_target(by_node[step.node_id].node) for step in state.todo]
     if simulated:  # the run drives simulated hardware (its driver, or the emulator's in-band)
         targets = [dataclasses.replace(t, gpu_model="cpu") for t in targets]
+    if burn_in_s:  # the burn-in's rules apply, and must hold for its whole length
+        targets = [
+            dataclasses.replace(t, expected={**t.expected, "burn_in_hours": burn_in_s / 3600})
+            for t in targets
+        ]
+    if run.kind == RunKind.REPLACE:  # a spare replacing a failed node mid-rental
+        profile = ValidationProfile.QUICK
+    else:
+        profile = ValidationProfile.BURN_IN if burn_in_s else ValidationProfile.ACCEPTANCE
     try:
         return interface.validate_nodes(
             targets,
-            runner=runner or validation_services.agent_runner(simulated=simulated),
+            runner=runner
+            or validation_services.agent_runner(simulated=simulated, burn_in_seconds=burn_in_s),
             rules=validation_selectors.rules_from_db(),
-            # A spare replacing a failed node mid-rental gets the quick health check.
-            profile=ValidationProfile.QUICK if run.kind == RunKind.REPLACE else "acceptance",
+            profile=profile,
             persist=validation_services.validation_persister(order_id=run.order_id),
             allow_injected=settings.VALIDATION_ALLOW_INJECTED_FIGURES,
+            # each check on the staff run page as it finishes
+            progress=validation_services.live_checks_recorder(steps=state.todo),
         )
     except Exception as exc:
         logger.exception("validation of run %s failed to run", run.pk)

@@ -24,3 +24,12 @@ SWEEP: dict[str, Any] = {
     "soft_time_limit": 120,
     "time_limit": 150,
 }
+# Emails: retried on the mail server's transient errors (sending twice is the lesser
+# harm than not at all), a minute to finish.
+EMAIL: dict[str, Any] = {
+    "autoretry_for": (ConnectionError, TimeoutError, OSError),
+    "retry_backoff": True,
+    "max_retries": 5,
+    "soft_time_limit": 60,
+    "time_limit": 90,
+}

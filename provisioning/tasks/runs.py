@@ -102,8 +102,13 @@ def provisioning_launch(run_id: int, launch: int) -> str:
         body = provisioning_clean_finish.si(run_id, launch)
     else:
         names, ends = PROVISION_STEPS, runs.PROVISION_PHASE_ENDS
+        # The validate step's bound covers the burn-in where the order has one.
+        limit = runs.validate_limit_s(run)
         body = chain(
-            provisioning_validate.si(run_id, launch), provisioning_deliver.si(run_id, launch)
+            provisioning_validate.si(run_id, launch).set(
+                soft_time_limit=limit, time_limit=limit + 60
+            ),
+            provisioning_deliver.si(run_id, launch),
         )
     chains = []
     for slot in slots:

@@ -73,6 +73,13 @@ _SRC_IB = (
     "nd96isr_h100_v5 `check_ib_bw_gdr 380`, nd96isr_h200_v5 `360`, nd96asr_v4 and "
     "nd96amsr_a100_v4 `180`"
 )
+_SRC_NIC_COUNT = (
+    "Fabric NICs: the RDMA devices measured by ib_write_bw (`ibstat -l`) at least the "
+    "node type's NIC count; a NIC that is missing (not cabled, not enumerated, driver "
+    f"down) is never measured, so the per-NIC figure alone cannot catch it ({AZ} "
+    "azure_ib_write_bw_gdr.nhc tests only the devices it finds); more devices (a "
+    "front-end or storage NIC) pass"
+)
 _SRC_COUNT = f"GPU count: equals the node type ({AZ} `check_gpu_count`)"
 _SRC_MODEL = "GPU model: every GPU's nvidia-smi name maps to the node type's model (VALIDATION.md)"
 _SRC_MIG = "MIG mode: off (the node types sell whole GPUs; VALIDATION.md)"
@@ -93,6 +100,22 @@ _SRC_ECC = (
     "remapped-uncorrectable rows ≤ 512, SRAM uncorrectable (volatile and aggregate) 0, "
     "SRAM correctable ≤ 10,000, DRAM counters ≤ 20,000,000"
 )
+_SRC_ECC_MODE = (
+    "ECC mode: `nvidia-smi --query-gpu=ecc.mode.current` Enabled on every GPU of a model "
+    "that has ECC memory (data-centre cards ship with it on); with ECC off errors are "
+    "neither corrected nor counted and every ECC rule would pass on nothing, and `[N/A]` "
+    "on such a model is missing data (fail closed, VALIDATION.md). GeForce cards (RTX "
+    "3090, GDDR6X) have no ECC: nvidia-smi prints `[N/A]` and no ECC rule judges them"
+)
+_SRC_RETIRED = (
+    f"Page retirement (Volta: V100/V100S retire pages instead of remapping rows): {AZ} "
+    "azure_gpu_ecc.nhc `check_SDBE_ecc` (used for V100) fails a GPU whose single- plus "
+    "double-bit retired pages reach 62 with a retirement pending; here, stricter for a "
+    "node before hand-over, a pending retirement fails by itself (the page is still in "
+    "use until the next driver load, as a pending row remap is on A100/H100) and the "
+    "retired pages must stay ≤ 61. The SRAM/DRAM counters are Turing and newer (NVML "
+    "memory locations), so `[N/A]` on a V100S"
+)
 _SRC_THROTTLE = (
     "Clock throttling during the sustained GEMM: `nvidia-smi --query-gpu=clocks_event_"
     "reasons.active` (clocks_throttle_reasons before driver 535) sampled; any reason other "
@@ -111,6 +134,27 @@ _SRC_RING = (
 _SRC_CPU = (
     "CPU profile (simulated nodes only, `device: cpu`): a path check, not a performance "
     "claim; the agent must have completed the check and measured a positive figure"
+)
+
+_SRC_BURN_IN_HOURS = (
+    "Burn-in (the price book's add-on, before hand-over): the 24-hour stability the seeds "
+    "sell as an acceptance metric (004 §6); the burn-in must have run its whole length "
+    "(`burn_in_hours` of the order, less 0.1%): cut short is not passed"
+)
+_SRC_BURN_IN_SLOW = (
+    "Burn-in slow-down: the median of the last third of the rounds against the first "
+    "third, per GPU for the GEMM and for the all-reduce; more than 5% slower fails (GUESS, "
+    "SuperBench's 5% per-GPU variance tolerance applied over time: a GPU that heats, "
+    "throttles or degrades over a day loses more)"
+)
+_SRC_BURN_IN_THROTTLE = (
+    "Burn-in throttling: `nvidia-smi --query-gpu=clocks_event_reasons.active` sampled "
+    "throughout the 24 hours; any reason other than none (0x0), idle (0x1) or SW power cap "
+    f"(0x4) fails ({AZ} azure_gpu_clock_throttling.nhc; VALIDATION.md clocks and thermals)"
+)
+_SRC_BURN_IN_CPU = (
+    "Burn-in, CPU path (simulated nodes): a path check; the rounds ran their whole length "
+    "and gave figures, not a performance claim"
 )
 
 #: The GPU models with rules of their own (``inventory.gpus`` keys).
@@ -142,6 +186,8 @@ _IB = {
     ("A100-80G", "hdr200"): 180,
     ("A100-40G", "hdr200"): 180,
 }
+#: InfiniBand fabrics (``services.type_fabric`` keys): every NIC is an RDMA device.
+_IB_FABRICS = ("ndr400", "hdr200")
 _ECC_MODELS = ("H100", "H200", "A100-80G", "A100-40G")
 _RING_PER_NIC = (("ndr400", 46), ("hdr200", 24), ("100g", 12))
 
@@ -240,6 +286,17 @@ def _interconnect_rules() -> Iterator[Rule]:
             check="allreduce",
             source=_SRC_WRONG,
         )
+    for fabric in _IB_FABRICS:
+        yield Rule(
+            metric="ib_nic_count",
+            gpu_model="*",
+            fabric=fabric,
+            baseline_from="nics_per_node",
+            min_variance=0.0,
+            check="ib_write_bw",
+            unit="NICs",
+            source=_SRC_NIC_COUNT,
+        )
     for (model, fabric), figure in _IB.items():
         yield Rule(
             metric="ib_write_bw_gbps",
@@ -316,6 +373,29 @@ def _health_rules() -> Iterator[Rule]:
             )
 
 
+def _ecc_mode_rules() -> Iterator[Rule]:
+    for model in (*_ECC_MODELS, "V100S"):
+        yield Rule(
+            metric="ecc_off_gpus", gpu_model=model, equals=0, check="ecc", source=_SRC_ECC_MODE
+        )
+    yield Rule(
+        metric="retired_pages_pending",
+        gpu_model="V100S",
+        equals=0,
+        check="ecc",
+        source=_SRC_RETIRED,
+    )
+    yield Rule(
+        metric="retired_pages_total",
+        gpu_model="V100S",
+        min_value=0,
+        max_value=61,
+        check="ecc",
+        unit="pages",
+        source=_SRC_RETIRED,
+    )
+
+
 def _ecc_check(metric: str) -> str:
     return "ecc_remap" if metric.startswith("remapped_rows") else "ecc"
 
@@ -362,11 +442,49 @@ def _cpu_rules() -> Iterator[Rule]:
     )
 
 
+def _burn_in_rules() -> Iterator[Rule]:
+    """Only where a burn-in was ordered (``rules.EXPECTED_BY_CHECK``: the measurement
+    expects ``burn_in_hours``); there, a missing figure fails like any other."""
+    for model in ("*", "cpu"):
+        yield Rule(
+            metric="burn_in_hours",
+            gpu_model=model,
+            baseline_from="burn_in_hours",
+            min_variance=-0.001,
+            check="burn_in",
+            unit="h",
+            source=_SRC_BURN_IN_HOURS,
+        )
+    for metric in ("burn_in_gemm_slowdown", "burn_in_allreduce_slowdown"):
+        yield Rule(
+            metric=metric, gpu_model="*", max_value=0.05, check="burn_in", source=_SRC_BURN_IN_SLOW
+        )
+        yield Rule(
+            metric=metric, gpu_model="cpu", min_value=0, check="burn_in", source=_SRC_BURN_IN_CPU
+        )
+    yield Rule(
+        metric="burn_in_allreduce_wrong_count",
+        gpu_model="*",
+        equals=0,
+        check="burn_in",
+        source=_SRC_WRONG,
+    )
+    yield Rule(
+        metric="burn_in_throttled_gpus",
+        gpu_model="*",
+        equals=0,
+        check="burn_in",
+        source=_SRC_BURN_IN_THROTTLE,
+    )
+
+
 #: The seed rule set (VALIDATION.md). The portal stores rules as data; these seed it.
 DEFAULT_RULES: tuple[Rule, ...] = (
     *_compute_rules(),
     *_interconnect_rules(),
     *_health_rules(),
+    *_ecc_mode_rules(),
     *_cluster_rules(),
     *_cpu_rules(),
+    *_burn_in_rules(),
 )

@@ -17,6 +17,7 @@ from typing import Any
 from provisioning.validation.default_rules import DEFAULT_RULES
 from provisioning.validation.rules import (
     BASELINE,
+    EXPECTED_BY_CHECK,
     CheckOutcome,
     ClusterVerdict,
     Measurement,
@@ -29,7 +30,7 @@ from provisioning.validation.rules import (
     normalize_gpu_model,
 )
 
-__all__ = ["AGENT_CODES", "evaluate_cluster", "evaluate_node", "rules_for"]
+__all__ = ["AGENT_CODES", "evaluate_check", "evaluate_cluster", "evaluate_node", "rules_for"]
 
 #: The agent's own failure codes that become the reason's code (each has a message in
 #: ``reasons.MESSAGES``); any other failed check is ``check_failed``.
@@ -219,7 +220,12 @@ def _evaluate_rule(rule: Rule, m: Measurement, checks: Mapping[str, CheckOutcome
 def rules_for(rules: Iterable[Rule], m: Measurement, scope: Scope = "node") -> list[Rule]:
     """The rules that apply to a measurement: its profile, its fabric, the scope."""
     count = m.expected.get("gpu_count")
-    return [r for r in rules if r.applies_to(m.profile, m.fabric, scope, count)]
+    return [
+        r
+        for r in rules
+        if r.applies_to(m.profile, m.fabric, scope, count)
+        and (r.check not in EXPECTED_BY_CHECK or EXPECTED_BY_CHECK[r.check] in m.expected)
+    ]
 
 
 def _evaluate(m: Measurement, rules: Iterable[Rule], scope: Scope) -> NodeVerdict:
@@ -321,6 +327,20 @@ def evaluate_node(m: Measurement, rules: Iterable[Rule] | None = None) -> NodeVe
     needs it) was skipped. Skipped checks that no required rule needs become ``notes``.
     """
     return _evaluate(m, DEFAULT_RULES if rules is None else rules, "node")
+
+
+def evaluate_check(m: Measurement, check: str, rules: Iterable[Rule] | None = None) -> NodeVerdict:
+    """One check's share of the node verdict, as soon as the check finished (the staff
+    run page shows it live): ``m`` holds that check alone (``metrics.derive`` of a
+    document with one check); judged are the rules that read its metrics, its outcome
+    and the problems its output showed. Whether the node has rules at all is the whole
+    verdict's business (``evaluate_node``), so ``no_rules`` is left out here. The final
+    verdict is always ``evaluate_node`` on the whole document."""
+    mine = [r for r in (DEFAULT_RULES if rules is None else rules) if r.check == check]
+    verdict = _evaluate(m, mine, "node")
+    verdict.reasons = [r for r in verdict.reasons if r.code != "no_rules"]
+    verdict.accepted = not verdict.reasons
+    return verdict
 
 
 def evaluate_cluster(

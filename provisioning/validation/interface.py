@@ -10,8 +10,12 @@ the simulated driver) and judges its report with the rules (``evaluation``).
 from __future__ import annotations
 
 import json
+import logging
+import os
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,7 +27,7 @@ from provisioning.validation.cluster import (
     cluster_measurement,
     run_cluster_checks,
 )
-from provisioning.validation.evaluation import evaluate_cluster, evaluate_node
+from provisioning.validation.evaluation import evaluate_check, evaluate_cluster, evaluate_node
 from provisioning.validation.metrics import derive
 from provisioning.validation.rules import (
     CheckOutcome,
@@ -35,6 +39,7 @@ from provisioning.validation.rules import (
 )
 
 AGENT_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding provisioning/
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -79,8 +84,108 @@ class ValidationOutcome:
         return [n for n in self.nodes if not n.accepted]
 
 
-# Runs the agent for one node and returns its JSON document (or raises with a reason).
+# Runs the agent for one node and returns its JSON document (or raises with a reason). A
+# runner whose ``streams`` attribute is true also takes ``on_line=``: a callable that gets
+# each of the agent's JSON lines (``parse_line``) as soon as the agent printed it.
 NodeRunner = Callable[[NodeTarget, str], dict[str, Any]]
+LineSink = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class CheckEvent:
+    """What the agent on one node just said, for the staff run page (``validate_nodes``'
+    ``progress``): ``planned`` (its start line: every check it will run, in order),
+    ``started`` (a check began), ``finished`` (a check's line arrived, with that check's
+    own verdict: ``passed``, ``failed`` or ``not_judged`` when no rule reads it, its
+    reasons and the metrics derived from its raw output) or ``ended`` (the agent is
+    gone: a check still planned or running then did not finish). The node's verdict is
+    still made once, on the whole document; these events only show the way there."""
+
+    target: NodeTarget
+    kind: str
+    name: str = ""
+    planned: tuple[str, ...] = ()
+    status: str = ""
+    duration_s: float | None = None
+    raw_sha256: str = ""
+    verdict: str = ""
+    reasons: tuple[dict[str, Any], ...] = ()
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+
+
+Progress = Callable[[CheckEvent], None]
+
+
+def parse_line(text: str) -> dict[str, Any] | None:
+    """One line of the agent's output as a JSON object with a ``type``, else None (a
+    line cut by a kill, noise)."""
+    try:
+        obj = json.loads(text)
+    except (json.JSONDecodeError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) and isinstance(obj.get("type"), str) else None
+
+
+def live_sink(
+    target: NodeTarget,
+    progress: Progress,
+    rules: Iterable[Rule] | None = None,
+    *,
+    allow_injected: bool = False,
+) -> LineSink:
+    """A ``LineSink`` for one node that judges each check as its line arrives
+    (``evaluation.evaluate_check``) and hands ``progress`` a :class:`CheckEvent`. A sink
+    that fails (the database is down) is logged and never stops the validation: the
+    verdict does not depend on it."""
+    rule_list = list(rules) if rules is not None else None
+    start: dict[str, Any] = {}
+
+    def event(line: dict[str, Any]) -> CheckEvent | None:
+        kind = line.get("type")
+        if kind == "start":
+            start.update({k: v for k, v in line.items() if k != "type"})
+            planned = tuple(str(n) for n in line.get("planned") or ())
+            return CheckEvent(target, "planned", planned=planned)
+        name = str(line.get("name") or "")
+        if kind == "check_start" and name:
+            return CheckEvent(target, "started", name=name)
+        if kind != "check" or not name:
+            return None
+        measurement = measurement_from_report(
+            {**start, "checks": [line], "complete": True},
+            node=target.hostname,
+            gpu_model=target.gpu_model,
+            fabric=target.fabric,
+            expected=target.expected,
+            allow_injected=allow_injected,
+        )
+        verdict = evaluate_check(measurement, name, rule_list)
+        duration = line.get("duration_s")
+        return CheckEvent(
+            target,
+            "finished",
+            name=name,
+            status=str(line.get("status") or ""),
+            duration_s=float(duration) if isinstance(duration, int | float) else None,
+            raw_sha256=str(line.get("raw_sha256") or ""),
+            verdict="failed"
+            if not verdict.accepted
+            else ("passed" if verdict.results else "not_judged"),
+            reasons=tuple(r.as_dict() for r in verdict.reasons),
+            metrics=dict(measurement.metrics),
+        )
+
+    def sink(line: dict[str, Any]) -> None:
+        try:
+            found = event(line)
+            if found is not None:
+                progress(found)
+        except Exception:  # the page misses a line; the verdict does not
+            logger.exception("live validation progress for %s", target.hostname)
+
+    return sink
+
+
 # Keeps an outcome (the Django side: provisioning.validation.services.validation_persister)
 # and returns the id of the stored validation run.
 Persister = Callable[["ValidationOutcome", Sequence[NodeTarget], str], int]
@@ -101,37 +206,85 @@ class AgentFailed(RuntimeError):
         return Reason(code=self.code, params=dict(self.params), text=str(self))
 
 
-def local_runner(*, timeout_s: float = 120.0, sizes: Sequence[str] = ()) -> NodeRunner:
-    """Run ``python -m provisioning.agent`` here as a subprocess (simulated nodes, CI)."""
+@dataclass(frozen=True)
+class LocalRunner:
+    """``python -m provisioning.agent`` here as a subprocess (simulated nodes, CI), its
+    lines read as the agent prints them (``on_line``). At ``timeout_s`` the agent and the
+    tools it started are killed (its own process group); the lines of the checks that
+    finished are kept."""
 
-    def run(target: NodeTarget, profile: str) -> dict[str, Any]:
+    timeout_s: float = 120.0
+    sizes: Sequence[str] = ()
+    extra_args: Sequence[str] = ()  # more agent options (``--gemm-seconds 10`` …)
+    streams = True
+
+    def __call__(
+        self, target: NodeTarget, profile: str, on_line: LineSink | None = None
+    ) -> dict[str, Any]:
         command = [sys.executable, "-m", "provisioning.agent", "--profile", profile]
-        if sizes:
-            command += ["--sizes", *sizes]
+        if self.sizes:
+            command += ["--sizes", *self.sizes]
+        command += list(self.extra_args)
+        proc = subprocess.Popen(  # noqa: S603 - fixed command, our own module
+            command,
+            cwd=AGENT_PACKAGE_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # the agent and its tools: one group to kill
+        )
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+        timer = threading.Timer(self.timeout_s, kill)
+        timer.daemon = True
+        errors: list[str] = []
+        stdout_pipe, stderr_pipe = proc.stdout, proc.stderr
+        if stdout_pipe is None or stderr_pipe is None:  # pragma: no cover - PIPE given
+            raise AgentFailed("the agent's output could not be read", code="agent_failed")
+        reader = threading.Thread(target=lambda: errors.append(stderr_pipe.read()), daemon=True)
+        timer.start()
+        reader.start()
+        out: list[str] = []
         try:
-            proc = subprocess.run(  # noqa: S603 - fixed command, our own module
-                command,
-                cwd=AGENT_PACKAGE_ROOT,
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            partial = exc.stdout or ""
-            doc = fold_lines(partial.decode() if isinstance(partial, bytes) else partial)
+            for text in stdout_pipe:  # each line as soon as the agent flushed it
+                out.append(text)
+                if on_line is not None and (line := parse_line(text)) is not None:
+                    on_line(line)
+            proc.wait()
+        finally:
+            timer.cancel()
+            if proc.poll() is None:
+                kill()
+                proc.wait()
+            reader.join(timeout=10)
+        stdout = "".join(out)
+        if timed_out.is_set():
+            doc = fold_lines(stdout)
             if doc is None:
                 raise AgentFailed(
-                    f"the agent ran past {timeout_s:.0f} s",
+                    f"the agent ran past {self.timeout_s:.0f} s",
                     code="agent_timeout",
-                    seconds=timeout_s,
-                ) from exc
+                    seconds=self.timeout_s,
+                )
             doc["complete"] = False  # what finished is kept; the verdict names the rest
-            doc["timed_out_after_s"] = timeout_s
+            doc["timed_out_after_s"] = self.timeout_s
             return doc
-        return agent_document(proc.returncode, proc.stdout, proc.stderr)
+        return agent_document(proc.returncode, stdout, "".join(errors))
 
-    return run
+
+def local_runner(
+    *, timeout_s: float = 120.0, sizes: Sequence[str] = (), extra_args: Sequence[str] = ()
+) -> LocalRunner:
+    """Run ``python -m provisioning.agent`` here as a subprocess (simulated nodes, CI)."""
+    return LocalRunner(timeout_s=timeout_s, sizes=tuple(sizes), extra_args=tuple(extra_args))
 
 
 def fold_lines(text: str) -> dict[str, Any] | None:
@@ -292,7 +445,10 @@ MAX_PARALLEL_NODES = 32
 
 
 def collect_reports(
-    runner: NodeRunner, targets: Sequence[NodeTarget], profile: str
+    runner: NodeRunner,
+    targets: Sequence[NodeTarget],
+    profile: str,
+    sinks: Mapping[int, LineSink] | None = None,
 ) -> list[tuple[dict[str, Any] | None, AgentFailed | None]]:
     """Each target's agent document, or why there is none. A runner that says
     ``parallel = True`` (the SSH runner: every node measures itself) runs on all nodes at
@@ -300,8 +456,13 @@ def collect_reports(
     all "nodes" on one machine) runs one node after the other so that they do not share
     the CPUs they measure."""
 
+    streams = bool(sinks) and getattr(runner, "streams", False)
+
     def one(target: NodeTarget) -> tuple[dict[str, Any] | None, AgentFailed | None]:
         try:
+            sink = (sinks or {}).get(target.node_id) if streams else None
+            if sink is not None:
+                return runner(target, profile, on_line=sink), None  # type: ignore[call-arg]
             return runner(target, profile), None
         except AgentFailed as exc:
             return None, exc
@@ -337,6 +498,7 @@ def validate_nodes(
     persist: Persister | None = None,
     cluster_timeout_s: float = 900.0,
     allow_injected: bool = False,
+    progress: Progress | None = None,
 ) -> ValidationOutcome:
     """Run the agent on every node, judge each, then the cluster. Fails closed: a node whose
     agent produced no report is rejected with that reason. ``persist`` (optional) stores
@@ -346,7 +508,10 @@ def validate_nodes(
     The cluster check runs once every node passed: on the CPU path a ring all-reduce
     across local processes; on GPU nodes (every agent document reports CUDA GPUs) the
     nccl-tests plan of ``cluster.py`` through the runner's ``run_command``. With no way
-    to run it, a multi-node cluster has no cluster measurement and is not accepted."""
+    to run it, a multi-node cluster has no cluster measurement and is not accepted.
+
+    ``progress`` (optional) gets a :class:`CheckEvent` per agent line as it arrives, each
+    finished check judged on its own (``live_sink``), from runners that stream."""
     runner = runner or local_runner()
     # A runner that reaches real nodes may complete the targets (address, fabric, the node
     # type's figures) and run the cluster check's commands (``ssh`` through the portal).
@@ -357,9 +522,23 @@ def validate_nodes(
     rule_list = list(rules) if rules is not None else None
     results: list[NodeResult] = []
     verdicts: list[NodeVerdict] = []
-    for target, (report, failed) in zip(
-        targets, collect_reports(runner, targets, profile), strict=True
-    ):
+    sinks = (
+        {
+            t.node_id: live_sink(t, progress, rule_list, allow_injected=allow_injected)
+            for t in targets
+        }
+        if progress is not None
+        else None
+    )
+    reports = collect_reports(runner, targets, profile, sinks)
+    for target in targets:
+        if progress is None:
+            break
+        try:  # whatever was still planned or running did not finish
+            progress(CheckEvent(target, "ended"))
+        except Exception:
+            logger.exception("live validation progress for %s", target.hostname)
+    for target, (report, failed) in zip(targets, reports, strict=True):
         if failed is not None or report is None:
             exc = failed or AgentFailed("no report")
             results.append(

@@ -69,6 +69,15 @@ METRICS: dict[str, MetricSpec] = {
     "ecc_dram_errors": MetricSpec(
         "errors", "ecc", "per GPU, max of the DRAM corrected/uncorrected counters"
     ),
+    "ecc_off_gpus": MetricSpec(
+        "GPUs", "ecc", "GPUs whose ecc.mode.current is not Enabled ([N/A]: no ECC)"
+    ),
+    "retired_pages_pending": MetricSpec(
+        "GPUs", "ecc", "GPUs with a page retirement pending (Volta: retired_pages.pending)"
+    ),
+    "retired_pages_total": MetricSpec(
+        "pages", "ecc", "per GPU, pages retired for single- plus double-bit errors (Volta)"
+    ),
     # ecc_remap: nvidia-smi --query-remapped-rows=…
     "remapped_rows_pending": MetricSpec("GPUs", "ecc_remap", "GPUs with a pending row remap"),
     "remapped_rows_failure": MetricSpec("GPUs", "ecc_remap", "GPUs with a failed row remap"),
@@ -106,6 +115,29 @@ METRICS: dict[str, MetricSpec] = {
     "gpu_sm_clock_min_mhz": MetricSpec(
         "MHz", "gemm", "per GPU, lowest SM clock sample during the GEMM", informational=True
     ),
+    # burn_in: rounds of sustained GEMM + all-reduce, sampled with nvidia-smi (the add-on)
+    "burn_in_hours": MetricSpec("h", "burn_in", "how long the burn-in ran"),
+    "burn_in_gemm_slowdown": MetricSpec(
+        "", "burn_in", "per GPU, 1 − GEMM of the last third of rounds / of the first third"
+    ),
+    "burn_in_allreduce_slowdown": MetricSpec(
+        "", "burn_in", "1 − all-reduce busbw of the last third of rounds / of the first third"
+    ),
+    "burn_in_allreduce_wrong_count": MetricSpec(
+        "values", "burn_in", "wrong values over every round's all-reduce"
+    ),
+    "burn_in_throttled_gpus": MetricSpec(
+        "GPUs", "burn_in", "GPUs with a throttle reason other than idle / SW power cap"
+    ),
+    "burn_in_gpu_temperature_max_c": MetricSpec(
+        "°C", "burn_in", "per GPU, hottest sample of the burn-in", informational=True
+    ),
+    "burn_in_gpu_power_max_w": MetricSpec(
+        "W", "burn_in", "per GPU, highest power sample of the burn-in", informational=True
+    ),
+    "burn_in_gpu_sm_clock_min_mhz": MetricSpec(
+        "MHz", "burn_in", "per GPU, lowest SM clock sample of the burn-in", informational=True
+    ),
     # memory_bandwidth: torch device-to-device copy
     "hbm_bandwidth_gbps": MetricSpec("GB/s", "memory_bandwidth", "per GPU, read + write"),
     # nvbandwidth
@@ -126,6 +158,9 @@ METRICS: dict[str, MetricSpec] = {
     ),
     # ib_write_bw per NIC
     "ib_write_bw_gbps": MetricSpec("Gb/s", "ib_write_bw", "per NIC, BW average"),
+    "ib_nic_count": MetricSpec(
+        "NICs", "ib_write_bw", "RDMA devices measured (one ib_write_bw section each)"
+    ),
     # dcgm_diag
     "dcgm_fail_count": MetricSpec("results", "dcgm_diag", "DCGM results Fail"),
     "dcgm_skip_count": MetricSpec("results", "dcgm_diag", "DCGM results Skip (not Pass)"),
@@ -262,6 +297,14 @@ def _ecc(check: dict[str, Any], out: _Out) -> None:
         values = per_gpu(*(f"ecc_errors_{k}" for k in keys))
         if values is not None:
             out.put(metric, values)
+    modes = [r.get("ecc_mode_current") for r in rows]
+    out.put("ecc_off_gpus", sum(str(m or "").strip().lower() != "enabled" for m in modes))
+    pending = [r.get("retired_pages_pending") for r in rows]
+    if all(isinstance(p, str | int) for p in pending):  # [N/A] on a GPU that has none
+        out.put("retired_pages_pending", sum(_yes(p) for p in pending))
+    retired = [(r.get("retired_pages_sbe"), r.get("retired_pages_dbe")) for r in rows]
+    if all(isinstance(sbe, int) and isinstance(dbe, int) for sbe, dbe in retired):
+        out.put("retired_pages_total", [sbe + dbe for sbe, dbe in retired])
     sram = out.metrics.get("ecc_sram_uncorrectable")
     if isinstance(sram, list) and any(sram):
         gpu = next(i for i, v in enumerate(sram) if v)
@@ -285,8 +328,10 @@ def _remap(check: dict[str, Any], out: _Out) -> None:
     rows = _smi_rows(check, out)
     if rows is None:
         return
-    out.put("remapped_rows_pending", sum(_yes(r.get("remapped_rows_pending")) for r in rows))
-    out.put("remapped_rows_failure", sum(_yes(r.get("remapped_rows_failure")) for r in rows))
+    for metric in ("remapped_rows_pending", "remapped_rows_failure"):
+        values = [r.get(metric) for r in rows]
+        if all(isinstance(v, str | int) for v in values):  # [N/A]: not measured, not 0
+            out.put(metric, sum(_yes(v) for v in values))
     unc = [r.get("remapped_rows_uncorrectable") for r in rows]
     if all(isinstance(v, int) for v in unc):
         out.put("remapped_rows_uncorrectable", unc)
@@ -505,7 +550,7 @@ def _gemm(check: dict[str, Any], out: _Out) -> None:
 _IDLE_OR_SW_CAP = 0x1 | 0x4  # azure_gpu_clock_throttling.nhc: idle, none, SW power cap pass
 
 
-def _samples(doc: dict[str, Any], out: _Out) -> None:
+def _samples(doc: dict[str, Any], out: _Out, prefix: str = "", during: str = "the GEMM") -> None:
     samples = [s for s in doc.get("samples") or [] if isinstance(s, dict) and s.get("csv")]
     per_gpu: dict[int, dict[str, list[float]]] = {}
     throttled: set[int] = set()
@@ -542,24 +587,91 @@ def _samples(doc: dict[str, Any], out: _Out) -> None:
     if not per_gpu:
         return  # no sample: throttled_gpus missing, the rule fails closed
     gpus = sorted(per_gpu)
-    out.put("throttled_gpus", len(throttled))
+    out.put(prefix + "throttled_gpus", len(throttled))
     for metric, name, pick in (
         ("gpu_temperature_max_c", "temp", max),
         ("gpu_power_max_w", "power", max),
         ("gpu_sm_clock_min_mhz", "clock", min),
     ):
         if all(per_gpu[g][name] for g in gpus):
-            out.put(metric, [pick(per_gpu[g][name]) for g in gpus])
+            out.put(prefix + metric, [pick(per_gpu[g][name]) for g in gpus])
     if throttled:
         gpu = min(throttled)
         out.problems.append(
             _reason(
                 "gpu_throttled",
-                f"GPU {gpu} throttled during the GEMM (reasons {reasons_seen[gpu]})",
+                f"GPU {gpu} throttled during {during} (reasons {reasons_seen[gpu]})",
                 gpu=gpu,
                 reasons=reasons_seen[gpu],
             )
         )
+
+
+def _slowdown(series: list[float]) -> float | None:
+    """1 − (median of the last third) / (median of the first third) of a round series;
+    0 when it did not slow (a node that got faster did not slow down)."""
+    if not series:
+        return None
+    third = max(1, len(series) // 3)
+    first = sorted(series[:third])[(third - 1) // 2]
+    last = sorted(series[-third:])[(third - 1) // 2]
+    if first <= 0:
+        return 1.0
+    return round(max(0.0, 1.0 - last / first), 4)
+
+
+def _burn_in(check: dict[str, Any], out: _Out) -> None:
+    """The burn-in's rounds (GEMM per GPU, all-reduce) and samples: how long it ran, how
+    much each GPU and the all-reduce slowed from the first third of the rounds to the last,
+    and the throttling seen (GPU path). A round that failed is a problem."""
+    try:
+        doc = json.loads(check.get("raw") or "")
+    except json.JSONDecodeError as exc:
+        out.parse_errors["burn_in"] = f"burn-in output is not JSON: {exc}"
+        return
+    rounds = doc.get("rounds") if isinstance(doc, dict) else None
+    seconds = doc.get("seconds") if isinstance(doc, dict) else None
+    if not isinstance(rounds, list) or not rounds or not isinstance(seconds, int | float):
+        out.parse_errors["burn_in"] = "burn-in output has no rounds or no duration"
+        return
+    out.put("burn_in_hours", round(float(seconds) / 3600, 6))
+    cpu = check.get("device") == "cpu"
+    busbw: list[float] = []
+    wrong = 0
+    gemm: list[list[float]] = []
+    for i, r in enumerate(rounds):
+        if r.get("allreduce_status") != "completed":
+            out.problems.append(
+                _reason("burn_in_round_failed", f"burn-in round {i + 1}: the all-reduce failed",
+                        check="burn_in", round=i + 1)
+            )  # fmt: skip
+            continue
+        if cpu:
+            values = _finite_list([r.get("gflops"), r.get("allreduce_busbw_gbps")])
+            if values is None:
+                out.parse_errors["burn_in"] = f"round {i + 1}: a figure is not a number"
+                return
+            gemm.append([values[0]])
+            busbw.append(values[1])
+            continue
+        tflops = _finite_list(r.get("tflops") or [])
+        sub = _Out()
+        _allreduce({"raw": r.get("allreduce_raw") or ""}, sub)
+        figure = next((v for k, v in sub.metrics.items() if k.startswith("allreduce_busbw")), None)
+        if tflops is None or not tflops or sub.parse_errors or figure is None:
+            out.parse_errors["burn_in"] = f"round {i + 1}: GEMM or all-reduce figures unreadable"
+            return
+        gemm.append(tflops)
+        busbw.append(float(figure))
+        wrong += int(sub.metrics.get("allreduce_wrong_count") or 0)
+    if gemm and len({len(g) for g in gemm}) == 1:
+        per_gpu = [_slowdown([g[i] for g in gemm]) for i in range(len(gemm[0]))]
+        out.put("burn_in_gemm_slowdown", per_gpu[0] if cpu else per_gpu)
+    if busbw:
+        out.put("burn_in_allreduce_slowdown", _slowdown(busbw))
+    if not cpu:
+        out.put("burn_in_allreduce_wrong_count", wrong)
+        _samples(doc, out, prefix="burn_in_", during="the burn-in")
 
 
 def _copy(check: dict[str, Any], out: _Out) -> None:
@@ -593,6 +705,7 @@ def _ib(check: dict[str, Any], out: _Out) -> None:
         values.append(parsed["bw_avg_gbps"])
     if values:
         out.put("ib_write_bw_gbps", values)
+        out.put("ib_nic_count", len(values))
     else:
         out.parse_errors["ib_write_bw"] = "no ib_write_bw output"
 
@@ -634,6 +747,12 @@ def derive(
     for check in checks:
         name = str(check["name"])
         if check.get("status") != "completed":
+            continue
+        if name == "burn_in":  # both paths: the CPU path's rounds are judged too
+            try:
+                _burn_in(check, out)
+            except (TypeError, ValueError, KeyError, AttributeError) as exc:
+                out.parse_errors[name] = f"unexpected output ({type(exc).__name__}: {exc})"
             continue
         if device == "cpu":
             metric = _CPU_METRICS.get(name)

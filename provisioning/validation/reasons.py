@@ -82,6 +82,54 @@ MESSAGES: dict[str, tuple[str, str | None]] = {
     ),
     "ssh_auth_failed": (gettext_noop("%(user)s@%(host)s refused the validation key"), None),
     "ssh_unreachable": (gettext_noop("Cannot reach %(host)s over SSH"), None),
+    "burn_in_round_failed": (gettext_noop("Burn-in round %(round)s: the all-reduce failed"), None),
+    # What the raw outputs showed (``metrics.derive``) and the agent's own failure codes.
+    "agent_incomplete": (gettext_noop("The node agent stopped before finishing"), None),
+    "check_not_finished": (gettext_noop("Check %(check)s did not finish"), None),
+    "ecc_uncorrectable": (
+        gettext_noop("GPU %(gpu)s: %(count)s uncorrectable SRAM ECC errors"),
+        None,
+    ),
+    "gpu_model_mismatch": (
+        gettext_noop("GPU %(gpu)s is %(found)s; the node type sells %(expected)s"),
+        None,
+    ),
+    "gpu_throttled": (
+        gettext_noop("GPU %(gpu)s throttled during the GEMM (reasons %(reasons)s)"),
+        None,
+    ),
+    "injected_figures": (
+        gettext_noop("The GEMM and copy figures were injected by a test, not measured"),
+        None,
+    ),
+    "mig_enabled": (gettext_noop("GPU %(gpu)s has MIG mode enabled"), None),
+    "nccl_no_rows": (
+        gettext_noop("nccl-tests ran no row (did the message size not fit in GPU memory?)"),
+        None,
+    ),
+    "nccl_not_checked": (gettext_noop("nccl-tests ran without checking the data"), None),
+    "nccl_wrong_values": (gettext_noop("nccl-tests reported %(count)s wrong values"), None),
+    "not_finite": (
+        gettext_noop("Check %(check)s gave a value that is not a finite number (%(token)s)"),
+        None,
+    ),
+    "nvlink_all_inactive": (gettext_noop("GPU %(gpu)s: every NVLink is inactive"), None),
+    "nvlink_inactive": (gettext_noop("%(count)s NVLinks are inactive"), None),
+    "nvlink_no_links": (
+        gettext_noop("nvidia-smi nvlink -s listed no link (an empty output is not a pass)"),
+        None,
+    ),
+    "xid_critical": (gettext_noop("The kernel log shows XID %(xids)s"), None),
+    "xid_noted": (
+        gettext_noop("The kernel log shows XID %(xids)s (a contained ECC error)"),
+        None,
+    ),
+    "tool_missing": (gettext_noop("Check %(check)s: its tool is not installed"), None),
+    "no_message_size": (
+        gettext_noop("Check %(check)s: no all-reduce message size fits the GPU memory"),
+        None,
+    ),
+    "kernel_log_unreadable": (gettext_noop("The kernel log could not be read"), None),
 }
 UNKNOWN = gettext_noop("Rejected for the reason “%(code)s”")
 
@@ -175,6 +223,60 @@ def annotate_progress(progress: Any) -> Any:
         ]
         if before:
             swap.validation_reasons = reason_messages(before[-1])
+    return progress
+
+
+def _measured(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        numbers = [v for v in value if isinstance(v, int | float) and not isinstance(v, bool)]
+        if numbers and len(numbers) == len(value):
+            low, high = min(numbers), max(numbers)
+            span = _number(low) if low == high else f"{_number(low)}–{_number(high)}"
+            return f"{span} ×{len(numbers)}"
+        return ", ".join(_number(v) for v in value)
+    return _number(value)
+
+
+# The agent's checks (``provisioning.agent.checks.CHECKS``) as the staff run page names
+# them; the code name stays beside the label (it is what the agent's lines and the raw
+# outputs carry).
+CHECK_LABELS = {
+    "gpu_inventory": gettext_noop("GPU inventory (model, memory, MIG)"),
+    "ecc": gettext_noop("ECC errors"),
+    "ecc_remap": gettext_noop("Row remapping and retired pages"),
+    "nvlink": gettext_noop("NVLink status"),
+    "xid": gettext_noop("Kernel log (XID errors)"),
+    "gemm": gettext_noop("Matrix multiplication (GEMM)"),
+    "memory_bandwidth": gettext_noop("GPU memory bandwidth"),
+    "nvbandwidth": gettext_noop("Host and peer copy bandwidth"),
+    "allreduce": gettext_noop("NCCL all-reduce"),
+    "ib_write_bw": gettext_noop("InfiniBand write bandwidth"),
+    "dcgm_diag": gettext_noop("DCGM diagnostics"),
+    "burn_in": gettext_noop("Burn-in"),
+}
+
+
+def check_label(name: str) -> str:
+    """A check's name in the active language (its code name for a check not listed)."""
+    label = CHECK_LABELS.get(name)
+    return gettext(label) if label else name
+
+
+def annotate_live_checks(progress: Any) -> Any:
+    """Give each node of a provisioning run's progress its agent checks as they ran
+    (``live_checks``, in the agent's order), each with its reasons translated
+    (``reason_texts``) and its metrics as (name, value) pairs (``measured``): the staff
+    run page shows each check as it finishes."""
+    if progress is None:
+        return progress
+    by_node = selectors.live_checks_of_run(progress.run.pk)
+    for np in progress.nodes:
+        np.live_checks = by_node.get(np.run_node.node_id, [])
+        for check in np.live_checks:
+            check.label = check_label(check.name)
+            check.reason_texts = reason_messages(check.reasons or [])
+            metrics = check.metrics if isinstance(check.metrics, Mapping) else {}
+            check.measured = [(k, _measured(v)) for k, v in metrics.items()]
     return progress
 
 

@@ -166,6 +166,12 @@ def normalize_gpu_model(name: str | None) -> str:
 # --------------------------------------------------------------------------- data types
 
 
+#: Checks made only on request: their rules apply where the measurement expects the
+#: named figure (the portal sets ``expected["burn_in_hours"]`` for an order that bought
+#: the burn-in), and fail closed there.
+EXPECTED_BY_CHECK: dict[str, str] = {"burn_in": "burn_in_hours"}
+
+
 @dataclass(frozen=True)
 class Reason:
     """Why something failed (or was noted): a code, its parameters and English text."""

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, F, OuterRef, QuerySet
 from django.utils import timezone
 
 from inventory.models import (
@@ -19,6 +19,7 @@ from inventory.models import (
 )
 from provisioning.models import (
     ValidationArtifact,
+    ValidationCheck,
     ValidationNodeResult,
     ValidationRule,
     ValidationRun,
@@ -88,6 +89,18 @@ def node_is_idle(node: Node, *, now: datetime | None = None) -> bool:
 def rules_from_db() -> list[Rule]:
     """The active rules, as the pure rules the evaluation takes."""
     return [r.as_rule() for r in ValidationRule.objects.filter(active=True).order_by("pk")]
+
+
+def live_checks_of_run(run_id: int) -> dict[int, list[ValidationCheck]]:
+    """The agent checks of a provisioning run's validate steps (their current attempt),
+    per node, in the agent's order (one query)."""
+    checks = ValidationCheck.objects.filter(
+        step__run_id=run_id, step__name="validate", attempt=F("step__attempt")
+    ).order_by("node_id", "position", "pk")
+    by_node: dict[int, list[ValidationCheck]] = {}
+    for check in checks:
+        by_node.setdefault(check.node_id, []).append(check)
+    return by_node
 
 
 def passed_runs_for_order(order_id: int) -> list[ValidationRun]:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -32,7 +34,10 @@ from inventory.services import node_mark_faulty
 from provisioning.agent.profiles import PROFILES
 from provisioning.drivers.base import CredentialsUnavailable, resolve_secret
 from provisioning.models import (
+    LiveCheckStatus,
+    NodeStep,
     ValidationArtifact,
+    ValidationCheck,
     ValidationNodeResult,
     ValidationProfile,
     ValidationRule,
@@ -44,10 +49,13 @@ from provisioning.validation import selectors, ssh
 from provisioning.validation.default_rules import DEFAULT_RULES
 from provisioning.validation.interface import (
     AgentFailed,
+    CheckEvent,
+    LineSink,
     NodeResult,
     NodeRunner,
     NodeTarget,
     Persister,
+    Progress,
     ValidationOutcome,
     judge_report,
     local_runner,
@@ -203,6 +211,7 @@ class SshNodeRunner:
     IP address (else its hostname is used), fabric and node-type figures."""
 
     parallel = True  # each node measures itself: all nodes at once (interface.collect_reports)
+    streams = True  # the agent's lines reach ``on_line`` as they arrive (the run page)
 
     def __init__(
         self, *, timeout_s: float | None = None, sizes: Sequence[str] | None = None
@@ -221,7 +230,9 @@ class SshNodeRunner:
             expected=target.expected or node_expected(node),
         )
 
-    def __call__(self, target: NodeTarget, profile: str) -> dict[str, Any]:
+    def __call__(
+        self, target: NodeTarget, profile: str, on_line: LineSink | None = None
+    ) -> dict[str, Any]:
         # No database here (it may run in a thread): validate_nodes resolved the target.
         return ssh.run_agent(
             ssh_settings(),
@@ -229,6 +240,7 @@ class SshNodeRunner:
             profile,
             timeout_s=self.timeout_s or agent_timeout_s(profile),
             sizes=self.sizes,
+            on_line=on_line,
         )
 
     def run_command(self, host: str, argv: Sequence[str], timeout_s: float) -> ssh.CommandResult:
@@ -241,14 +253,18 @@ def ssh_node_runner(
     return SshNodeRunner(timeout_s=timeout_s, sizes=sizes)
 
 
-def agent_runner(*, simulated: bool) -> NodeRunner:
+def agent_runner(*, simulated: bool, burn_in_seconds: int = 0) -> NodeRunner:
     """The runner a provisioning run uses: simulated nodes (the simulated driver, or Redfish
     with the simulated in-band channel) run the agent locally on the CPU path; real nodes
-    (Redfish) over SSH."""
+    (Redfish) over SSH. ``burn_in_seconds``: the simulated nodes' (scaled) burn-in length;
+    real nodes run the ``burn_in`` profile's own 24 hours."""
     if simulated:
+        sizes = list(settings.PORTAL_VALIDATION_CPU_SIZES)
+        if burn_in_seconds:
+            sizes.append(f"burn_in={burn_in_seconds}")
         return local_runner(
-            timeout_s=settings.VALIDATION_AGENT_TIMEOUT_S,
-            sizes=settings.PORTAL_VALIDATION_CPU_SIZES,
+            timeout_s=settings.VALIDATION_AGENT_TIMEOUT_S + burn_in_seconds,
+            sizes=sizes,
         )
     return ssh_node_runner()
 
@@ -271,15 +287,101 @@ class _PerNodeRunner(SshNodeRunner):
     def resolve(self, target: NodeTarget) -> NodeTarget:
         return target if self._kind(target) == "local" else super().resolve(target)
 
-    def __call__(self, target: NodeTarget, profile: str) -> dict[str, Any]:
+    def __call__(
+        self, target: NodeTarget, profile: str, on_line: LineSink | None = None
+    ) -> dict[str, Any]:
         if self._kind(target) == "local":
-            return self.local(target, profile)
-        return super().__call__(target, profile)
+            return self.local(target, profile, on_line)
+        return super().__call__(target, profile, on_line)
 
 
 def default_runner(nodes: Sequence[Node] = ()) -> NodeRunner:
     """The runner of a stand-alone validation run: per node, local or SSH (``runner_kind``)."""
     return _PerNodeRunner(nodes)
+
+
+# --- Each check as it finishes ----------------------------------------------------------
+
+
+def live_checks_recorder(
+    *, steps: Sequence[NodeStep] = (), validation_run: ValidationRun | None = None
+) -> Progress:
+    """``validate_nodes(progress=…)``: writes each agent line to ``ValidationCheck`` rows
+    as it arrives (the staff run page polls them): for the validate ``steps`` of a
+    provisioning run (their current attempt) or for a stand-alone ``validation_run``.
+    When the agent is gone, a check still waiting or running did not finish (failed).
+    Autocommitted outside any transaction, so the page sees a check the moment it
+    finished. The SSH runner calls it from its threads (one per node): a call from
+    another thread than the one that made the recorder closes that thread's connection."""
+    owner = threading.get_ident()
+    step_of = {s.node_id: (s.pk, s.attempt) for s in steps}
+
+    def key(node_id: int) -> dict[str, Any] | None:
+        if validation_run is not None:
+            return {"validation_run_id": validation_run.pk, "node_id": node_id}
+        if node_id not in step_of:
+            return None
+        step_id, attempt = step_of[node_id]
+        return {"step_id": step_id, "attempt": attempt, "node_id": node_id}
+
+    def write(event: CheckEvent) -> None:
+        where = key(event.target.node_id)
+        if where is None:
+            return
+        now = timezone.now()
+        if event.kind == "planned":  # a fresh agent: what an earlier one left goes
+            ValidationCheck.objects.filter(**where).delete()
+            ValidationCheck.objects.bulk_create(
+                [ValidationCheck(**where, name=n, position=i) for i, n in enumerate(event.planned)]
+            )
+        elif event.kind == "started":
+            ValidationCheck.objects.update_or_create(
+                **where,
+                name=event.name,
+                defaults={"status": LiveCheckStatus.RUNNING, "started_at": now},
+            )
+        elif event.kind == "finished":
+            status = event.status if event.status in LiveCheckStatus.values else "failed"
+            ValidationCheck.objects.update_or_create(
+                **where,
+                name=event.name,
+                defaults={
+                    "status": status,
+                    "verdict": event.verdict,
+                    "finished_at": now,
+                    "duration_s": None
+                    if event.duration_s is None
+                    else Decimal(str(round(event.duration_s, 3))),
+                    "raw_sha256": event.raw_sha256[:64],
+                    "metrics": json.loads(json.dumps(dict(event.metrics), default=str)),
+                    "reasons": list(event.reasons),
+                },
+            )
+
+        elif event.kind == "ended":
+            for check in ValidationCheck.objects.filter(
+                **where, status__in=(LiveCheckStatus.PLANNED, LiveCheckStatus.RUNNING)
+            ):
+                check.status = LiveCheckStatus.UNFINISHED
+                check.verdict = "failed"
+                check.finished_at = now
+                check.reasons = [
+                    {
+                        "code": "check_not_finished",
+                        "params": {"check": check.name},
+                        "text": f"check {check.name} did not finish",
+                    }
+                ]
+                check.save(update_fields=["status", "verdict", "finished_at", "reasons"])
+
+    def record(event: CheckEvent) -> None:
+        try:
+            write(event)
+        finally:
+            if threading.get_ident() != owner:
+                connection.close()
+
+    return record
 
 
 # --- Storing an outcome -----------------------------------------------------------------
@@ -495,6 +597,7 @@ def _start(run_id: int) -> tuple[ValidationRun | None, list[Node]]:
             # A worker died half way (the message came back): start again from scratch.
             run.results.all().delete()
             run.artifacts.all().delete()
+            run.live_checks.all().delete()
             return run, nodes
         if run.trigger == ValidationTrigger.IDLE_SWEEP:
             busy = [n.hostname for n in nodes if not selectors.node_is_idle(n)]
@@ -542,6 +645,7 @@ def validation_run_execute(
             rules=rules,
             cluster=cluster,
             allow_injected=settings.VALIDATION_ALLOW_INJECTED_FIGURES,
+            progress=live_checks_recorder(validation_run=run),
         )
     except Exception as exc:  # fail closed: an error is a failed run with its reason
         logger.exception("validation run %s", run_id)
@@ -665,12 +769,20 @@ def _fault_failing_idle_nodes(run: ValidationRun) -> None:
 # --- Judging a saved agent document -----------------------------------------------------
 
 
-def validation_judge_document(*, node_type: NodeType, document: dict[str, Any]) -> dict[str, Any]:
+def validation_judge_document(
+    *, node_type: NodeType, document: dict[str, Any], burn_in_hours: float | None = None
+) -> dict[str, Any]:
     """Judge an agent document (the file the agent wrote, or its stdout saved) for a node
     of ``node_type`` with the stored rules, exactly as a provisioning run does
-    (``interface.judge_report``). Returns ``accepted``, ``reasons`` and ``notes`` (code,
-    text, params), ``metrics`` (derived from the raw outputs) and every rule's result."""
+    (``interface.judge_report``). ``burn_in_hours``: the burn-in the order bought (its
+    rules apply and it must have run that long). Returns ``accepted``, ``reasons`` and
+    ``notes`` (code, text, params), ``metrics`` (derived from the raw outputs) and every
+    rule's result."""
     target = node_type_target(node_type)
+    if burn_in_hours is not None:
+        target = dataclasses.replace(
+            target, expected={**target.expected, "burn_in_hours": burn_in_hours}
+        )
     measurement, verdict = judge_report(
         document,
         target,

@@ -29,7 +29,7 @@ import io
 import shlex
 import time
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -40,10 +40,12 @@ from provisioning.validation.cluster import CommandResult
 from provisioning.validation.interface import (
     AGENT_PACKAGE_ROOT,
     AgentFailed,
+    LineSink,
     NodeRunner,
     NodeTarget,
     agent_document,
     fold_lines,
+    parse_line,
 )
 
 AGENT_SOURCE = AGENT_PACKAGE_ROOT / "provisioning" / "agent"
@@ -188,9 +190,16 @@ def connect(settings: SshSettings, host: str) -> paramiko.SSHClient:
     return client
 
 
-def execute(client: paramiko.SSHClient, command: str, *, timeout_s: float) -> CommandResult:
+def execute(
+    client: paramiko.SSHClient,
+    command: str,
+    *,
+    timeout_s: float,
+    on_stdout_line: Callable[[str], None] | None = None,
+) -> CommandResult:
     """Run ``command`` (a shell line) and collect stdout, stderr and the exit status; at the
-    deadline the channel is closed and ``timed_out`` is set."""
+    deadline the channel is closed and ``timed_out`` is set. ``on_stdout_line`` gets each
+    complete line of stdout as it arrives (the agent's JSON lines, for the run page)."""
     transport = client.get_transport()
     if transport is None or not transport.is_active():
         raise AgentFailed("the SSH connection was lost", code="ssh_unreachable", host="?")
@@ -199,12 +208,17 @@ def execute(client: paramiko.SSHClient, command: str, *, timeout_s: float) -> Co
     channel.exec_command(command)
     deadline = time.monotonic() + timeout_s
     out, err = bytearray(), bytearray()
+    fed = 0  # bytes of ``out`` already handed to on_stdout_line
     timed_out = False
     while True:
         progressed = False
         while channel.recv_ready():
             out += channel.recv(65536)
             progressed = True
+        if on_stdout_line is not None and (end := out.rfind(b"\n")) >= fed:
+            for raw_line in bytes(out[fed : end + 1]).splitlines():
+                on_stdout_line(raw_line.decode("utf-8", "replace"))
+            fed = end + 1
         while channel.recv_stderr_ready():
             err += channel.recv_stderr(65536)
             progressed = True
@@ -285,11 +299,15 @@ def run_agent(
     *,
     timeout_s: float,
     sizes: Sequence[str] = (),
+    on_line: LineSink | None = None,
 ) -> dict[str, Any]:
-    """The agent's JSON document from ``target`` (or ``AgentFailed`` with the reason)."""
+    """The agent's JSON document from ``target`` (or ``AgentFailed`` with the reason);
+    ``on_line`` gets each of its JSON lines as it arrives."""
     host = target.address or target.hostname
     try:
-        return _run_agent(settings, target, host, profile, timeout_s=timeout_s, sizes=sizes)
+        return _run_agent(
+            settings, target, host, profile, timeout_s=timeout_s, sizes=sizes, on_line=on_line
+        )
     except (paramiko.SSHException, OSError, EOFError) as exc:  # the session broke mid-way
         raise AgentFailed(
             f"the SSH session to {host} failed: {type(exc).__name__}: {exc}",
@@ -307,7 +325,12 @@ def _run_agent(
     *,
     timeout_s: float,
     sizes: Sequence[str],
+    on_line: LineSink | None = None,
 ) -> dict[str, Any]:
+    def feed(text: str) -> None:
+        if on_line is not None and (line := parse_line(text)) is not None:
+            on_line(line)
+
     client = connect(settings, host)
     try:
         folder = _make_folder(client, settings)
@@ -332,6 +355,7 @@ def _run_agent(
                     timeout_s=timeout_s,
                 ),
                 timeout_s=timeout_s + KILL_AFTER_S + GRACE_S,
+                on_stdout_line=feed if on_line is not None else None,
             )
         except BaseException:
             _remove_folder(client, folder)

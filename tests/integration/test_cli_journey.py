@@ -1,7 +1,9 @@
 """An engineer with only an API key and ``portalctl`` goes from availability to a
-delivered cluster's ssh config against a live server; the staff step (marking the bank
-transfer paid) is done by staff as today, and the provisioning worker's steps are driven
-in this process as in tests/provisioning/test_runs.py (simulated hardware)."""
+delivered cluster's ssh config against a live server and a real Celery worker over
+Redis: the staff step (marking the bank transfer paid) is done by staff as today; the
+worker provisions and validates the nodes (simulated hardware at 1/1000 of real step
+times, the real agent against the fake GPU tools) while ``portalctl watch`` follows it
+live; the invoice PDF is rendered by the worker and downloaded."""
 
 from __future__ import annotations
 
@@ -15,14 +17,13 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from billing.invoicing import documents as invoice_documents
 from billing.models import Invoice, Order, OrderStatus
 from billing.orders.services import invoice_mark_paid_by_transfer
-from portal.celery import app
-from provisioning import runs
-from provisioning.validation import interface
+from inventory.models import Site
+from provisioning.models import RunStatus
+from tests.integration.test_provisioning_worker import finished_run, worker_env
+from tests.integration.workers import Worker, scratch_broker_url
 from tests.portal.api.test_resources import KEYS
-from tests.provisioning.test_runs import drive
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -30,23 +31,19 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def simulated(settings, monkeypatch):
-    settings.PORTAL_HARDWARE_DRIVER = "simulated"
-    settings.PORTAL_SIMULATED_TIME_SCALE = 0
-    settings.PORTAL_SIMULATED_FAIL = {}
+def worker(settings, tmp_path):
+    """A real worker on every queue, on a Redis database of this test's own, sharing the
+    live server's media directory (it renders the PDFs the server sends)."""
+    settings.CELERY_BROKER_URL = broker = scratch_broker_url()
     limit = {"unpaid_orders": 100, "held_nodes": 1000}
     settings.SELF_SERVICE_HOLD_LIMITS = {"verified": limit, "unverified": limit}
-
-    def accept_all(targets, **kwargs):
-        return interface.ValidationOutcome(
-            [interface.NodeResult(t.node_id, t.hostname, True, [], {"ok": True}) for t in targets],
-            True,
-        )
-
-    monkeypatch.setattr(interface, "validate_nodes", accept_all)
+    env = worker_env(tmp_path, DJANGO_MEDIA_ROOT=str(settings.MEDIA_ROOT))
+    started = Worker(broker, env=env, threads=2)
+    yield started
+    started.stop()
 
 
-def test_from_availability_to_ssh_config_with_the_cli(live_server, demo, simulated, tmp_path):
+def test_from_availability_to_ssh_config_with_the_cli(live_server, demo, worker, tmp_path):
     out = io.StringIO()
     call_command("api_key_create", "--organisation", demo["org"].name, "--scopes", "*:write",
                  "--name", "engineer", stdout=out, stderr=io.StringIO())  # fmt: skip
@@ -85,24 +82,34 @@ def test_from_availability_to_ssh_config_with_the_cli(live_server, demo, simulat
     transfer = cli_json("order", "pay", number)
     assert transfer["amount"] == order["gross_total"]
 
-    # Staff see the transfer arrive and mark it paid, as today (the admin's action).
+    # Staff see the transfer arrive and mark it paid, as today (the admin's action). The
+    # rental starts in a week and the site's lead time is now 8 days: provisioning is due.
+    Site.objects.filter(code="SZ").update(lead_time_hours=8 * 24)
     invoice = Invoice.objects.get(number=transfer["invoice"])
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "portalctl", "watch", number, "--interval", "0.3",
+         "--timeout", "240"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
     invoice_mark_paid_by_transfer(invoice=invoice, reference="BANK-REF-1", actor=demo["admin"])
-    assert Order.objects.get(number=number).status == OrderStatus.PAID
-    # The provisioning worker's part (the run's canvas), in this process.
-    run = drive(runs.provisioning_begin(order_id=Order.objects.get(number=number).pk))
-    assert run.status == "delivered"
+    order_row = Order.objects.get(number=number)
+    assert order_row.status in (OrderStatus.PAID, OrderStatus.PROVISIONING)
+    run = finished_run(order_row)
+    assert run.status == RunStatus.DELIVERED, (run.message, worker.stop()[-4000:])
+    watched, errors = watch.communicate(timeout=120)
+    assert watch.returncode == 0, (watched, errors)
+    states = [line.split()[0] for line in watched.splitlines() if not line.startswith(" ")]
+    # Followed live: it saw the run under way before it saw the cluster ready.
+    assert states[-1] == "ready" and {"provisioning", "validating"} & set(states[:-1]), watched
+    assert any(line.startswith("  ") and "%" in line for line in watched.splitlines())
 
-    watched = cli("watch", number, "--interval", "0.2", "--timeout", "30")
-    assert "ready" in watched.stdout
     ssh_config = cli("ssh-config", number).stdout
     hosts = [line.split()[1] for line in ssh_config.splitlines() if line.startswith("Host ")]
     assert len(hosts) == 2 and "User ubuntu" in ssh_config
     hostfile = cli("hostfile", number).stdout.split()
     assert hostfile == [hosts[0], "slots=8", hosts[1], "slots=8"]
 
-    kind = invoice_documents.INVOICE
-    app.tasks[kind.render_task](*kind.task_args(invoice, language="en"))
+    # The invoice PDF: asked of the worker's documents queue, polled until it is there.
     target = tmp_path / "invoice.pdf"
-    cli("--lang", "en", "download", "invoice", invoice.number, "-o", str(target), "--timeout", "10")
+    cli("--lang", "en", "download", "invoice", invoice.number, "-o", str(target), "--timeout", "90")
     assert target.read_bytes().startswith(b"%PDF")

@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from core import jobs
 from inventory.models import Node, NodeEvent, NodeStatus, Reservation
+from portal.support.models import Ticket
 from provisioning.health import selectors as health_selectors
 from provisioning.models import (
     HealthIncident,
@@ -231,6 +232,13 @@ def test_noise_then_xid_79_replaced_within_budget_then_ask_me_first_waits(
     waiting.refresh_from_db()
     assert waiting.approved_by == demo["customer"]
     assert Node.objects.get(pk=other.pk).status == NodeStatus.FAULTY
+    # Each replacement opened an urgent support ticket about its node, by itself (the
+    # worker ran the support desk's task from provisioning's signal).
+    tickets = Ticket.objects.filter(order=order, source="replacement").order_by("pk")
+    assert [(t.node_id, t.priority, t.health_incident.rule) for t in tickets] == [
+        (victim.pk, "urgent", "xid_79"),
+        (other.pk, "urgent", "row_remap_failure"),
+    ]
     # The delivery kit on the order page names both spares and neither failed node.
     page = client.get(f"/en/account/orders/{order.number}/").content.decode()
     kit = page[page.index('id="kit-hostfile"') : page.index('id="kit-nccl"')]

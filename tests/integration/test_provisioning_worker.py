@@ -20,6 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from billing.models import Order, OrderStatus
@@ -38,6 +39,7 @@ from provisioning.models import (
     RunStatus,
     StepName,
     StepStatus,
+    ValidationCheck,
 )
 from tests.billing.test_payments import make_order
 from tests.integration import test_redfish_driver as redfish_tests
@@ -96,7 +98,9 @@ def done_once(run: ProvisioningRun) -> None:
         assert NodeStepEvent.objects.filter(step=step, to_status=StepStatus.DONE).count() == 1
 
 
-def test_a_paid_order_is_delivered_by_a_worker_and_cleaned_at_the_end(demo, settings, tmp_path):
+def test_a_paid_order_is_delivered_by_a_worker_and_cleaned_at_the_end(
+    demo, settings, tmp_path, client, admin_user
+):
     settings.CELERY_BROKER_URL = broker = scratch_broker_url()
     order, booked = paid_order(demo, nodes=4)
     worker = Worker(broker, env=worker_env(tmp_path), threads=4)  # a node a thread
@@ -117,6 +121,22 @@ def test_a_paid_order_is_delivered_by_a_worker_and_cleaned_at_the_end(demo, sett
         assert not NodeSwap.objects.filter(order=order).exists()
         moves = list(order.events.order_by("created_at", "id").values_list("to_status", flat=True))
         assert moves[-3:] == ["provisioning", "validating", "ready"]
+        # Each agent check, written by the worker as the agent's line arrived (the CPU
+        # path of simulated hardware: the GPU checks skipped, judged by no rule), and
+        # shown on the staff run page.
+        client.force_login(admin_user)
+        page = client.get(reverse("provisioning_run", args=[run.pk])).content.decode()
+        for node in nodes:
+            step = NodeStep.objects.get(run=run, node=node, name=StepName.VALIDATE)
+            checks = {
+                c.name: (c.status, c.verdict)
+                for c in ValidationCheck.objects.filter(step=step, attempt=step.attempt)
+            }
+            assert len(checks) == 11, checks
+            for name in ("gemm", "memory_bandwidth", "allreduce"):
+                assert checks[name] == ("completed", "passed"), name
+            assert checks["dcgm_diag"] == ("skipped", "not_judged")
+        assert page.count('data-check="gemm" data-status="completed" data-verdict="passed"') == 4
 
         # The rental ends: every node is wiped, checked and available again.
         Order.objects.filter(pk=order.pk).update(end_at=timezone.now() - timedelta(minutes=1))

@@ -49,8 +49,6 @@ def test_the_main_pages_are_served_while_the_cache_is_down(client, demo, caplog)
     client.logout()
     with override("en"):
         client.post(reverse("accounts:password_reset"), {"email": "customer@example.com"})
-    assert OutboxMessage.objects.filter(
-        steps__0__0="accounts.tasks.password_reset_email"
-    ).exists()
+    assert OutboxMessage.objects.filter(steps__0__0="accounts.tasks.password_reset_email").exists()
     # Each cache failure is logged, not hidden.
     assert any("Connection" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)

@@ -25,7 +25,7 @@ from provisioning.models import NodeValidation
 
 pytestmark = pytest.mark.django_db
 
-ROLES = ("admin", "manager", "sales", "ops", "finance", "nobody")
+ROLES = ("admin", "manager", "sales", "ops", "finance", "support", "nobody")
 
 # Action → the roles that may take it. Everyone else is refused.
 MAY = {
@@ -44,6 +44,27 @@ MAY = {
     "usage: post to the API": {"admin", "finance"},
     "usage: import in the admin": {"admin", "finance"},
     "usage: void": {"admin", "finance"},
+    # The support desk (issue 22): support works tickets; ops sees the queue and the
+    # missed clocks; both post status incidents; finance and sales see none of it.
+    "support: see the queue": {"admin", "ops", "support"},
+    "support: see a ticket": {"admin", "ops", "support"},
+    "support: missed clocks": {"admin", "ops", "support"},
+    "support: reply": {"admin", "support"},
+    "support: internal note": {"admin", "support"},
+    "support: assign": {"admin", "support"},
+    "support: change priority": {"admin", "support"},
+    "support: resolve": {"admin", "support"},
+    "status: see incidents": {"admin", "ops", "support"},
+    "status: post an incident": {"admin", "ops", "support"},
+    "status: update an incident": {"admin", "ops", "support"},
+    # The operations console (issue 22): sales see the calendar and the plans (inventory
+    # view), operations plan and change maintenance, finance sees utilisation and revenue.
+    "operations: reservation calendar": {"admin", "ops", "sales", "manager"},
+    "maintenance: see plans": {"admin", "ops", "sales", "manager"},
+    "maintenance: plan": {"admin", "ops"},
+    "maintenance: call off": {"admin", "ops"},
+    "maintenance: mark done": {"admin", "ops"},
+    "utilisation and revenue": {"admin", "ops", "finance"},
 }
 
 # Admin actions: (model, action name).
@@ -82,6 +103,18 @@ def _page(client, action: str) -> int:
         return client.post(_url("provisioning_node_swap", run, node)).status_code
     if action == "run: cancel":
         return client.post(_url("provisioning_run_cancel", run)).status_code
+    if action == "operations: reservation calendar":
+        return client.get(_url("operations:calendar")).status_code
+    if action == "maintenance: see plans":
+        return client.get(_url("operations:maintenance_list")).status_code
+    if action == "maintenance: plan":
+        return client.post(_url("operations:maintenance_new")).status_code
+    if action == "maintenance: call off":
+        return client.post(_url("operations:maintenance_cancel", run)).status_code
+    if action == "maintenance: mark done":
+        return client.post(_url("operations:maintenance_complete", run)).status_code
+    if action == "utilisation and revenue":
+        return client.get(_url("operations:reports")).status_code
     if action == "credit note: issue":
         return client.get(_url("admin:billing_creditnote_issue")).status_code
     if action == "refund: issue":
@@ -91,6 +124,23 @@ def _page(client, action: str) -> int:
         return client.post(_url("usage_api"), body, content_type="application/json").status_code
     if action == "usage: import in the admin":
         return client.get(_url("admin:billing_usagerecord_import")).status_code
+    ticket, incident = 987657, 987658
+    support_pages = {
+        "support: see the queue": ("get", "support_staff_queue"),
+        "support: see a ticket": ("get", "support_staff_ticket", ticket),
+        "support: missed clocks": ("get", "support_staff_missed"),
+        "support: reply": ("post", "support_staff_reply", ticket),
+        "support: internal note": ("post", "support_staff_note", ticket),
+        "support: assign": ("post", "support_staff_assign", ticket),
+        "support: change priority": ("post", "support_staff_priority", ticket),
+        "support: resolve": ("post", "support_staff_resolve", ticket),
+        "status: see incidents": ("get", "support_staff_incidents"),
+        "status: post an incident": ("post", "support_staff_incident_new"),
+        "status: update an incident": ("post", "support_staff_incident_update", incident),
+    }
+    if action in support_pages:
+        method, name, *args = support_pages[action]
+        return getattr(client, method)(_url(name, *args)).status_code
     raise AssertionError(action)
 
 

@@ -39,6 +39,7 @@ from billing.models import CreditNote, Invoice, Order, Quote
 from billing.orders import acceptance
 from billing.quotes import services as qs
 from inventory.models import NodeType, Site
+from portal.support import services as support_services
 from provisioning.models import ValidationRun, ValidationRunStatus
 
 pytestmark = pytest.mark.django_db
@@ -66,6 +67,15 @@ NOT_ORG_SCOPED: dict[str, str] = {
         "organisation, customer or holds in it"
     ),
     "estimate_pdf": "the same anonymous estimate's PDF: no organisation's data in it",
+    "status_site": (
+        "a site's public status page: components and incidents, no customer, order or "
+        "node named (tests/portal/test_support.py)"
+    ),
+    "maintenance_feed": (
+        "an organisation's maintenance calendar at a signed address (the signature is "
+        "the organisation's own; tests/portal/test_operations_maintenance.py shows another "
+        "organisation's address holding none of its windows and a forged one a 404)"
+    ),
     "telemetry_simulated_metrics": (
         "Prometheus' scrape of a simulated node's exporter, behind the telemetry bearer "
         "token (tests/provisioning/test_telemetry.py): hardware series, no organisation"
@@ -95,6 +105,7 @@ class World:
     webhook_endpoint_id: int
     webhook_endpoint_to_delete_id: int
     webhook_delivery_id: int
+    ticket_id: int
 
 
 FILLERS: dict[str, Callable[[World], list[Kwargs]]] = {
@@ -109,6 +120,7 @@ FILLERS: dict[str, Callable[[World], list[Kwargs]]] = {
     "run": lambda w: [{"run_id": 1}],
     "run_step": lambda w: [{"run_id": 1, "step_id": 1}],
     "run_node": lambda w: [{"run_id": 1, "node_id": 1}],
+    "maintenance_plan": lambda w: [{"plan_id": 1}],
     "order_metric": lambda w: [{"number": w.order.number, "metric": "sm"}],
     "order_export": lambda w: [
         {"number": w.order.number, "fmt": "csv"},
@@ -120,6 +132,10 @@ FILLERS: dict[str, Callable[[World], list[Kwargs]]] = {
     "webhook_endpoint": lambda w: [{"endpoint_id": w.webhook_endpoint_id}],
     "webhook_endpoint_to_delete": lambda w: [{"endpoint_id": w.webhook_endpoint_to_delete_id}],
     "webhook_delivery": lambda w: [{"delivery_id": w.webhook_delivery_id}],
+    "ticket": lambda w: [{"ticket_id": w.ticket_id}],
+    # Support's staff pages refuse customers before any lookup: any ids do.
+    "staff_ticket": lambda w: [{"ticket_id": w.ticket_id}],
+    "staff_incident": lambda w: [{"incident_id": 1}],
 }
 
 NOT_FOUND = frozenset({404})
@@ -153,6 +169,10 @@ ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
     "provisioning_step_retry": ("run_step", STAFF_ONLY),
     "provisioning_node_swap": ("run_node", STAFF_ONLY),
     "provisioning_run_cancel": ("run", STAFF_ONLY),
+    # The operations console (staff).
+    "operations:maintenance_detail": ("maintenance_plan", STAFF_ONLY),
+    "operations:maintenance_cancel": ("maintenance_plan", STAFF_ONLY),
+    "operations:maintenance_complete": ("maintenance_plan", STAFF_ONLY),
     "dashboard_acceptance_report": ("acceptance_run", NOT_FOUND),
     # API keys and webhooks of the organisation (owners' dashboard pages).
     "dashboard_api_key_revoke": ("api_key", NOT_FOUND),
@@ -188,6 +208,17 @@ ORG_ROUTES: dict[str, tuple[str, frozenset[int]]] = {
     "sales:quote_send": ("quote_pk", STAFF_ONLY),
     "sales:quote_revise": ("quote_pk", STAFF_ONLY),
     "sales:quote_pdf": ("quote_pk", STAFF_ONLY),
+    # Support tickets (portal/support/urls.py): the customer's, and support's (staff).
+    "support_ticket": ("ticket", NOT_FOUND),
+    "support_ticket_reply": ("ticket", NOT_FOUND),
+    "support_staff_ticket": ("staff_ticket", STAFF_ONLY),
+    "support_staff_reply": ("staff_ticket", STAFF_ONLY),
+    "support_staff_note": ("staff_ticket", STAFF_ONLY),
+    "support_staff_assign": ("staff_ticket", STAFF_ONLY),
+    "support_staff_priority": ("staff_ticket", STAFF_ONLY),
+    "support_staff_resolve": ("staff_ticket", STAFF_ONLY),
+    "support_staff_incident": ("staff_incident", STAFF_ONLY),
+    "support_staff_incident_update": ("staff_incident", STAFF_ONLY),
 }
 
 
@@ -300,6 +331,16 @@ def world(demo) -> World:
     )
     event = webhooks.emit_event(org_a, "order.paid", {"order": order.number})
     assert event is not None
+    ticket = support_services.ticket_open(
+        organisation=org_a,
+        actor=owner_a,
+        subject="Tenancy walk",
+        body="A's ticket about A's order.",
+        category="other",
+        priority="normal",
+        language="en",
+        order=order,
+    )
     org_b = Organisation.objects.create(name="Other Lab", legal_name="Other Lab Ltd.")
     owner_b = User.objects.create_user("eve", "eve@otherlab.example", "pw-eve-12345")
     Membership.objects.create(user=owner_b, organisation=org_b, role=MemberRole.OWNER)
@@ -320,6 +361,7 @@ def world(demo) -> World:
         webhook_endpoint_id=endpoint.pk,
         webhook_endpoint_to_delete_id=to_delete.pk,
         webhook_delivery_id=event.deliveries.get().pk,
+        ticket_id=ticket.pk,
         credit_note=credit_services.credit_note_issue(
             invoice=order.invoices.get(),
             lines=[

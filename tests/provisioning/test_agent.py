@@ -69,7 +69,9 @@ def quick_report(tmp_path_factory):
     proc = run_agent(["--profile", "quick"], REPO, clean_env(tmp))
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines()]  # JSON Lines, nothing else
-    assert [line["type"] for line in lines] == ["start"] + ["check"] * (len(lines) - 2) + ["end"]
+    checks = (len(lines) - 2) // 2  # each check announced as it starts, then its result
+    assert [line["type"] for line in lines] == ["start", *["check_start", "check"] * checks, "end"]
+    assert [ln["name"] for ln in lines if ln["type"] == "check_start"] == lines[0]["planned"]
     return fold_lines(proc.stdout)
 
 

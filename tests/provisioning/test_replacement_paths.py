@@ -10,6 +10,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from accounts import webhooks
+from accounts.models import Organisation, WebhookDelivery, WebhookEvent
 from billing.models import Order
 from billing.orders.selectors import order_nodes
 from inventory import services as inventory_services
@@ -92,3 +94,73 @@ def test_the_order_page_has_the_policy_and_the_kit_and_checks_the_policy(
     client.post(url, {"mode": "ask", "ask_minutes": "45"})
     order.refresh_from_db()
     assert order.replacement_policy.mode == "ask" and order.replacement_policy.ask_minutes == 45
+
+
+def test_the_customer_s_endpoint_hears_degraded_cordoned_and_replaced(rented, demo):
+    """node.degraded for a notify rule, node.cordoned then node.replaced for a
+    replace-class fault, each once per incident, with the evidence; another
+    organisation's endpoint hears nothing."""
+    order, _run, nodes = rented
+    mine = webhooks.endpoint_create(
+        organisation=order.organisation,
+        url="https://hooks.example.com/gpu",
+        event_types=["node.degraded", "node.cordoned", "node.replaced"],
+        actor=None,
+    )
+    rival = Organisation.objects.create(name="Rival Lab")
+    webhooks.endpoint_create(
+        organisation=rival,
+        url="https://hooks.example.com/rival",
+        event_types=["node.degraded", "node.cordoned", "node.replaced"],
+        actor=None,
+    )
+    seen = timezone.now()
+    notify = health.incident_open(
+        node=nodes[1], rule="thermal_throttle", action="notify",
+        metric="DCGM_FI_DEV_CLOCK_EVENT_REASONS", value=64.0, observed_at=seen, gpu="2",
+    )  # fmt: skip
+    health.incident_act(incident=notify)
+    degraded = WebhookEvent.objects.get(organisation=order.organisation, type="node.degraded")
+    assert degraded.data["node"] == nodes[1].hostname and degraded.data["gpu"] == "2"
+    assert degraded.data["order"] == order.number and degraded.data["action"] == "notify"
+    assert "DCGM_FI_DEV_CLOCK_EVENT_REASONS = 64" in degraded.data["evidence"]
+    assert WebhookDelivery.objects.filter(event=degraded, endpoint=mine).count() == 1
+
+    victim = nodes[0]
+    inventory_services.node_mark_faulty(node=victim, actor=demo["admin"], reason="PSU smoke")
+    factories.run_outbox("provisioning.tasks.health_node_marked_faulty")
+    cordoned = WebhookEvent.objects.get(organisation=order.organisation, type="node.cordoned")
+    assert cordoned.data["node"] == victim.hostname
+    assert cordoned.data["replacement"] == "automatic" and cordoned.data["decide_by"] is None
+    assert not WebhookEvent.objects.filter(type="node.replaced").exists()
+    # The replacement run delivered: the spare is handed over and the endpoint told.
+    replacement = ProvisioningRun.objects.get(order=order, kind=RunKind.REPLACE)
+    ProvisioningRun.objects.filter(pk=replacement.pk).update(status=RunStatus.DELIVERED)
+    health.replacement_handover(run_id=replacement.pk)
+    health.replacement_handover(run_id=replacement.pk)
+    replaced = WebhookEvent.objects.get(organisation=order.organisation, type="node.replaced")
+    spare = NodeSwap.objects.get(order=order).spare_node
+    assert replaced.data["node"] == victim.hostname and replaced.data["spare"] == spare.hostname
+    assert replaced.data["status"] == "replaced" and replaced.data["handed_over_at"]
+    assert not WebhookEvent.objects.filter(organisation=rival).exists()
+
+
+def test_ask_me_first_cordons_with_the_deadline_in_the_event(rented, demo):
+    order, _run, nodes = rented
+    webhooks.endpoint_create(
+        organisation=order.organisation,
+        url="https://hooks.example.com/gpu",
+        event_types=["node.cordoned"],
+        actor=None,
+    )
+    health.policy_set(order=order, mode="ask", ask_minutes=30, actor=None)
+    incident = health.incident_open(
+        node=nodes[0], rule="xid_79", action="replace", metric="DCGM_FI_DEV_XID_ERRORS",
+        value=79.0, observed_at=timezone.now(), gpu="3",
+    )  # fmt: skip
+    incident = health.incident_act(incident=incident)
+    assert incident.status == IncidentStatus.AWAITING
+    event = WebhookEvent.objects.get(type="node.cordoned")
+    assert event.data["replacement"] == "ask"
+    assert event.data["decide_by"] == incident.decide_by.isoformat()
+    assert not ProvisioningRun.objects.filter(order=order, kind=RunKind.REPLACE).exists()

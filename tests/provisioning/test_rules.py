@@ -65,6 +65,8 @@ def good_h100(node: str = "n1", **overrides) -> Measurement:
         "ecc_sram_uncorrectable": [0] * 8,
         "ecc_sram_correctable": [0] * 8,
         "ecc_dram_errors": [0] * 8,
+        "ecc_off_gpus": 0,
+        "ib_nic_count": 8,
         "dcgm_fail_count": 0,
         "dcgm_skip_count": 0,
         "gpu_model_mismatch_count": 0,
@@ -80,7 +82,7 @@ def good_h100(node: str = "n1", **overrides) -> Measurement:
         fabric="ndr400",
         metrics=metrics,
         checks=[CheckOutcome(name=c, status="completed", return_code=0) for c in ALL_CHECKS],
-        expected={"gpu_count": 8},
+        expected={"gpu_count": 8, "nics_per_node": 8},
     )
 
 
@@ -227,9 +229,10 @@ def test_gpu_count_equals_node_type_and_missing_expectation_fails():
     v = evaluate_node(good_h100(gpu_count=7))
     assert v.accepted is False and codes(v) == ["not_equal"]
     m = good_h100()
-    m.expected = {}
+    m.expected = {}  # neither the GPU count nor the fabric NICs to compare with
     v = evaluate_node(m)
-    assert v.accepted is False and codes(v) == ["missing_baseline"]
+    assert v.accepted is False and codes(v) == ["missing_baseline", "missing_baseline"]
+    assert {r.params["metric"] for r in v.reasons} == {"gpu_count", "ib_nic_count"}
 
 
 def test_cpu_measurement_cannot_accept_a_gpu_node():

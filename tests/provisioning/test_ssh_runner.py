@@ -248,6 +248,11 @@ def test_a_redfish_node_is_validated_over_ssh_and_the_run_stored(ssh_settings):
     assert result.accepted and result.device == "cpu"
     gemm = next(c for c in result.report["checks"] if c["name"] == "gemm")
     assert gemm["status"] == "completed" and gemm["value"] > 0
+    # Each check's line came over the SSH channel as the agent printed it, and was kept.
+    live = {c.name: (c.status, c.verdict) for c in run.live_checks.filter(node=node)}
+    assert len(live) == len(result.report["planned"])
+    assert live["gemm"] == ("completed", "passed")
+    assert live["nvlink"] == ("skipped", "not_judged")  # a GPU check on a CPU node
     # The copy that ran is the one the portal sent (same bytes, same SHA-256) ...
     assert result.report["transport"] == {
         "kind": "ssh",

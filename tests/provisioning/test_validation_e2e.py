@@ -25,6 +25,7 @@ from django.core.management import call_command
 
 from inventory.models import Fabric, Interconnect
 from tests import factories
+from tests.provisioning.fakegpu.tool import ib_write_bw_script
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = Path(__file__).resolve().parent / "fakegpu" / "tool.py"
@@ -37,7 +38,7 @@ H200 = {"name": "NVIDIA H200", "memory_mib": 143771, "nvlink_links": 18}
 A100 = {"name": "NVIDIA A100-SXM4-40GB", "memory_mib": 40960, "nvlink_links": 12}
 RTX = {"name": "NVIDIA GeForce RTX 3090", "memory_mib": 24576, "nvlink_links": 0}
 V100S = {"name": "Tesla V100S-PCIE-32GB", "memory_mib": 32768, "nvlink_links": 0}
-IB2 = ["mlx5_0", "mlx5_1"]  # two NICs keep the test fast; each is judged
+IB8 = [f"mlx5_{i}" for i in range(8)]  # the 8 × NDR400 the H100/H200 node types declare
 
 NODES = {
     # H800 sample's P2P (172 GB/s, 8 NVLinks) × 2.25: an H100/H200's 18 NVLink 4 links.
@@ -45,7 +46,7 @@ NODES = {
         **H100,
         "gpus": 8,
         "busbw": 481.5,
-        "ib_devices": IB2,
+        "ib_devices": IB8,
         "nvb_scale": {"device_to_device_memcpy_read_ce": 2.25},
         "figures": {"tflops": 800.0, "dtype": "bf16", "fp8": 1450.0, "hbm": 3000.0},
     },
@@ -53,7 +54,7 @@ NODES = {
         **H200,
         "gpus": 8,
         "busbw": 472.0,
-        "ib_devices": IB2,
+        "ib_devices": IB8,
         "nvb_scale": {"device_to_device_memcpy_read_ce": 2.25},
         "figures": {"tflops": 805.0, "dtype": "bf16", "fp8": 1460.0, "hbm": 4300.0},
     },
@@ -74,7 +75,7 @@ NODES = {
         **RTX,
         "gpus": 1,
         "mig": "[N/A]",
-        "has_ecc": False,
+        "ecc_kind": "none",  # GeForce: no ECC, nvidia-smi prints [N/A]
         "has_remap": False,
         "nvb_scale": {"host_to_device_memcpy_ce": 0.46, "device_to_host_memcpy_ce": 0.46},
         "figures": {"tflops": 74.0, "dtype": "bf16", "fp8": None, "hbm": 850.0},
@@ -83,6 +84,7 @@ NODES = {
         **V100S,
         "gpus": 1,
         "mig": "[N/A]",
+        "ecc_kind": "volta",  # retired pages, no SRAM/DRAM counters, no row remapping
         "has_remap": False,
         "nvb_scale": {"host_to_device_memcpy_ce": 0.23, "device_to_host_memcpy_ce": 0.23},
         "figures": {"tflops": 85.0, "dtype": "fp16", "fp8": None, "hbm": 1000.0},
@@ -143,7 +145,10 @@ def _node_files(tmp_path: Path, node: dict, *, without: tuple[str, ...] = ()) ->
         if tool in without:
             continue
         path = bin_dir / tool
-        path.write_text(f'#!/bin/sh\nexec {sys.executable} -I -S {TOOL} {tool} "$@"\n')
+        if tool == "ib_write_bw":
+            path.write_text(ib_write_bw_script())
+        else:
+            path.write_text(f'#!/bin/sh\nexec {sys.executable} -I -S {TOOL} {tool} "$@"\n')
         path.chmod(0o755)
     n = node["gpus"]
     f = node["figures"]
@@ -228,7 +233,7 @@ def test_a_healthy_node_of_each_type_sold_is_accepted_at_its_own_message_size(
     assert all(r["source"] for r in judged["results"])
     if kind in ("h100", "h200"):
         assert metrics["gemm_tflops_fp8"] == [NODES[kind]["figures"]["fp8"]] * 8
-        assert len(metrics["ib_write_bw_gbps"]) == 2
+        assert len(metrics["ib_write_bw_gbps"]) == metrics["ib_nic_count"] == 8
         assert metrics["nvlink_links_total"] == 8 * 18
     assert len(metrics["gpu_temperature_max_c"]) == NODES[kind]["gpus"]
 
@@ -247,6 +252,12 @@ REJECTED = {
         {"ecc": {"5": {"ecc.errors.uncorrected.volatile.sram": 2}}},
         ("ecc_uncorrectable", ""),
     ),
+    "ecc_mode_off": ({"ecc_mode": "Disabled"}, ("not_equal", "ecc_off_gpus")),
+    "ecc_counters_missing": (  # [N/A] on a card that has ECC: missing data, not a pass
+        {"ecc_na": ["ecc.errors.uncorrected.volatile.sram"]},
+        ("missing_metric", "ecc_sram_uncorrectable"),
+    ),
+    "7_of_8_nics": ({"ib_devices": IB8[:7]}, ("below_threshold", "ib_nic_count")),
     "remap_over_512": (
         {"ecc": {"2": {"remapped_rows.uncorrectable": 600}}},
         ("below_threshold", "remapped_rows_uncorrectable"),
@@ -281,6 +292,32 @@ def test_a_broken_h100_node_is_rejected_with_its_own_reason(node_types, tmp_path
     assert reason in codes(judged), judged["reasons"]
 
 
+V100S_REJECTED = {
+    "retirement_pending": (
+        {"ecc": {"0": {"retired_pages.dbe": 1, "retired_pages.pending": "Yes"}}},
+        ("not_equal", "retired_pages_pending"),
+    ),
+    "retirement_table_full": (
+        {"ecc": {"0": {"retired_pages.sbe": 40, "retired_pages.dbe": 22}}},
+        ("below_threshold", "retired_pages_total"),
+    ),
+    # a V100S reporting no ECC at all (ECC off, or a board without it): fails closed
+    "no_ecc_data": ({"ecc_kind": "none"}, ("missing_metric", "retired_pages_pending")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(V100S_REJECTED))
+def test_a_v100s_with_retired_pages_or_no_ecc_data_is_rejected(node_types, tmp_path, case):
+    """Volta retires pages instead of remapping rows and has no SRAM/DRAM counters: its
+    own ECC rules judge it (a healthy V100S and a healthy RTX 3090 without ECC are
+    accepted above), and missing data on a card that has ECC never passes."""
+    change, reason = V100S_REJECTED[case]
+    code, judged = judge(node_types["v100s"], run_agent(tmp_path, {**NODES["v100s"], **change}))
+    assert code == 1 and reason in codes(judged), judged["reasons"]
+    if case == "no_ecc_data":
+        assert ("not_equal", "ecc_off_gpus") in codes(judged)
+
+
 def test_a_missing_tool_fails_the_node_instead_of_being_skipped(node_types, tmp_path):
     path = run_agent(tmp_path, H100_NODE, without=("nvbandwidth",))
     code, judged = judge(node_types["h100"], path)
@@ -304,8 +341,9 @@ def test_an_agent_killed_halfway_keeps_what_finished_and_the_verdict_names_the_r
     )
     try:
         deadline = time.monotonic() + 60
-        while '"name": "ib_write_bw"' not in (out.read_text() if out.exists() else ""):
-            assert time.monotonic() < deadline, "the agent never reached ib_write_bw"
+        started = '"type": "check_start", "name": "dcgm_diag"'  # every other check done
+        while started not in (out.read_text() if out.exists() else ""):
+            assert time.monotonic() < deadline, "the agent never reached dcgm_diag"
             time.sleep(0.05)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the agent and its dcgmi, as a timeout would
@@ -414,3 +452,39 @@ def test_the_report_of_a_gpu_run_states_each_figure_against_its_threshold(
     assert len(n["sustained"]) == 8 and n["sustained"][0]["fp8"] == "1,450"
     text = report.render_acceptance_report(run=run, language="en", swaps=[])
     assert text.startswith(b"%PDF") and b"/ByteRange" in text
+
+
+# --------------------------------------------------------------------------- live checks
+
+
+def test_each_check_is_judged_on_its_own_as_its_line_arrives(node_types, tmp_path):
+    """What the staff run page shows while the agent runs (``interface.live_sink``): the
+    check whose output shows XID 79 fails at once with that reason, the others pass, a
+    check no rule reads (no IB on a PCIe 3090 node) is not judged."""
+    from provisioning.validation import selectors, services
+    from provisioning.validation.interface import live_sink, parse_line
+
+    def events(kind: str, node: dict) -> dict:
+        seen: dict = {}
+        target = services.node_type_target(node_types[kind])
+        sink = live_sink(target, lambda e: seen.setdefault(e.kind, []).append(e),
+                         selectors.rules_from_db(), allow_injected=True)  # fmt: skip
+        (tmp_path / kind).mkdir()
+        for text in run_agent(tmp_path / kind, node).read_text().splitlines():
+            sink(parse_line(text))
+        return seen
+
+    seen = events("h100", {**H100_NODE, "xids": [79]})
+    assert seen["planned"][0].planned[0] == "gpu_inventory"
+    assert [e.name for e in seen["started"]] == list(seen["planned"][0].planned)
+    verdicts = {e.name: e.verdict for e in seen["finished"]}
+    assert verdicts.pop("xid") == "failed" and set(verdicts.values()) == {"passed"}
+    xid = next(e for e in seen["finished"] if e.name == "xid")
+    assert {(r["code"], r["params"].get("metric")) for r in xid.reasons} == {
+        ("xid_critical", None),
+        ("not_equal", "xid_critical_count"),
+    }
+    assert xid.metrics["xid_codes"] == [79]
+    rtx = {e.name: e for e in events("rtx3090", NODES["rtx3090"])["finished"]}
+    assert (rtx["ib_write_bw"].status, rtx["ib_write_bw"].verdict) == ("skipped", "not_judged")
+    assert rtx["gemm"].verdict == "passed"

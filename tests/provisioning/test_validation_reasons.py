@@ -38,10 +38,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_every_reason_code_the_code_base_makes_has_a_message():
     made = set()
-    for name in ("rules", "evaluation", "default_rules", "ssh", "interface", "services"):
-        path = f"provisioning/validation/{name}.py"
+    names = ("rules", "evaluation", "default_rules", "ssh", "interface", "services", "metrics")
+    paths = [f"provisioning/validation/{name}.py" for name in (*names, "cluster")]
+    for path in (*paths, "provisioning/agent/checks.py", "provisioning/agent/runner.py"):
         text = (ROOT / path).read_text()
         made |= set(re.findall(r'_reason\(\s*"([a-z_]+)"', text))
+        made |= set(re.findall(r'"reason_code": "([a-z_]+)"', text))
         made |= set(re.findall(r'code="([a-z_]+)"', text))
         made |= set(re.findall(r'"code": "([a-z_]+)"', text))
         made |= set(re.findall(r'"(below_threshold|not_equal|check_skipped|check_failed)"', text))

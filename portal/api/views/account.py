@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -11,15 +11,13 @@ from accounts import services as account_services
 from accounts import webhooks
 from accounts.models import SshPublicKey, WebhookDelivery, WebhookEndpoint
 from portal.api import serializers as s
-from portal.api.base import ApiView, idempotent
-from portal.api.views.common import actor, one_or_404, organisation
-
-IDEMPOTENCY = OpenApiParameter(
-    "Idempotency-Key",
-    str,
-    OpenApiParameter.HEADER,
-    required=True,
-    description="A unique key per logical request (e.g. a UUID).",
+from portal.api.base import ApiView, idempotent, idempotent_when_keyed
+from portal.api.views.common import (
+    IDEMPOTENCY,
+    IDEMPOTENCY_OPTIONAL,
+    actor,
+    one_or_404,
+    organisation,
 )
 
 
@@ -42,16 +40,6 @@ class SshKeyList(SshKeysView):
         request=s.SshKeySerializer,
         responses={201: s.SshKeySerializer},
         parameters=[IDEMPOTENCY],
-        examples=[
-            OpenApiExample(
-                "ed25519",
-                request_only=True,
-                value={
-                    "name": "laptop",
-                    "public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI… me@laptop",
-                },
-            )
-        ],
         summary="Add a key (owners' keys only) / 添加公钥",
     )
     @idempotent
@@ -76,8 +64,10 @@ class SshKeyDetail(SshKeysView):
     @extend_schema(
         operation_id="ssh_keys_delete",
         responses={204: None},
+        parameters=[IDEMPOTENCY_OPTIONAL],
         summary="Remove a key (nodes already delivered keep it)",
     )
+    @idempotent_when_keyed
     def delete(self, request: Request, key_id: int) -> Response:
         org = organisation(request)
         one_or_404(SshPublicKey.objects.filter(organisation=org), pk=key_id)
@@ -107,16 +97,6 @@ class EndpointList(WebhooksView):
         request=s.WebhookEndpointSerializer,
         responses={201: s.WebhookEndpointSecretSerializer},
         parameters=[IDEMPOTENCY],
-        examples=[
-            OpenApiExample(
-                "Orders",
-                request_only=True,
-                value={
-                    "url": "https://ci.example.com/hooks/gpu",
-                    "event_types": ["order.paid", "order.ready"],
-                },
-            )
-        ],
         summary="Register an endpoint; the signing secret is in this answer only / 注册端点",
     )
     @idempotent
@@ -140,7 +120,12 @@ class EndpointDetail(WebhooksView):
             s.WebhookEndpointSerializer(one_or_404(_endpoints(request), pk=endpoint_id)).data
         )
 
-    @extend_schema(operation_id="webhook_endpoints_delete", responses={204: None})
+    @extend_schema(
+        operation_id="webhook_endpoints_delete",
+        responses={204: None},
+        parameters=[IDEMPOTENCY_OPTIONAL],
+    )
+    @idempotent_when_keyed
     def delete(self, request: Request, endpoint_id: int) -> Response:
         endpoint = one_or_404(_endpoints(request), pk=endpoint_id)
         webhooks.endpoint_delete(endpoint=endpoint, actor=actor(request))
@@ -202,4 +187,19 @@ class DeliveryReplay(WebhooksView):
         again = webhooks.delivery_replay(delivery=delivery, actor=actor(request))
         return Response(
             s.WebhookDeliverySerializer(_deliveries(request).get(pk=again.pk)).data, status=201
+        )
+
+
+class EventTypeList(WebhooksView):
+    @extend_schema(
+        operation_id="webhook_event_types_list",
+        responses=s.EventTypeSerializer(many=True),
+        summary="The event types an endpoint can subscribe to / 可订阅的事件类型",
+    )
+    def get(self, request: Request) -> Response:
+        return Response(
+            s.EventTypeSerializer(
+                [{"type": k, "description": str(v)} for k, v in webhooks.EVENT_TYPES.items()],
+                many=True,
+            ).data
         )

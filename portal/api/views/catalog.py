@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.utils.translation import gettext as _
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -28,13 +28,6 @@ class SiteList(CatalogView):
         operation_id="sites_list",
         responses=s.SiteSerializer(many=True),
         summary="Data centres / 数据中心",
-        examples=[
-            OpenApiExample(
-                "Shenzhen",
-                value=[{"code": "SZ", "name": "Shenzhen", "currency": "CNY", "vat_rate": "0.0600"}],
-                response_only=True,
-            )
-        ],
     )
     def get(self, request: Request) -> Response:
         return Response(s.SiteSerializer(selectors.catalog_sites(), many=True).data)
@@ -85,23 +78,6 @@ class Availability(CatalogView):
         parameters=[s.AvailabilityQuery],
         responses=s.AvailabilitySerializer,
         summary="Free nodes of a type over a window, and the earliest full start / 可用性",
-        examples=[
-            OpenApiExample(
-                "Short",
-                value={
-                    "site": "SZ",
-                    "node_type": "h100-8x-nvlink",
-                    "requested": 4,
-                    "free": 2,
-                    "can_place": False,
-                    "start": "2027-01-01T00:00:00+08:00",
-                    "end": "2027-02-01T00:00:00+08:00",
-                    "earliest_start": "2027-01-15T00:00:00+08:00",
-                    "leaves": {"sz-leaf-01": 2},
-                },
-                response_only=True,
-            )
-        ],
     )
     def get(self, request: Request) -> Response:
         query = s.AvailabilityQuery(data=request.query_params)

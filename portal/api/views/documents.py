@@ -16,9 +16,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from billing.contracts import documents as contract_documents
+from billing.contracts import services as contract_services
+from billing.contracts import signatures
 from billing.credits import documents as credit_note_documents
 from billing.invoicing import documents as invoice_documents
-from billing.models import Contract, CreditNote, Invoice
+from billing.models import Contract, ContractDocument, ContractDocumentKind, CreditNote, Invoice
 from core.models import StoredDocument
 from portal.api import serializers as s
 from portal.api.base import ApiView
@@ -175,4 +177,40 @@ class ContractPdf(PdfView, ContractsView):
             document,
             f"{contract.number}-{kind}.pdf",
             lambda: contract_documents.DRAFT.ask(contract),
+        )
+
+
+class ContractVerification(ContractsView):
+    @extend_schema(
+        operation_id="contracts_verification",
+        responses=s.ContractVerificationSerializer,
+        summary="Check the signatures of the contract's signed PDF and its audit chain, as "
+        "the public verify page does / 验证合同签名与审计链",
+    )
+    def get(self, request: Request, number: str) -> Response:
+        contract: Contract = one_or_404(_contracts(request), number=number)
+        document = dashboard.contract_sealed(contract) or (
+            ContractDocument.objects.filter(contract=contract, kind=ContractDocumentKind.SIGNED)
+            .order_by("pk")
+            .first()
+        )
+        kind = document.kind if document is not None else "none"
+        verdict = signatures.Verdict("unknown", detail="not signed yet")
+        if document is not None:
+            with document.file.open("rb") as stream:
+                verdict = signatures.verify_pdf(stream.read())
+        return Response(
+            s.ContractVerificationSerializer(
+                {
+                    "contract": contract.number,
+                    "document": kind,
+                    "sha256": document.sha256 if document is not None else "",
+                    "status": verdict.status,
+                    "signer": verdict.signer,
+                    "signed_at": verdict.signed_at,
+                    "detail": verdict.detail,
+                    "audit_chain_intact": contract_services.audit_verify(contract),
+                    "signatures": [vars(r) for r in verdict.signatures],
+                }
+            ).data
         )

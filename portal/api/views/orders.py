@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.http import Http404
 from django.utils.translation import gettext as _
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -23,18 +23,13 @@ from core.errors import DomainError
 from portal.api import serializers as s
 from portal.api.access import AccessNode, hostfile, ssh_config
 from portal.api.base import ApiView, idempotent
-from portal.api.views.common import actor, ip, language, organisation
+from portal.api.problems import Problem
+from portal.api.views.common import IDEMPOTENCY, actor, ip, language, organisation
 from portal.dashboard import selectors as dashboard
 from provisioning import selectors as provisioning_selectors
+from provisioning.health import selectors as health_selectors
 from provisioning.models import ProvisioningRun, RunNodeState, RunStatus
 
-IDEMPOTENCY = OpenApiParameter(
-    "Idempotency-Key",
-    str,
-    OpenApiParameter.HEADER,
-    required=True,
-    description="A unique key per logical request (e.g. a UUID).",
-)
 OPERATION_DONE = {RunStatus.DELIVERED, RunStatus.FAILED, RunStatus.CANCELLED}
 
 
@@ -43,6 +38,11 @@ def _order(org: Organisation, number: str) -> Order:
     if order is None:
         raise Http404
     return order
+
+
+def order_for_request(request: Request, number: str) -> Order:
+    """The key's organisation's order ``number`` (another's: 404, as on the pages)."""
+    return _order(organisation(request), number)
 
 
 def operation_data(run: ProvisioningRun) -> dict[str, Any]:
@@ -191,6 +191,35 @@ class OrderAccess(OrdersView):
                     if nodes
                     else "",
                     "hostfile": hostfile(nodes),
+                }
+            ).data
+        )
+
+
+class OrderDeliveryKit(OrdersView):
+    @extend_schema(
+        operation_id="orders_delivery_kit",
+        responses=s.DeliveryKitSerializer,
+        summary="The delivery kit: hostfile, NCCL environment, Slurm topology.conf, "
+        "Kubernetes labels (rebuilt after each swap) / 交付工具包",
+    )
+    def get(self, request: Request, number: str) -> Response:
+        order = order_for_request(request, number)
+        kit = health_selectors.order_delivery_kit(order)
+        if kit is None:
+            raise Problem(
+                409,
+                "not_delivered",
+                _("Order %(n)s has not been delivered yet.") % {"n": order.number},
+            )
+        return Response(
+            s.DeliveryKitSerializer(
+                {
+                    "hostfile": kit.hostfile,
+                    "nccl_env": kit.nccl_env,
+                    "guidance": [str(g) for g in kit.guidance],
+                    "topology_conf": kit.topology_conf,
+                    "k8s_labels": kit.k8s_labels,
                 }
             ).data
         )

@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 from django.utils.translation import gettext as _
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -23,30 +23,8 @@ from core.errors import DomainError
 from inventory.selectors import availability_search
 from portal.api import serializers as s
 from portal.api.base import ApiView, idempotent
-from portal.api.views.common import actor, ip, organisation
+from portal.api.views.common import IDEMPOTENCY, actor, ip, organisation
 from portal.api.views.orders import order_detail_data
-
-IDEMPOTENCY = OpenApiParameter(
-    "Idempotency-Key",
-    str,
-    OpenApiParameter.HEADER,
-    required=True,
-    description="A unique key per logical request (e.g. a UUID); a retry with the same "
-    "key and body returns the first answer.",
-)
-
-CONFIG_EXAMPLE = OpenApiExample(
-    "Two H100 nodes for a month",
-    value={
-        "site": "SZ",
-        "node_type": "h100-8x-nvlink",
-        "node_count": 2,
-        "term": "month",
-        "duration": 1,
-        "start_date": "2027-01-04",
-    },
-    request_only=True,
-)
 
 
 def _config(data: dict[str, Any]) -> tuple[selfservice.Configuration, Any]:
@@ -113,7 +91,6 @@ class Estimates(QuotesView):
         request=s.ConfigurationSerializer,
         responses=s.EstimateSerializer,
         parameters=[IDEMPOTENCY],
-        examples=[CONFIG_EXAMPLE],
         summary="Price a configuration; nothing is held / 估价（不占用节点）",
     )
     @idempotent
@@ -190,7 +167,6 @@ class QuoteList(QuotesView):
         request=s.ConfigurationSerializer,
         responses={201: s.QuoteSerializer},
         parameters=[IDEMPOTENCY],
-        examples=[CONFIG_EXAMPLE],
         summary="A firm quote: priced, sent, holding named nodes until it expires / 正式报价",
     )
     @idempotent
@@ -246,13 +222,6 @@ class QuoteAccept(QuotesView):
         request=s.QuoteDecisionSerializer,
         responses={201: s.OrderDetailSerializer},
         parameters=[IDEMPOTENCY],
-        examples=[
-            OpenApiExample(
-                "Accept",
-                value={"name": "Li Wei", "payment_method": "bank_transfer"},
-                request_only=True,
-            )
-        ],
         summary="Accept the quote's latest version: an order holding its nodes / 接受报价",
     )
     @idempotent

@@ -24,6 +24,7 @@ from portal.dashboard.views.common import order_or_404
 from portal.dashboard.views.orders import ACCESS_EDITORS
 from provisioning.health import selectors as health_selectors
 from provisioning.health import services as health_services
+from provisioning.health.utilisation import POINTERS
 from provisioning.models import HealthIncident, IncidentStatus
 from provisioning.telemetry import panel
 from provisioning.telemetry.prometheus import PrometheusUnavailable
@@ -46,6 +47,7 @@ def order_monitoring(request: HttpRequest, number: str) -> HttpResponse:
     except PrometheusUnavailable:
         gpus, unavailable = [], True
     tenures = panel.order_tenures(order)
+    alert = health_selectors.order_latest_alert(order)
     return render(
         request,
         "dashboard/monitoring.html",
@@ -60,6 +62,8 @@ def order_monitoring(request: HttpRequest, number: str) -> HttpResponse:
                 for n in Node.objects.filter(hostname__in=list(tenures)).order_by("hostname")
             ],
             "incidents": health_selectors.order_incidents(order),
+            "low_utilisation": alert,
+            "low_utilisation_pointer": alert and POINTERS.get(alert.pointer, alert.pointer),
             "unavailable": unavailable,
             "refresh_s": settings.PORTAL_PANEL_REFRESH_S,
         },

@@ -22,6 +22,7 @@ from billing.shop.cancellation import order_cancellable
 from core.errors import DomainError
 from portal.dashboard import selectors
 from portal.dashboard.views.common import order_or_404
+from portal.operations import services as operations_services
 from provisioning import access
 from provisioning import selectors as provisioning_selectors
 from provisioning.health import selectors as health_selectors
@@ -53,6 +54,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "invoices": selectors.invoice_list_for_org(organisation),
             "members": selectors.members_summary(organisation),
             "can_edit_billing": request.membership.role in BILLING_EDITORS,
+            # The organisation's maintenance calendar (iCal) at its secret address.
+            "maintenance_feed_url": operations_services.feed_url(organisation.pk),
         },
     )
 

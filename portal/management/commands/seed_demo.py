@@ -198,6 +198,8 @@ DEMO_USERS: list[dict[str, Any]] = [
      "email": "ops@example.com"},
     {"username": "finance", "password": "finance-demo-2026", "superuser": False,
      "group": "Finance", "email": "finance@example.com"},
+    {"username": "support", "password": "support-demo-2026", "superuser": False,
+     "group": "Support", "email": "support@example.com"},
     {"username": "customer", "password": "customer-demo-2026", "superuser": False,
      "group": None, "email": "customer@example.com", "full_name": DEMO_CUSTOMER_NAME},
 ]  # fmt: skip
@@ -208,6 +210,8 @@ GROUP_PERMISSIONS = {
     "Sales managers": ("inventory", ("view",)),
     # Invoices are marked paid (bank transfers) in the back office.
     "Finance": ("billing", ("view", "change")),
+    # The support desk: tickets (work them), saved replies, status incidents.
+    "Support": ("support", ("view", "add", "change")),
 }
 
 # The staff actions each role may take, by the permission each action names (issue 25:
@@ -222,12 +226,30 @@ GROUP_ACTION_PERMISSIONS = {
         "provisioning.change_nodevalidation",
         "core.view_outboxmessage",
         "core.change_outboxmessage",
+        # The support desk's queue and missed clocks (read); status incidents (post).
+        "support.view_ticket",
+        "support.view_statusincident",
+        "support.add_statusincident",
+        "support.change_statusincident",
+        # The operations console: the order a calendar bar opens; maintenance over an
+        # active booking (with a reason); utilisation and revenue.
+        "billing.view_order",
+        "inventory.override_booking",
+        "inventory.see_operations_reports",
     ),
     "Sales": (),
     # The provider's countersignature (an authorised signatory).
     "Sales managers": ("billing.view_contract", "billing.countersign_contract"),
     # Credit notes and refunds; metered usage posted, imported or voided.
-    "Finance": ("billing.add_creditnote", "billing.add_refund", "billing.record_usage"),
+    "Finance": (
+        "billing.add_creditnote",
+        "billing.add_refund",
+        "billing.record_usage",
+        # Utilisation and revenue (the operations console's report page).
+        "inventory.see_operations_reports",
+    ),
+    # Support sees the orders and nodes a ticket is about (in the back office).
+    "Support": ("billing.view_order", "inventory.view_node", "provisioning.view_healthincident"),
 }
 
 DEMO_BOOKING = "order:demo-seed"

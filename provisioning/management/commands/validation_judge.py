@@ -31,6 +31,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--node-type", required=True, help="the node type's code")
+        parser.add_argument(
+            "--burn-in-hours",
+            type=float,
+            default=None,
+            help="the burn-in the order bought: its rules apply, and it must have run this long",
+        )
         parser.add_argument("file", help='the agent document, or "-" for stdin')
 
     def _fail(self, message: str) -> None:
@@ -54,7 +60,9 @@ class Command(BaseCommand):
         if node_type is None:
             self._fail(f"no node type with code {options['node_type']!r}")
         assert document is not None and node_type is not None
-        judged = validation_judge_document(node_type=node_type, document=document)
+        judged = validation_judge_document(
+            node_type=node_type, document=document, burn_in_hours=options["burn_in_hours"]
+        )
         self.stdout.write(json.dumps(judged, indent=1, default=str, allow_nan=False))
         if not judged["accepted"]:
             raise SystemExit(1)

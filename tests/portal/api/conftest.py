@@ -9,6 +9,7 @@ from django.test import Client
 
 from accounts import api_keys
 from accounts.models import Membership, Organisation
+from tests.provisioning.test_replacement_paths import rented  # noqa: F401 - a delivered order
 
 
 class ApiClient(Client):

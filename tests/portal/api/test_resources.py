@@ -139,3 +139,25 @@ KEYS = [
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAJb5gRPPTtvcVHxq0lR9bYZIz1qUXM9WLKbrBlWaXs1 k1@x",
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBVOSJF3YLDPphODDWyzl9bhHGNhBfHXSCPrh+V+UzAG k2@x",
 ]
+
+
+def test_a_keyed_delete_or_put_is_replayed_and_an_unkeyed_one_just_runs(demo, api, rented):
+    key = api.post("/api/v1/ssh-keys/", {"name": "k", "public_key": KEYS[0]}).json()
+    url = f"/api/v1/ssh-keys/{key['id']}/"
+    first = api.delete(url, HTTP_IDEMPOTENCY_KEY="del-1")
+    again = api.delete(url, HTTP_IDEMPOTENCY_KEY="del-1")
+    assert first.status_code == again.status_code == 204
+    assert again["Idempotent-Replayed"] == "true"
+    assert api.delete(url).status_code == 404  # no key: the key is gone
+    order = rented[0]
+    policy = f"/api/v1/orders/{order.number}/replacement-policy/"
+    body = {"mode": "ask", "ask_minutes": 30}
+    put = api.put(policy, body, content_type="application/json", HTTP_IDEMPOTENCY_KEY="p-1")
+    assert put.status_code == 200
+    other = api.put(
+        policy, {**body, "ask_minutes": 60}, content_type="application/json",
+        HTTP_IDEMPOTENCY_KEY="p-1",
+    )  # fmt: skip
+    assert other.status_code == 409 and other.json()["code"] == "idempotency_key_reused"
+    plain = api.put(policy, {**body, "ask_minutes": 60}, content_type="application/json")
+    assert plain.status_code == 200 and plain.json()["ask_minutes"] == 60

@@ -5,6 +5,8 @@ Every output is built from a real public sample in ``tests/provisioning/samples/
 SOURCES.md), cut to the node's GPU count, renamed to its GPUs and, where a figure must
 differ (the node's H2D/P2P bandwidth, the all-reduce size and busbw), scaled or replaced
 in the sample's own layout. Standard library only, started with ``python -I -S``: fast.
+``ib_write_bw`` (one server and one client per NIC, all NICs at once) is the shell script
+:data:`IB_WRITE_BW` instead, so that eight NICs do not cost sixteen interpreters.
 """
 
 from __future__ import annotations
@@ -63,10 +65,20 @@ def _csv_value(field: str, i: int, g: dict, s: dict) -> str:
         return "5"
     if field.startswith("pcie.link.width"):
         return "16"
+    # ECC as each generation reports it: Ampere/Hopper SRAM/DRAM counters and row
+    # remapping (retired pages [N/A]); Volta no SRAM/DRAM locations (NVML: Turing+) but
+    # retired pages; GeForce no ECC at all ([N/A] everywhere, ECC mode included).
+    kind = s.get("ecc_kind", "row_remap")
+    if field == "ecc.mode.current":
+        return "[N/A]" if kind == "none" else s.get("ecc_mode", "Enabled")
     if field.startswith("ecc.errors"):
-        if not s.get("has_ecc", True):
+        if kind != "row_remap" or field in s.get("ecc_na", ()):
             return "[N/A]"
         return str(ecc.get(field, 0))
+    if field.startswith("retired_pages"):
+        if kind != "volta":
+            return "[N/A]"
+        return str(ecc.get(field, "No" if field.endswith("pending") else 0))
     if field.startswith("remapped_rows"):
         if not s.get("has_remap", True):
             return "[N/A]"
@@ -237,6 +249,10 @@ def all_reduce_perf(args: list[str], s: dict) -> int:
 def dcgmi(args: list[str], s: dict) -> int:
     if s.get("hang") == "dcgmi":
         time.sleep(120)
+    if s.get("kill_agent") == "dcgmi":  # the agent dies mid-DCGM (OOM killer, a reboot)
+        os.kill(os.getppid(), 9)
+        return 137
+    time.sleep(float(s.get("dcgmi_seconds", 0)))  # -r 3 takes about 15 minutes for real
     n = s["gpus"]
     text = sample("dcgmi_diag_json_8gpu_dcgm3.1.0_nvvs.txt")
     text = text.replace('"0,1,2,3,4,5,6,7"', '"' + ",".join(map(str, range(n))) + '"')
@@ -269,13 +285,18 @@ def ibstat(args: list[str], s: dict) -> int:
     return 0
 
 
-def ib_write_bw(args: list[str], s: dict) -> int:
-    if args[-1] != "localhost":
-        time.sleep(0.02)  # the server side: waits for the client, prints nothing we read
-        return 0
-    device = args[args.index("-d") + 1]
-    print(sample("ib_write_bw_NDR400_mlx5_0.txt").replace("mlx5_0", device), end="")
-    return 0
+#: The fake ``ib_write_bw``: the server side (no host argument) waits for nothing and
+#: prints nothing the agent reads; the client side prints the NDR400 sample for its device.
+IB_WRITE_BW = """#!/bin/sh
+dev=""; prev=""; last=""
+for a in "$@"; do [ "$prev" = "-d" ] && dev="$a"; prev="$a"; last="$a"; done
+[ "$last" = "localhost" ] || exit 0
+exec sed "s/mlx5_0/$dev/" "{sample}"
+"""
+
+
+def ib_write_bw_script() -> str:
+    return IB_WRITE_BW.replace("{sample}", str(SAMPLES / "ib_write_bw_NDR400_mlx5_0.txt"))
 
 
 TOOLS = {
@@ -285,7 +306,6 @@ TOOLS = {
     "dcgmi": dcgmi,
     "dmesg": dmesg,
     "ibstat": ibstat,
-    "ib_write_bw": ib_write_bw,
 }
 
 if __name__ == "__main__":
