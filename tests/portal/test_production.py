@@ -119,7 +119,7 @@ INLINE_SCRIPT = re.compile(r"<script(?![^>]*\b(?:src=|type=\"application/json\")
 EVENT_ATTRIBUTE = re.compile(r"<[a-z][^>]*\son[a-z]+\s*=", re.I)
 
 
-def test_no_page_template_has_an_inline_script_or_event_attribute():
+def test_no_page_template_has_an_inline_script_style_or_event_attribute():
     found = []
     for template in sorted(TEMPLATES.rglob("*.html")):
         if "pdf" in template.relative_to(TEMPLATES).parts:  # WeasyPrint runs no script
@@ -127,6 +127,7 @@ def test_no_page_template_has_an_inline_script_or_event_attribute():
         text = template.read_text()
         found += [f"{template.name}: inline <script>" for _ in INLINE_SCRIPT.findall(text)]
         found += [f"{template.name}: on* attribute" for _ in EVENT_ATTRIBUTE.findall(text)]
+        found += [f"{template.name}: <style> element" for _ in re.findall(r"<style\b", text)]
     assert found == []
 
 
