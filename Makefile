@@ -64,7 +64,11 @@ bench: setup services ## Benchmarks; each prints one JSON object as its last lin
 	$(PY) bench/ordering.py
 	$(PY) bench/catalog.py
 	$(PY) bench/provisioning.py
+<<<<<<< HEAD
+	$(PY) bench/multihost.py
+=======
 	$(PY) bench/operations.py
+>>>>>>> a45d9dd
 
 clean-var:
 	rm -rf var

@@ -208,11 +208,20 @@ def api_key_authenticate(*, secret: str, ip: str | None) -> ApiKey:
         raise ApiKeyRefused(
             _("The API key may not be used from this address."), code="ip_not_allowed"
         )
-    if not Membership.objects.filter(
-        organisation_id=key.organisation_id, user_id=key.created_by_id
-    ).exists():
+    role = (
+        Membership.objects.filter(organisation_id=key.organisation_id, user_id=key.created_by_id)
+        .values_list("role", flat=True)
+        .first()
+    )
+    if role is None:
         raise ApiKeyRefused(
             _("The member who created this API key has left the organisation."),
+            code="api_key_orphaned",
+        )
+    if role not in API_KEY_MANAGERS:
+        # A key acts as its owner: an owner made a member or viewer no longer has one.
+        raise ApiKeyRefused(
+            _("The member who created this API key is no longer an owner of the organisation."),
             code="api_key_orphaned",
         )
     if (

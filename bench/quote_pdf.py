@@ -84,6 +84,7 @@ def make_quote() -> Any:
     from django.db import transaction
 
     from accounts.models import Organisation
+    from billing.demo import DEMO_ORGANISATION_NAME
     from billing.models import Quote
     from billing.pricing.periods import site_today
     from billing.quotes.services import ItemSpec, quote_create, quote_send
@@ -127,7 +128,7 @@ def make_quote() -> Any:
     ]
     quote = quote_create(
         site=site,
-        organisation=Organisation.objects.get(name="Pearl River AI Lab"),
+        organisation=Organisation.objects.get(name=DEMO_ORGANISATION_NAME),
         contact_name="王磊",
         contact_email="wang.lei@pearlriver.example",
         term="year",

@@ -17,6 +17,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 
+def N_(message: str) -> str:
+    """Marks a text for translation without translating it (``make messages`` extracts
+    ``N_``; the acceptance report shows these sources in the reader's language)."""
+    return message
+
+
 @dataclass(frozen=True)
 class GpuFacts:
     """What a GPU family runs and its reference figures."""
@@ -55,17 +61,17 @@ class GpuFacts:
 # Order matters for ``gpu_facts``: the first ``match`` found in a name wins.
 GPU_FACTS: tuple[GpuFacts, ...] = (
     GpuFacts("H200", "H200", "H200 141G SXM", "Hopper", 141, True, True, True, Decimal("790"), "bf16", Decimal("4800"), 4,
-             "bf16 GEMM same as H100 (~790 TFLOPS; VALIDATION.md, ml-engineering)", "HBM3e 4.8 TB/s (NVIDIA H200 datasheet)", 18),
+             N_("bf16 GEMM same as H100 (~790 TFLOPS; VALIDATION.md, ml-engineering)"), N_("HBM3e 4.8 TB/s (NVIDIA H200 datasheet)"), 18),
     GpuFacts("H100", "H100", "H100 80G SXM", "Hopper", 80, True, True, True, Decimal("790"), "bf16", Decimal("3350"), 4,
-             "bf16 GEMM ~790 TFLOPS measured (VALIDATION.md; stas00/ml-engineering MAMF 794.5)", "HBM3 3.35 TB/s (NVIDIA H100 SXM datasheet)", 18),
+             N_("bf16 GEMM ~790 TFLOPS measured (VALIDATION.md; stas00/ml-engineering MAMF 794.5)"), N_("HBM3 3.35 TB/s (NVIDIA H100 SXM datasheet)"), 18),
     GpuFacts("A100-80G", "A100 80G", "A100 80G SXM", "Ampere", 80, True, False, True, Decimal("265"), "bf16", Decimal("2039"), 3,
-             "bf16 GEMM ~265–271 TFLOPS measured, lower figure used (VALIDATION.md; ml-engineering)", "HBM2e 2.04 TB/s (NVIDIA A100 datasheet)", 12),
+             N_("bf16 GEMM ~265–271 TFLOPS measured, lower figure used (VALIDATION.md; ml-engineering)"), N_("HBM2e 2.04 TB/s (NVIDIA A100 datasheet)"), 12),
     GpuFacts("A100-40G", "A100", "A100 40G SXM", "Ampere", 40, True, False, True, Decimal("246"), "bf16", Decimal("1555"), 3,
-             "bf16 GEMM ~246 TFLOPS measured (VALIDATION.md; zzc0721/torch-performance-test-data)", "HBM2 1.555 TB/s (NVIDIA A100 datasheet; not in VALIDATION.md: GUESS)", 12),
+             N_("bf16 GEMM ~246 TFLOPS measured (VALIDATION.md; zzc0721/torch-performance-test-data)"), N_("HBM2 1.555 TB/s (NVIDIA A100 datasheet; not in VALIDATION.md: GUESS)"), 12),
     GpuFacts("RTX3090", "3090", "RTX 3090 24G", "Ampere", 24, True, False, True, Decimal("76"), "bf16", Decimal("936"), None,
-             "bf16 GEMM ~76 TFLOPS measured (VALIDATION.md; zzc0721/torch-performance-test-data)", "GDDR6X 936 GB/s (NVIDIA GeForce RTX 3090 specifications; not in VALIDATION.md: GUESS)"),
+             N_("bf16 GEMM ~76 TFLOPS measured (VALIDATION.md; zzc0721/torch-performance-test-data)"), N_("GDDR6X 936 GB/s (NVIDIA GeForce RTX 3090 specifications; not in VALIDATION.md: GUESS)")),
     GpuFacts("V100S", "V100", "V100S 32G PCIe", "Volta", 32, False, False, False, Decimal("89"), "fp16", Decimal("1134"), None,
-             "fp16 GEMM ~89 TFLOPS measured (VALIDATION.md; zzc0721/torch-performance-test-data)", "HBM2 1,134 GB/s (NVIDIA V100S datasheet; not in VALIDATION.md: GUESS)"),
+             N_("fp16 GEMM ~89 TFLOPS measured (VALIDATION.md; zzc0721/torch-performance-test-data)"), N_("HBM2 1,134 GB/s (NVIDIA V100S datasheet; not in VALIDATION.md: GUESS)")),
 )  # fmt: skip
 
 BY_KEY: dict[str, GpuFacts] = {facts.key: facts for facts in GPU_FACTS}

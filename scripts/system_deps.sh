@@ -8,9 +8,12 @@
 # agent's SSH runner; the system's ssh service that the package installs is not wanted, so
 # when this script installs the package it disables that service again), prometheus
 # (Debian's 2.42: `make run` and tests/integration start it as a plain process on
-# 127.0.0.1; its system service is disabled again like ssh's).
+# 127.0.0.1; its system service is disabled again like ssh's), haproxy (the load balancer
+# of deploy/haproxy.cfg, which tests/integration/test_multihost.py starts inside a network
+# namespace; its system service is disabled again too), and the servers it runs inside
+# namespaces of its own: postgresql-15 (initdb, postgres) and redis-server.
 set -euo pipefail
-packages=(fonts-noto-cjk libharfbuzz-subset0 poppler-utils gettext libpango-1.0-0 libpangoft2-1.0-0 chromium openssh-server prometheus)
+packages=(fonts-noto-cjk libharfbuzz-subset0 poppler-utils gettext libpango-1.0-0 libpangoft2-1.0-0 chromium openssh-server prometheus haproxy postgresql-15 redis-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -26,4 +29,7 @@ if [[ " ${missing[*]} " == *" openssh-server "* ]] && command -v systemctl >/dev
 fi
 if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null; then
   $sudo systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 || true
+fi
+if [[ " ${missing[*]} " == *" haproxy "* ]] && command -v systemctl >/dev/null; then
+  $sudo systemctl disable --now haproxy >/dev/null 2>&1 || true
 fi

@@ -34,11 +34,14 @@ from billing.models import (
     ContractAuditEntry,
     ContractDocument,
     ContractDocumentKind,
+    DunningAction,
+    DunningPolicy,
     ItemKind,
 )
 from billing.pricing import schedule as schedule_engine
 from billing.pricing.late_fees import LATE_FEE_PER_DAY
 from billing.pricing.sla import SLA_CREDIT_TABLE, SLA_TARGET
+from billing.pricing.terms import billing_schedule, invoice_issue_days
 from core.documents import DocumentKind, register
 from core.pdf import css_content, normalise_language
 
@@ -87,14 +90,28 @@ def contract_lines(contract: Contract) -> list[schedule_engine.ChargeLine]:
 
 
 def contract_schedule(contract: Contract) -> list[schedule_engine.Period]:
-    quote = contract.quote
-    return schedule_engine.invoice_schedule(
-        term=quote.term,
-        duration=quote.duration,
-        start_date=quote.start_date,
+    """The periods, amounts and dates of §4.1: the same schedule the invoices follow."""
+    return billing_schedule(
+        quote=contract.quote,
         tz=contract.site.tzinfo,
         lines=contract_lines(contract),
+        order=contract.order,
     )
+
+
+def dunning_terms() -> dict[str, Any]:
+    """What §10 states about reminders and suspension, from the active dunning policy (the
+    data ``billing.dunning`` runs on): the reminder days relative to the due date
+    (``-7``: seven days before) and the days after it before a suspension."""
+    policy = DunningPolicy.objects.filter(active=True).prefetch_related("steps").first()
+    if policy is None:
+        return {"reminder_offsets": [], "grace_days": None}
+    offsets = [
+        f"{step.offset_days:+d}" if step.offset_days else "0"
+        for step in policy.ordered_steps()
+        if step.action == DunningAction.REMIND
+    ]
+    return {"reminder_offsets": offsets, "grace_days": policy.grace_days}
 
 
 def _equipment(contract: Contract) -> list[dict[str, Any]]:
@@ -306,6 +323,10 @@ def contract_context(contract: Contract, *, language: str, sealed: bool = False)
             "fault_response_minutes": FAULT_RESPONSE_MINUTES,
             "replacement_hours": REPLACEMENT_HOURS,
             "late_fee": LATE_FEE_PER_DAY,
+            "issue_days": invoice_issue_days(),
+            "late_issue_pay_days": schedule_engine.LATE_ISSUE_PAY_DAYS,
+            "extra_pay_days": schedule_engine.EXTRA_PAY_DAYS,
+            **dunning_terms(),
             "renewal_days": settings.PORTAL_RENEWAL_DAYS,
             "governing": _governing(contract),
             "sealed": sealed,

@@ -36,6 +36,7 @@ from billing.contracts.gate import needs_contract, order_release_for_provisionin
 from billing.documents.common import provider, seller_for
 from billing.documents.numbers import next_number
 from billing.models import (
+    AuditKind,
     Contract,
     ContractAuditEntry,
     ContractDocument,
@@ -46,7 +47,7 @@ from billing.models import (
     SigningCode,
 )
 from billing.pricing.periods import site_today
-from core import jobs, lifecycle
+from core import jobs, lifecycle, outbox
 from core.errors import DomainError
 from core.texts import Text
 from core.types import Actor
@@ -72,6 +73,7 @@ def audit_append(
     *, contract: Contract, kind: str, actor: Actor = None, **detail: Any
 ) -> ContractAuditEntry:
     """Append one entry to the chain (the caller holds the contract's row lock)."""
+    kind = str(kind)  # an ``AuditKind``: its key is what the hash covers
     last = contract.audit.order_by("-seq").first()
     seq = (last.seq + 1) if last else 1
     prev = last.hash if last else GENESIS
@@ -163,7 +165,7 @@ def contract_draft(
     lifecycle.record_creation([contract], actor=actor, reason=reason)
     audit_append(
         contract=contract,
-        kind="drafted",
+        kind=AuditKind.DRAFTED,
         actor=actor,
         quote=f"{quote.number} v{quote.version}",
         order=order.number,
@@ -184,11 +186,11 @@ def contract_document_rendered(*, contract: Contract, document: ContractDocument
     """Record the draft PDF's hash in the chain once."""
     with transaction.atomic():
         contract = Contract.objects.select_for_update().get(pk=contract.pk)
-        if contract.audit.filter(kind="rendered", detail__sha256=document.sha256).exists():
+        if contract.audit.filter(kind=AuditKind.RENDERED, detail__sha256=document.sha256).exists():
             return
         audit_append(
             contract=contract,
-            kind="rendered",
+            kind=AuditKind.RENDERED,
             language=document.language,
             sha256=document.sha256,
         )
@@ -262,7 +264,7 @@ def signing_code_issue(*, contract: Contract, user: Actor) -> tuple[SigningCode,
         )
         row.code_hash = _code_hash(row.pk, code)
         row.save(update_fields=["code_hash"])
-        audit_append(contract=contract, kind="code_sent", actor=user, email=user.email)
+        audit_append(contract=contract, kind=AuditKind.CODE_SENT, actor=user, email=user.email)
     return row, code
 
 
@@ -307,20 +309,17 @@ def _verify_code(contract: Contract, user: Actor, code: str) -> SigningCode | st
     return row
 
 
-def contract_sign(
-    *,
-    contract: Contract,
-    user: Actor,
-    full_name: str,
-    title: str,
-    consent: bool,
-    code: str,
-    pdf_sha256: str,
-    ip: str | None,
-    user_agent: str,
-) -> Contract:
-    """The customer signs the exact PDF shown (``pdf_sha256``)."""
-    _check_signer(contract, user)
+@dataclass(frozen=True)
+class _SignerInput:
+    """What the signer typed, checked: name, title and the request's IP (or None)."""
+
+    full_name: str
+    title: str
+    ip: str | None
+
+
+def _signer_input(*, full_name: str, title: str, consent: bool, ip: str | None) -> _SignerInput:
+    """Step 1: the typed name and title, the consent box and the IP, checked."""
     full_name, title = full_name.strip(), title.strip()
     if not full_name or not title:
         raise DomainError(_("Type your full name and your title."))
@@ -333,11 +332,23 @@ def contract_sign(
         ip = str(ipaddress.ip_address(ip)) if ip else None
     except ValueError:
         ip = None
-    # The code check commits on its own: a wrong code counts even though signing fails.
+    return _SignerInput(full_name=full_name, title=title, ip=ip)
+
+
+def _lock_open(contract: Contract) -> Contract:
+    locked = Contract.objects.select_for_update().get(pk=contract.pk)
+    if locked.status != ContractStatus.DRAFTED:
+        raise DomainError(_("This contract is no longer open for signature."))
+    return locked
+
+
+def _shown_document_and_code(
+    *, contract: Contract, user: Actor, code: str, pdf_sha256: str
+) -> tuple[ContractDocument, SigningCode]:
+    """Step 2: the PDF the signer was shown (by its SHA-256) and their one-time code. The
+    code check commits on its own: a wrong code counts even though signing fails."""
     with transaction.atomic():
-        locked = Contract.objects.select_for_update().get(pk=contract.pk)
-        if locked.status != ContractStatus.DRAFTED:
-            raise DomainError(_("This contract is no longer open for signature."))
+        locked = _lock_open(contract)
         document = ContractDocument.objects.filter(
             contract=locked, kind=ContractDocumentKind.DRAFT, sha256=pdf_sha256
         ).first()
@@ -348,86 +359,149 @@ def contract_sign(
         code_row = _verify_code(locked, user, code)
     if isinstance(code_row, str):
         raise DomainError(code_row)
-    with transaction.atomic():
-        locked = Contract.objects.select_for_update().get(pk=contract.pk)
-        if locked.status != ContractStatus.DRAFTED:
-            raise DomainError(_("This contract is no longer open for signature."))
-        code_row = SigningCode.objects.select_for_update().get(pk=code_row.pk)
-        if code_row.used_at is not None:
-            raise DomainError(_("The code has expired or was used: ask for a new one."))
-        now = timezone.now()
-        code_row.used_at = now
-        code_row.save(update_fields=["used_at"])
-        # The customer's PAdES signature on the very bytes they were shown, with a
-        # certificate the seller's signing CA issues now for this signature.
-        with document.file.open("rb") as fh:
-            shown = fh.read()
-        evidence = signatures.SignerEvidence(
-            name=full_name,
-            title=title,
-            email=user.email,
-            organisation=str(locked.parties.get("customer", {}).get("legal_name", "")),
-            user_id=user.pk,
-            code_id=code_row.pk,
-            ip=ip or "",
-            at=now,
-            contract_number=locked.number,
+    return document, code_row
+
+
+def _use_code(code_row: SigningCode, *, now: Any) -> SigningCode:
+    """Mark the code used (single use), under its row lock."""
+    code_row = SigningCode.objects.select_for_update().get(pk=code_row.pk)
+    if code_row.used_at is not None:
+        raise DomainError(_("The code has expired or was used: ask for a new one."))
+    code_row.used_at = now
+    code_row.save(update_fields=["used_at"])
+    return code_row
+
+
+def _customer_signature(
+    *,
+    contract: Contract,
+    document: ContractDocument,
+    user: Actor,
+    signer: _SignerInput,
+    code_row: SigningCode,
+    now: Any,
+) -> ContractDocument:
+    """Step 3: the customer's PAdES signature on the very bytes they were shown, with a
+    certificate the seller's signing CA issues now for this signature; stored."""
+    with document.file.open("rb") as fh:
+        shown = fh.read()
+    evidence = signatures.SignerEvidence(
+        name=signer.full_name,
+        title=signer.title,
+        email=user.email,
+        organisation=str(contract.parties.get("customer", {}).get("legal_name", "")),
+        user_id=user.pk,
+        code_id=code_row.pk,
+        ip=signer.ip or "",
+        at=now,
+        contract_number=contract.number,
+    )
+    try:
+        signed_pdf = signatures.customer_sign(
+            shown, seller=seller_for(contract.site), evidence=evidence
         )
-        try:
-            signed_pdf = signatures.customer_sign(
-                shown, seller=seller_for(locked.site), evidence=evidence
+    except signatures.SigningFailed as exc:
+        logger.warning("contract %s: customer signature failed: %s", contract.number, exc)
+        raise DomainError(
+            _(
+                "Your signature could not be applied just now (the timestamping "
+                "service did not answer). Nothing was signed and your code still "
+                "works: try again in a minute."
             )
-        except signatures.SigningFailed as exc:
-            logger.warning("contract %s: customer signature failed: %s", locked.number, exc)
-            raise DomainError(
-                _(
-                    "Your signature could not be applied just now (the timestamping "
-                    "service did not answer). Nothing was signed and your code still "
-                    "works: try again in a minute."
-                )
-            ) from exc
-        signed_doc = contract_documents.SIGNED.store(
-            locked, language=document.language, data=signed_pdf
+        ) from exc
+    return contract_documents.SIGNED.store(contract, language=document.language, data=signed_pdf)
+
+
+def _record_customer_signature(
+    *,
+    contract: Contract,
+    user: Actor,
+    signer: _SignerInput,
+    code_row: SigningCode,
+    shown: ContractDocument,
+    signed: ContractDocument,
+    user_agent: str,
+    now: Any,
+) -> None:
+    """Step 4: the audit chain's entries and the contract's move to customer-signed."""
+    audit_append(
+        contract=contract,
+        kind=AuditKind.CODE_VERIFIED,
+        actor=user,
+        code=code_row.pk,
+        email=code_row.email,
+    )
+    audit_append(
+        contract=contract,
+        kind=AuditKind.CUSTOMER_SIGNED,
+        actor=user,
+        name=signer.full_name,
+        title=signer.title,
+        email=user.email,
+        ip=signer.ip or "",
+        user_agent=user_agent[:400],
+        pdf_sha256=shown.sha256,
+        signed_pdf_sha256=signed.sha256,
+        language=shown.language,
+        consent=True,
+    )
+    lifecycle.transition(
+        contract,
+        to=ContractStatus.CUSTOMER_SIGNED,
+        actor=user,
+        reason=Text("Signed by %(name)s (%(title)s).", name=signer.full_name, title=signer.title),
+        updates={
+            "signer": user,
+            "signer_name": signer.full_name,
+            "signer_title": signer.title,
+            "signer_email": user.email,
+            "signed_at": now,
+            "signed_ip": signer.ip,
+            "signed_user_agent": user_agent[:400],
+            "signed_sha256": shown.sha256,
+            "signed_code": code_row,
+            "customer_signed_sha256": signed.sha256,
+        },
+        locked=True,
+    )
+
+
+def contract_sign(
+    *,
+    contract: Contract,
+    user: Actor,
+    full_name: str,
+    title: str,
+    consent: bool,
+    code: str,
+    pdf_sha256: str,
+    ip: str | None,
+    user_agent: str,
+) -> Contract:
+    """The customer signs the exact PDF shown (``pdf_sha256``): the input is checked, the
+    one-time code verified, the PAdES signature applied to the shown bytes and stored, and
+    the audit chain and the contract's status recorded (each a step below)."""
+    _check_signer(contract, user)
+    signer = _signer_input(full_name=full_name, title=title, consent=consent, ip=ip)
+    document, code_row = _shown_document_and_code(
+        contract=contract, user=user, code=code, pdf_sha256=pdf_sha256
+    )
+    with transaction.atomic():
+        locked = _lock_open(contract)
+        now = timezone.now()
+        code_row = _use_code(code_row, now=now)
+        signed = _customer_signature(
+            contract=locked, document=document, user=user, signer=signer, code_row=code_row, now=now
         )
-        audit_append(
+        _record_customer_signature(
             contract=locked,
-            kind="code_verified",
-            actor=user,
-            code=code_row.pk,
-            email=code_row.email,
-        )
-        audit_append(
-            contract=locked,
-            kind="customer_signed",
-            actor=user,
-            name=full_name,
-            title=title,
-            email=user.email,
-            ip=ip or "",
-            user_agent=user_agent[:400],
-            pdf_sha256=pdf_sha256,
-            signed_pdf_sha256=signed_doc.sha256,
-            language=document.language,
-            consent=True,
-        )
-        lifecycle.transition(
-            locked,
-            to=ContractStatus.CUSTOMER_SIGNED,
-            actor=user,
-            reason=Text("Signed by %(name)s (%(title)s).", name=full_name, title=title),
-            updates={
-                "signer": user,
-                "signer_name": full_name,
-                "signer_title": title,
-                "signer_email": user.email,
-                "signed_at": now,
-                "signed_ip": ip,
-                "signed_user_agent": user_agent[:400],
-                "signed_sha256": pdf_sha256,
-                "signed_code": code_row,
-                "customer_signed_sha256": signed_doc.sha256,
-            },
-            locked=True,
+            user=user,
+            signer=signer,
+            code_row=code_row,
+            shown=document,
+            signed=signed,
+            user_agent=user_agent,
+            now=now,
         )
         return locked
 
@@ -487,7 +561,7 @@ def contract_countersign(*, contract: Contract, actor: Actor) -> CountersignOutc
         )
         if locked.status != ContractStatus.CUSTOMER_SIGNED:
             raise DomainError(_("Only a contract the customer has signed can be countersigned."))
-        approvals = list(locked.audit.filter(kind="countersign_approved").order_by("seq"))
+        approvals = list(locked.audit.filter(kind=AuditKind.COUNTERSIGN_APPROVED).order_by("seq"))
         first = approvals[0] if approvals else None
         if first is None:
             authority = signatory_for(user=actor, contract=locked)
@@ -502,7 +576,7 @@ def contract_countersign(*, contract: Contract, actor: Actor) -> CountersignOutc
             if needs_second_approval(locked):
                 audit_append(
                     contract=locked,
-                    kind="countersign_approved",
+                    kind=AuditKind.COUNTERSIGN_APPROVED,
                     actor=actor,
                     name=authority.name,
                     title=authority.title,
@@ -547,7 +621,7 @@ def contract_countersign(*, contract: Contract, actor: Actor) -> CountersignOutc
         )
         audit_append(
             contract=locked,
-            kind="countersigned",
+            kind=AuditKind.COUNTERSIGNED,
             actor=signatory_user,
             name=name,
             title=title,
@@ -569,13 +643,70 @@ def contract_sealed(*, contract: Contract, document: ContractDocument) -> None:
             return
         locked.final_sha256 = document.sha256
         locked.save(update_fields=["final_sha256"])
-        audit_append(contract=locked, kind="sealed", sha256=document.sha256)
+        audit_append(contract=locked, kind=AuditKind.SEALED, sha256=document.sha256)
         lifecycle.record_note(
             [locked],
             reason=Text("Sealed with the provider's signature (SHA-256 %(h)s).", h=document.sha256),
         )
         contract_documents.AUDIT.ask(locked)
         jobs.enqueue(SEALED_EMAIL_TASK, locked.pk)
+
+
+#: A countersigned contract still unsealed this long after the countersignature (or
+#: sealed without its audit record or email) is handed to the documents queue again.
+SEAL_SWEEP_AFTER = timedelta(minutes=10)
+SEALED_STATUSES = (
+    ContractStatus.COUNTERSIGNED,
+    ContractStatus.ACTIVE,
+    ContractStatus.SUSPENDED,
+    ContractStatus.ENDED,
+)
+
+
+@dataclass(frozen=True)
+class SealSweep:
+    seals: int  # sealing asked again (no sealed PDF recorded)
+    audits: int  # the audit record asked again
+    emails: int  # the "sealed contract" email asked again
+
+
+def _ask_once(task: str, *args: Any) -> bool:
+    if outbox.pending_like([(task, args)]):
+        return False  # already waiting for the broker
+    jobs.enqueue(task, *args)
+    return True
+
+
+def contracts_seal_sweep(*, now: Any = None, older_than: timedelta = SEAL_SWEEP_AFTER) -> SealSweep:
+    """Beat: retry the seals that failed for good (the timestamping authority or the
+    signing material was down past the task's retries, or a worker died mid-task), then
+    the audit records and sealed-contract emails such a failure left out. Idempotent: the
+    document tasks never make a document twice and the email is claimed once, and work
+    already waiting in the outbox is not asked again."""
+    now = now or timezone.now()
+    cutoff = now - older_than
+    countersigned = Contract.objects.filter(
+        status__in=SEALED_STATUSES, countersigned_at__lte=cutoff
+    ).prefetch_related("documents")
+    seals = audits = emails = 0
+    for contract in countersigned:
+        language = contract_documents.SEALED.language(contract, None)
+        if not contract.final_sha256:
+            seals += _ask_once(contract_documents.SEAL_TASK, contract.pk, language)
+            continue
+        kinds = {d.kind for d in contract.documents.all() if d.language == language}
+        if ContractDocumentKind.AUDIT not in kinds:
+            audits += _ask_once(contract_documents.AUDIT_TASK, contract.pk, language)
+        if contract.sealed_emailed_at is None:
+            emails += _ask_once(SEALED_EMAIL_TASK, contract.pk)
+    if seals or audits or emails:
+        logger.warning(
+            "contract seal sweep: %s seals, %s audit records, %s emails asked again",
+            seals,
+            audits,
+            emails,
+        )
+    return SealSweep(seals=seals, audits=audits, emails=emails)
 
 
 def contracts_activate_and_end(*, now: Any = None) -> int:

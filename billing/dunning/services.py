@@ -33,6 +33,7 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone, translation
 
+from billing.invoicing import services as invoicing
 from billing.models import (
     ORDER_IN_SERVICE_STATUSES,
     ContractStatus,
@@ -113,11 +114,9 @@ def paid_period_invoice(order: Order, now: datetime) -> Invoice | None:
     )
 
 
-def invoice_late_fee(invoice: Invoice, *, until: datetime | None = None) -> Decimal:
-    """The late fee the contract's clause 11 gives on ``invoice`` up to ``until`` (today):
-    ``billing.pricing.late_fees.late_fee`` over its payments (by value date) and credits."""
+def _settlements(invoice: Invoice) -> list[tuple[date, Decimal]]:
+    """(day received, amount) of the invoice's payments (by value date) and credits."""
     tz = invoice.order.site.tzinfo
-    until_day = (until or timezone.now()).astimezone(tz).date()
     settlements: list[tuple[date, Decimal]] = []
     for payment in invoice.payments.filter(
         status__in=(PaymentStatus.SUCCEEDED, PaymentStatus.REFUNDED), duplicate_of__isnull=True
@@ -126,12 +125,69 @@ def invoice_late_fee(invoice: Invoice, *, until: datetime | None = None) -> Deci
         settlements.append((payment.value_date or at.astimezone(tz).date(), payment.amount))
     for application in invoice.credit_applications.all():
         settlements.append((application.applied_at.astimezone(tz).date(), application.amount))
+    return settlements
+
+
+def invoice_late_fee(invoice: Invoice, *, until: datetime | None = None) -> Decimal:
+    """The late fee the contract's clause 10 gives on ``invoice`` up to ``until`` (today):
+    ``billing.pricing.late_fees.late_fee`` over its payments (by value date) and credits.
+    A late-fee document bears no late fee of its own (no fee on a fee)."""
+    if invoice.late_fee_for_id is not None:
+        return Decimal("0")
+    tz = invoice.order.site.tzinfo
     return late_fees.late_fee(
         total=invoice.gross_total,
         due_on=invoice.due_at.astimezone(tz).date(),
-        settlements=settlements,
-        until=until_day,
+        settlements=_settlements(invoice),
+        until=(until or timezone.now()).astimezone(tz).date(),
     )
+
+
+# How far back the late-fee job looks for documents paid (it runs hourly; a document paid
+# after its due date is invoiced its fee at the next run).
+LATE_FEE_WINDOW = timedelta(days=90)
+
+
+def late_fees_invoice_due(*, now: datetime | None = None) -> int:
+    """Beat (idempotent): the late fee of every document paid after its due date is
+    invoiced, as contract §10 says, on a payment notice of its own once the overdue
+    document is paid in full (the fee is final then: computed to the day each part was
+    received). One late-fee document per overdue document (a one-to-one link, checked
+    under the order's lock). Returns how many were issued."""
+    now = now or timezone.now()
+    issued = 0
+    overdue_paid = (
+        Invoice.objects.filter(
+            status=InvoiceStatus.PAID,
+            late_fee_for__isnull=True,
+            late_fee_invoice__isnull=True,
+            paid_at__gte=now - LATE_FEE_WINDOW,
+        )
+        .select_related("order__site")
+        .prefetch_related("payments", "credit_applications")
+    )
+    for invoice in overdue_paid:
+        fee = invoice_late_fee(invoice)
+        if fee <= 0:
+            continue
+        tz = invoice.order.site.tzinfo
+        last_day = max(
+            (day for day, _amount in _settlements(invoice)),
+            default=invoice.paid_at.astimezone(tz).date() if invoice.paid_at else now.date(),
+        )
+        if (
+            invoicing.invoice_issue_late_fee(
+                invoice=invoice,
+                fee=fee,
+                due_on=invoice.due_at.astimezone(tz).date(),
+                last_day=last_day,
+                rate_percent=late_fees.LATE_FEE_PER_DAY,
+                now=now,
+            )
+            is not None
+        ):
+            issued += 1
+    return issued
 
 
 def suspensions_resume_paid_period(*, now: datetime | None = None) -> int:
@@ -210,8 +266,8 @@ def _invoice_step(
         jobs.enqueue(NOTICE_EMAIL_TASK, notice.pk)
         result.reminders += 1
         return
-    if suspend is None or suspend.pk in done:
-        return
+    if suspend is None or suspend.pk in done or invoice.late_fee_for_id is not None:
+        return  # a late-fee document is reminded, never a reason to suspend (§10)
     if any(s.pk not in done for s in reminders):
         return  # a reminder is still to come
     when = earliest_suspension(invoice, suspend)

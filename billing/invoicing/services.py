@@ -3,9 +3,11 @@
 - The first period's document is issued when the quote is accepted
   (``invoice_issue_first``, called by ``order_create_from_quote``); it is due at the
   order's payment deadline.
-- Later periods are issued by a beat job (``invoices_issue_due``) ``PORTAL_INVOICE_ISSUE_DAYS``
-  days before each period starts, due when the period starts. The unique (order, period)
-  constraint makes the job idempotent: run twice, it issues nothing twice.
+- Later periods are issued by a beat job (``invoices_issue_due``) on their issue day and
+  due as ``billing.pricing.schedule`` states it (``PORTAL_INVOICE_ISSUE_DAYS`` days before
+  each period starts, due when it starts; the one rule the contract and pages print). The
+  unique (order, period) constraint makes the job idempotent: run twice, it issues nothing
+  twice.
 - Each document has its lines (the period's share of every quote line, with the line's
   tax category and rate), metered usage of closed months billed in arrears, and the SLA
   credits not yet applied (negative lines with their explanation and evidence).
@@ -23,7 +25,6 @@ from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -49,6 +50,7 @@ from billing.models import (
     UsageRecord,
 )
 from billing.pricing import schedule as schedule_engine
+from billing.pricing.terms import billing_schedule
 from core import jobs, lifecycle
 from core.texts import Text
 from core.types import Actor
@@ -59,12 +61,6 @@ CENT = Decimal("0.01")
 EGRESS_CODE = "egress"
 # Orders whose later periods are issued: the first period was paid and the rental runs.
 ISSUING_STATUSES = ORDER_IN_SERVICE_STATUSES
-# A period issued late (after it started) still gives the customer this long to pay.
-LATE_ISSUE_PAY_DAYS = 3
-
-
-def issue_days() -> int:
-    return int(settings.PORTAL_INVOICE_ISSUE_DAYS)
 
 
 def cents(value: Decimal) -> Decimal:
@@ -120,13 +116,7 @@ def order_schedule(
         )
         for line in quote_lines
     ]
-    return schedule_engine.invoice_schedule(
-        term=quote.term,
-        duration=quote.duration,
-        start_date=quote.start_date,
-        tz=order.site.tzinfo,
-        lines=lines,
-    )
+    return billing_schedule(quote=quote, tz=order.site.tzinfo, lines=lines, order=order)
 
 
 def _charge_rows(
@@ -379,6 +369,8 @@ def _invoice_create(
     actor: Actor,
     period: schedule_engine.Period | None,
     now: datetime,
+    reason: str = "",
+    late_fee_for: Invoice | None = None,
 ) -> Invoice:
     net = sum((r["net"] for r in rows), Decimal("0"))
     vat = sum((r["vat"] for r in rows), Decimal("0"))
@@ -399,6 +391,7 @@ def _invoice_create(
         period_start=period.start if period else None,
         period_end=period.end if period else None,
         fapiao=fapiao_snapshot(order.organisation),
+        late_fee_for=late_fee_for,
     )
     InvoiceLine.objects.bulk_create(
         [InvoiceLine(invoice=invoice, position=i + 1, **row) for i, row in enumerate(rows)]
@@ -406,7 +399,8 @@ def _invoice_create(
     lifecycle.record_creation(
         [invoice],
         actor=actor,
-        reason=(
+        reason=reason
+        or (
             _("Issued for billing period %(seq)s.") % {"seq": period.seq}
             if period
             else Text("Issued for metered usage.")
@@ -496,9 +490,7 @@ def invoice_issue_period(
         gross = sum((r["net"] + r["vat"] for r in rows + usage_rows + credit_rows), Decimal("0"))
         if gross < 0:  # credits larger than the invoice: they go on a credit note instead
             credit_rows, credits = [], []
-        due_at = max(period.start, now + timedelta(days=LATE_ISSUE_PAY_DAYS))
-        if period.start - now >= timedelta(days=LATE_ISSUE_PAY_DAYS):
-            due_at = period.start
+        due_at = schedule_engine.due_at(period_start=period.start, issued_at=now)
         try:
             with transaction.atomic():
                 invoice = _invoice_create(
@@ -542,7 +534,7 @@ def invoice_issue_usage(*, order: Order, now: datetime | None = None) -> Invoice
         invoice = _invoice_create(
             order=order,
             rows=rows,
-            due_at=now + timedelta(days=max(LATE_ISSUE_PAY_DAYS, 14)),
+            due_at=schedule_engine.extra_due_at(issued_at=now),
             actor=None,
             period=None,
             now=now,
@@ -551,12 +543,101 @@ def invoice_issue_usage(*, order: Order, now: datetime | None = None) -> Invoice
         return invoice
 
 
+def _late_fee_row(
+    invoice: Invoice, *, fee: Decimal, due_on: date, last_day: date, rate_percent: Decimal
+) -> dict[str, Any]:
+    """The late fee as one line, taxed as the overdue document's main charge (a late fee
+    is part of the price of what was sold, 价外费用): the fee is the gross amount, its VAT
+    is taken out of it (net = fee ÷ (1 + rate), to the cent)."""
+    main = invoice.lines.exclude(kind=InvoiceLineKind.CREDIT).order_by("-net", "position").first()
+    rate = main.vat_rate if main is not None else invoice.order.quote.vat_rate
+    category = main.tax_category if main is not None else TaxCategory.IT_SERVICE
+    net = cents(fee / (1 + rate))
+    values = {
+        "n": invoice.number,
+        "due": due_on.isoformat(),
+        "last": last_day.isoformat(),
+        "rate": f"{rate_percent.normalize():f}",
+    }
+    return {
+        "kind": InvoiceLineKind.LATE_FEE,
+        "code": "late_fee",
+        "description": (
+            "Late fee on {n}: {rate} % a day from the day after {due} to {last}, "
+            "on what was unpaid each day (contract §10)"
+        ).format(**values),
+        "description_zh": (
+            "{n} 滞纳金：自 {due} 次日起至 {last}，按每日未付金额的 {rate}% 计（合同第十条）"
+        ).format(**values),
+        "quantity": Decimal("1"),
+        "unit": "",
+        "unit_price": net,
+        "periods": Decimal("1"),
+        "period_unit": "",
+        "list_amount": net,
+        "discount": Decimal("0"),
+        "net": net,
+        "vat": fee - net,
+        "vat_rate": rate,
+        "tax_category": category,
+        "detail": {
+            "late_fee_for": invoice.number,
+            "due_on": values["due"],
+            "last_day": values["last"],
+            "rate_percent": values["rate"],
+            "fee": str(fee),
+        },
+    }
+
+
+def invoice_issue_late_fee(
+    *,
+    invoice: Invoice,
+    fee: Decimal,
+    due_on: date,
+    last_day: date,
+    rate_percent: Decimal,
+    now: datetime | None = None,
+) -> Invoice | None:
+    """The late-fee document of ``invoice`` (paid after its due date; ``fee`` computed by
+    ``billing.dunning``): one line, due ``EXTRA_PAY_DAYS`` after it is issued. ``None``
+    when it exists already (idempotent) or there is no fee."""
+    now = now or timezone.now()
+    if fee <= 0:
+        return None
+    with transaction.atomic():
+        order = (
+            Order.objects.select_for_update()
+            .select_related("site", "quote")
+            .get(pk=invoice.order_id)
+        )
+        if Invoice.objects.filter(late_fee_for=invoice).exists():
+            return None
+        row = _late_fee_row(
+            invoice, fee=fee, due_on=due_on, last_day=last_day, rate_percent=rate_percent
+        )
+        try:
+            with transaction.atomic():
+                created = _invoice_create(
+                    order=order,
+                    rows=[row],
+                    due_at=schedule_engine.extra_due_at(issued_at=now),
+                    actor=None,
+                    period=None,
+                    now=now,
+                    reason=Text("Late fee on %(n)s.", n=invoice.number),
+                    late_fee_for=invoice,
+                )
+        except IntegrityError:
+            return None
+        return created
+
+
 def invoices_issue_due(*, now: datetime | None = None) -> int:
     """Beat: issue every later period whose issue day has come, and bill closed months of
     usage of orders past their last period. Idempotent: run twice, it issues nothing twice.
     Returns how many documents were issued."""
     now = now or timezone.now()
-    ahead = timedelta(days=issue_days())
     issued = 0
     candidates = Order.objects.filter(status__in=ISSUING_STATUSES).select_related("site", "quote")
     for order in candidates:
@@ -566,8 +647,9 @@ def invoices_issue_due(*, now: datetime | None = None) -> int:
             )
         )
         periods = order_schedule(order)
+        today = now.astimezone(order.site.tzinfo).date()
         for period in periods[1:]:
-            if period.seq in existing or period.start - ahead > now:
+            if period.seq in existing or period.issue_on > today:
                 continue
             if invoice_issue_period(order=order, seq=period.seq, now=now) is not None:
                 issued += 1

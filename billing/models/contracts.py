@@ -33,6 +33,7 @@ from inventory.models import Site
 __all__ = [
     "CONTRACT_SIGNED",
     "CONTRACT_TRANSITIONS",
+    "AuditKind",
     "Contract",
     "ContractAuditEntry",
     "ContractDocument",
@@ -199,6 +200,20 @@ class ContractEvent(LifecycleEvent):
         verbose_name_plural = _("contract events")
 
 
+class AuditKind(models.TextChoices):
+    """The events of a contract's audit chain: the key is what the hash covers, the label
+    what a page or PDF shows in the reader's language."""
+
+    DRAFTED = "drafted", _("contract drafted")
+    RENDERED = "rendered", _("PDF for signature made")
+    CODE_SENT = "code_sent", _("one-time code sent")
+    CODE_VERIFIED = "code_verified", _("one-time code verified")
+    CUSTOMER_SIGNED = "customer_signed", _("signed by the customer")
+    COUNTERSIGN_APPROVED = "countersign_approved", _("countersignature approved")
+    COUNTERSIGNED = "countersigned", _("countersigned by the provider")
+    SEALED = "sealed", _("sealed with the provider's seal")
+
+
 class ContractAuditEntry(models.Model):
     """One link of the contract's audit chain (``hash`` covers ``prev_hash``)."""
 
@@ -230,6 +245,11 @@ class ContractAuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.contract_id}#{self.seq} {self.kind}"
+
+    @property
+    def kind_label(self) -> str:
+        """The event in the active language (the stored key when it is not a known one)."""
+        return str(AuditKind(self.kind).label) if self.kind in AuditKind.values else self.kind
 
 
 class ContractDocumentKind(models.TextChoices):

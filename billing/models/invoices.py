@@ -114,6 +114,16 @@ class Invoice(models.Model):
     fapiao = models.JSONField(_("fapiao request"), default=dict, blank=True)
     # The "invoice issued" email (with the PDF and bank details) went out, once.
     issued_emailed_at = models.DateTimeField(_("issue emailed"), null=True, blank=True)
+    # A late-fee document (contract §10): the overdue document whose late fee it charges,
+    # once it was paid (at most one late-fee document per overdue document).
+    late_fee_for = models.OneToOneField(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="late_fee_invoice",
+        verbose_name=_("late fee for"),
+    )
 
     lifecycle = Lifecycle(
         choices=InvoiceStatus,
@@ -183,6 +193,7 @@ class InvoiceLineKind(models.TextChoices):
     CHARGE = "charge", _("period charge")
     USAGE = "usage", _("metered usage")
     CREDIT = "credit", _("SLA credit")
+    LATE_FEE = "late_fee", _("late fee")
 
 
 class InvoiceLine(models.Model):

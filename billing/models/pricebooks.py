@@ -94,8 +94,14 @@ class TaxCategory(models.TextChoices):
 
 # Per tax category: the 税收分类编码 and the short name the fapiao prints before the item
 # (``*信息技术服务*…``), for the fapiao export. Codes follow the 商品和服务税收分类编码表
-# (财税〔2016〕36号 categories); finance confirms them against the table their tax software
-# holds before the first import (one place to change them).
+# (财税〔2016〕36号 categories).
+# UNVERIFIED — FINANCE MUST CONFIRM BEFORE THE FIRST IMPORT. These codes were written from
+# memory and could not be checked against the State Taxation Administration's current
+# table in any session so far (no authoritative copy was reachable). In particular the
+# leasing code (经营租赁, 3040502…) and whether IDC rental should be coded as 信息技术服务
+# (304020…) or 增值电信服务 (30302…) are open questions for finance and the tax advisor.
+# Compare each code with the table in the tax software and change it here (one place);
+# README "Fapiao export" repeats this warning.
 TAX_CLASSIFICATION: dict[str, tuple[str, str]] = {
     TaxCategory.IT_SERVICE: ("3040205000000000000", "信息技术服务"),
     TaxCategory.EQUIPMENT_LEASE: ("3040502020200000000", "经营租赁"),

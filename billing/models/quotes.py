@@ -267,6 +267,11 @@ class Quote(models.Model):
             return self.expires_at
         return end_of_day(site=self.site, day=min(self.valid_until, self.start_date))
 
+    @property
+    def expiry_text(self) -> str:
+        """The expiry as every page, PDF and email prints it: site time, to the minute."""
+        return str(self.expiry.astimezone(self.site.tzinfo).strftime("%Y-%m-%d %H:%M"))
+
 
 class ItemKind(models.TextChoices):
     NODE = "node", _("nodes")

@@ -5,9 +5,10 @@ methods offered, and the texts the documents print about them (reads, no writes)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, tzinfo
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -15,6 +16,7 @@ from billing import stripe_api
 from billing.models import (
     PaymentMethod,
 )
+from billing.pricing import schedule
 from billing.pricing.periods import earliest_start_date, rental_period
 from inventory.models import Site
 
@@ -82,6 +84,40 @@ def hold_terms(
     return HoldTerms(method=method, pay_by=due)
 
 
+def invoice_issue_days() -> int:
+    """Later billing periods are issued this many days before they start (the one setting
+    the schedule, the beat job, the contract and the pages read)."""
+    return int(settings.PORTAL_INVOICE_ISSUE_DAYS)
+
+
+def billing_schedule(
+    *,
+    quote: Any,
+    tz: tzinfo,
+    lines: list[schedule.ChargeLine],
+    order: Any = None,
+) -> list[schedule.Period]:
+    """The billing periods of ``quote`` with their issue and due dates
+    (``billing.pricing.schedule``): period 1 is issued with the ``order`` (when there is
+    one) and due by its payment deadline."""
+    first_issued_on = first_due_on = None
+    if order is not None:
+        if order.created_at is not None:
+            first_issued_on = order.created_at.astimezone(tz).date()
+        if order.payment_due_at is not None:
+            first_due_on = order.payment_due_at.astimezone(tz).date()
+    return schedule.invoice_schedule(
+        term=quote.term,
+        duration=quote.duration,
+        start_date=quote.start_date,
+        tz=tz,
+        lines=lines,
+        issue_days=invoice_issue_days(),
+        first_issued_on=first_issued_on,
+        first_due_on=first_due_on,
+    )
+
+
 def earliest_start_for(site: Site, methods: list[str], *, now: datetime | None = None) -> date:
     """The earliest start date that every one of ``methods`` can meet (the rule of
     ``hold_terms``): the site's lead time for any method, and for a bank transfer a
@@ -108,6 +144,56 @@ def earliest_start_reason(site: Site, methods: list[str], *, now: datetime | Non
             % values
         )
     return _("The earliest start is %(date)s: the nodes need %(hours)s hours to prepare.") % values
+
+
+def acceptance_refusal(
+    *,
+    site: Site,
+    start_date: date,
+    quote_expires_at: datetime,
+    self_service: bool,
+    methods: list[str] | None = None,
+    now: datetime | None = None,
+) -> str:
+    """Why the customer could not accept a quote sent now ("" when they can): the one
+    rule ``quote_send`` enforces and the sales page states before Send. The customer can
+    accept when the quote is still open and at least one offered payment method works:
+    the nodes can be ready by the start (the site's lead time) and, for a bank transfer,
+    ``hold_terms`` gives a deadline the money can meet (card, Alipay and WeChat Pay are
+    offered only when Stripe is configured)."""
+    now = now or timezone.now()
+    methods = payment_methods_offered() if methods is None else methods
+    if quote_expires_at <= now:
+        return _("The quote's validity has passed: set a later validity date.")
+    earliest = min(earliest_start_for(site, [m], now=now) for m in methods)
+    if start_date < earliest:
+        return _(
+            "The customer could not accept this quote: the earliest start the customer "
+            "can pay for in time (%(methods)s) is %(date)s. Move the start date."
+        ) % {"methods": payment_methods_text(methods), "date": earliest.isoformat()}
+    if any(m in CARD_METHODS for m in methods):
+        return ""
+    terms = hold_terms(
+        site=site,
+        start_date=start_date,
+        method=PaymentMethod.BANK_TRANSFER,
+        quote_expires_at=quote_expires_at,
+        self_service=self_service,
+        now=now,
+    )
+    if not terms.possible and quote_expires_at < now + TRANSFER_MIN_WINDOW:
+        return _(
+            "The customer could not accept this quote: only bank transfer is offered and "
+            "the quote expires at %(when)s, before a transfer can arrive. Set a later "
+            "validity date."
+        ) % {"when": quote_expires_at.astimezone(site.tzinfo).strftime("%Y-%m-%d %H:%M")}
+    if not terms.possible:
+        return _(
+            "The customer could not accept this quote: only bank transfer is offered and "
+            "the money could not arrive before the nodes must be prepared. Start on "
+            "%(date)s or later."
+        ) % {"date": terms.transfer_start.isoformat() if terms.transfer_start else "—"}
+    return ""
 
 
 def transfer_refusal(terms: HoldTerms) -> str:

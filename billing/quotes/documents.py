@@ -50,7 +50,13 @@ from billing.pricing import engine as pricing
 from billing.pricing import selectors
 from billing.pricing.engine import GpuEquivalent, gpu_equivalent
 from billing.pricing.periods import rental_period
-from billing.pricing.terms import hold_rows, payment_methods_offered, payment_methods_text
+from billing.pricing.schedule import billing_periods
+from billing.pricing.terms import (
+    hold_rows,
+    invoice_issue_days,
+    payment_methods_offered,
+    payment_methods_text,
+)
 from core.documents import DocumentKind, register
 from core.pdf import css_content
 from inventory.models import Fabric
@@ -326,7 +332,13 @@ def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
             "currency": quote.currency,
             "vat_applies": quote.vat_rate > Decimal("0"),
             "amount_in_words": amount_in_words,
-            "expiry": quote.expiry.astimezone(tz).strftime("%Y-%m-%d %H:%M"),
+            "expiry": quote.expiry_text,
+            "billed_periods": len(
+                billing_periods(
+                    term=quote.term, duration=quote.duration, start_date=quote.start_date, tz=tz
+                )
+            ),
+            "issue_days": invoice_issue_days(),
             "gpu_equivalent": quote_gpu_equivalent(quote, lines),
             "tax_notes": tax_notes(lines),
             "single_rate": single_rate(lines, quote.vat_rate),

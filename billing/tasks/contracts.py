@@ -28,3 +28,13 @@ def contract_ready_email(contract_id: int) -> str:
 def contract_sealed_email(contract_id: int) -> str:
     """Send the sealed contract and its audit record to the customer (once)."""
     return contract_emails.contract_sealed_email_send(contract_id=contract_id)
+
+
+@shared_task(
+    name="billing.tasks.contracts_seal_sweep_task", queue=CeleryQueue.BILLING, **SWEEP_LIMITS
+)
+def contracts_seal_sweep_task() -> int:
+    """Seals that failed for good (and the audit records and emails they left out) are
+    asked again (beat; idempotent)."""
+    swept = contract_services.contracts_seal_sweep()
+    return swept.seals + swept.audits + swept.emails

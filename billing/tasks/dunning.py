@@ -22,6 +22,12 @@ def dunning_run_task() -> dict[str, int]:
     }
 
 
+@shared_task(name="billing.tasks.late_fees_invoice_task", queue=CeleryQueue.BILLING, **SWEEP_LIMITS)
+def late_fees_invoice_task() -> int:
+    """Invoice the late fee of each document paid after its due date (beat). Idempotent."""
+    return dunning.late_fees_invoice_due()
+
+
 @shared_task(name="billing.tasks.dunning_notice_email", **MAIL_TASK_OPTIONS)
 def dunning_notice_email(notice_id: int) -> str:
     """Email one dunning reminder; sends once (see the service)."""

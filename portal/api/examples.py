@@ -212,7 +212,13 @@ CONTRACT = {
     "signing_url": "/en/account/orders/O-SZ-2026-000017/contract/",
     "pdf_url": "/api/v1/contracts/C-SZ-2026-000009/pdf/",
 }
-PENDING = {"status": "pending", "retry_after": 3}
+PENDING = {
+    "kind": "document_render",
+    "status": "pending",
+    "done": False,
+    "retry_after": 3,
+    "poll": "/api/v1/invoices/PN-SZ-2026-000031/pdf/",
+}
 SSH_KEY = {
     "id": 5,
     "name": "laptop",

@@ -53,7 +53,7 @@ def titles() -> dict[str, str]:
         "api_key_revoked": _("The API key has been revoked."),
         "api_key_expired": _("The API key has expired."),
         "ip_not_allowed": _("The API key may not be used from this address."),
-        "api_key_orphaned": _("The API key's creator has left the organisation."),
+        "api_key_orphaned": _("The API key's creator can no longer act for the organisation."),
         "insufficient_scope": _("The API key's scopes do not allow this."),
         "not_found": _("Not found."),
         "method_not_allowed": _("Method not allowed."),
@@ -154,7 +154,8 @@ def _classify(exc: Exception) -> tuple[int, str, str, list[dict[str, str]], dict
         return 400, "malformed_request", titles()["malformed_request"], [], {}
     if isinstance(exc, exceptions.AuthenticationFailed):
         code = getattr(exc, "problem_code", "invalid_api_key")
-        return 401, code, titles().get(code, str(exc.detail)), [], {}
+        detail = str(exc.detail) if hasattr(exc, "problem_code") else titles()[code]
+        return 401, code, detail, [], {}
     if isinstance(exc, exceptions.NotAuthenticated):
         return 401, "not_authenticated", _("Send an API key: Authorization: Bearer <key>."), [], {}
     if isinstance(exc, exceptions.PermissionDenied):

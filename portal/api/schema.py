@@ -27,6 +27,22 @@ def _first_success(responses: dict[str, Any], status: str | None) -> tuple[str, 
     return code, responses.get(code, {})
 
 
+# What a receiver runs to check ``Portal-Signature`` (the README shows the same code; a
+# test runs both against real signatures).
+RECEIVER_EXAMPLE = """\
+import hashlib, hmac, time
+
+
+def verify(secret: str, header: str, body: bytes, tolerance: int = 300) -> bool:
+    parts = [p.split("=", 1) for p in header.split(",") if "=" in p]
+    t = next((v for k, v in parts if k == "t"), "")
+    if not t.isdigit() or abs(time.time() - int(t)) > tolerance:
+        return False
+    expected = hmac.new(secret.encode(), f"{t}.".encode() + body, hashlib.sha256).hexdigest()
+    return any(k == "v1" and hmac.compare_digest(expected, v) for k, v in parts)
+"""
+
+
 def _in(language: str, text: object) -> str:
     with translation.override(language):
         return str(text)
@@ -70,5 +86,13 @@ def attach_examples(result: dict[str, Any], generator: Any, request: Any, public
         + "`GET /api/v1/webhook-event-types/` lists them too. / 端点可订阅以下事件。\n\n"
         + "| type / 类型 | when | 何时 |\n| --- | --- | --- |\n"
         + rows
+        + "\n\n## Verifying a delivery / 验证投递签名\n\n"
+        + "Each delivery is a POST with `Portal-Signature: t=<unix>,v1=<hex>`: HMAC-SHA256 of "
+        + '`"<t>." + body` with the endpoint\'s secret (a second `v1` during a rotation). '
+        + "Check it on the raw body, then deduplicate by the body's `id`. / "
+        + "用端点密钥对 `<t>.` 加原始请求体计算 HMAC-SHA256 并比对，再按 `id` 去重。\n\n"
+        + "```python\n"
+        + RECEIVER_EXAMPLE
+        + "```\n"
     )
     return result

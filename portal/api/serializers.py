@@ -563,8 +563,14 @@ class SizingQuery(serializers.Serializer):
 
 
 class DocumentPendingSerializer(serializers.Serializer):
+    """A document render in progress: an operation to poll at ``poll`` (the same URL,
+    which answers the PDF once it is stored)."""
+
+    kind = serializers.CharField()
     status = serializers.CharField()
+    done = serializers.BooleanField()
     retry_after = serializers.IntegerField()
+    poll = serializers.CharField()
 
 
 def paged(serializer: type[serializers.Serializer]) -> serializers.Serializer:

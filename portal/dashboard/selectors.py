@@ -332,7 +332,13 @@ def order_money(order: Order) -> dict[str, Any]:
         ),
         "has_schedule": len(periods) > 1,
         "invoice_schedule": [
-            {"seq": p.seq, "start": p.start, "gross": p.gross}
+            {
+                "seq": p.seq,
+                "start": p.start,
+                "issue_on": p.issue_on,
+                "due_on": p.due_on,
+                "gross": p.gross,
+            }
             for p in periods
             if p.seq not in issued
         ]

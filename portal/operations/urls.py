@@ -7,6 +7,7 @@ from portal.operations import views
 app_name = "operations"
 
 urlpatterns = [
+    path("", views.home, name="home"),
     path("calendar/", views.calendar, name="calendar"),
     path("maintenance/", views.maintenance_list, name="maintenance_list"),
     path("maintenance/new/", views.maintenance_new, name="maintenance_new"),

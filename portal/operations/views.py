@@ -59,6 +59,21 @@ def _ticks(zoom: str, start: Any, end: Any) -> list[dict[str, Any]]:
     return out
 
 
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    """The "Operations" link of every staff page: the calendar for staff who may see it,
+    else utilisation and revenue, else 403. The link itself checks no permission (that
+    would cost every page two queries); this view does."""
+    user = request.user
+    if not (user.is_authenticated and user.is_staff):
+        raise PermissionDenied
+    if user.has_perm(VIEW_CALENDAR):
+        return redirect("operations:calendar")
+    if user.has_perm(VIEW_REPORTS):
+        return redirect("operations:reports")
+    raise PermissionDenied
+
+
 @staff_permission_required(VIEW_CALENDAR)
 @require_GET
 def calendar(request: HttpRequest) -> HttpResponse:

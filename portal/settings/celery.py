@@ -125,6 +125,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "billing.tasks.contracts_activate_task",
         "schedule": 300.0,
     },
+    # A countersigned contract whose seal failed for good (TSA down past the retries, a
+    # dead worker) is sealed again; so are its audit record and its email.
+    "contracts-seal-sweep": {
+        "task": "billing.tasks.contracts_seal_sweep_task",
+        "schedule": 600.0,
+    },
     # The landing page's 13-week availability calendar, computed off the request (a run
     # not started within the minute is dropped: the next one computes the same).
     "catalog-calendar-refresh": {
@@ -135,6 +141,8 @@ CELERY_BEAT_SCHEDULE = {
     # Dunning (reminders, suspension, resumption; the policy is data in the admin) and
     # renewal quotes for orders ending within PORTAL_RENEWAL_DAYS.
     "dunning-run": {"task": "billing.tasks.dunning_run_task", "schedule": 600.0},
+    # The late fee of a document paid after its due date, invoiced once it is paid (§10).
+    "late-fees-invoice": {"task": "billing.tasks.late_fees_invoice_task", "schedule": 3600.0},
     "renewals-offer": {"task": "billing.tasks.renewals_offer_task", "schedule": 3600.0},
     # Later billing periods' invoices, issued PORTAL_INVOICE_ISSUE_DAYS before they start.
     "invoices-issue-due": {"task": "billing.tasks.invoices_issue_due_task", "schedule": 3600.0},

@@ -10,6 +10,13 @@ PORTAL_HARDWARE_DRIVER = env.str("PORTAL_HARDWARE_DRIVER", default="simulated")
 # a node's ~22 simulated minutes in under a minute (``make run``); 0 never sleeps.
 PORTAL_SIMULATED_TIME_SCALE = env.float("PORTAL_SIMULATED_TIME_SCALE", default=0.04)
 PORTAL_SIMULATED_FAILURE_RATE = env.float("PORTAL_SIMULATED_FAILURE_RATE", default=0.0)
+# Every step's hard bound (its task's time limit and its lease, provisioning/runs/plan.py)
+# times this factor, never below 20 s, validation's excepted (its agent runs for real):
+# for simulated hardware under a small time scale (tests, demos), where a dead worker's
+# lease would otherwise hold its step for up to an hour. 1 (the default) on real hardware.
+PORTAL_PROVISIONING_STEP_LIMIT_SCALE = env.float(
+    "PORTAL_PROVISIONING_STEP_LIMIT_SCALE", default=1.0
+)
 # The run's overall deadline: this many minutes per node (a run of 4 nodes: 240 minutes).
 PORTAL_PROVISIONING_DEADLINE_MIN_PER_NODE = env.int(
     "PORTAL_PROVISIONING_DEADLINE_MIN_PER_NODE", default=60

@@ -16,8 +16,13 @@ EMAIL_TASK = "provisioning.tasks.provisioning_email"
 # A replacement run (day two) hands its spare over to the order instead of the ready email.
 HANDOVER_TASK = "provisioning.tasks.replacement_handover"
 
-# Hard bound of each step (s): what a task running it may take, and its lease.
-STEP_LIMIT_S: dict[str, int] = {
+# Hard bound of each step (s) on real hardware: what a task running it may take, and its
+# lease (with STEP_LEASE_GRACE_S more). PORTAL_PROVISIONING_STEP_LIMIT_SCALE shrinks them
+# for simulated hardware whose steps take a fraction of real time (never below
+# STEP_LIMIT_FLOOR_S), so that a dead worker's lease runs out in seconds there too; not
+# validation's, whose agent runs for real whatever the driver.
+STEP_LIMIT_FLOOR_S = 20
+_REAL_STEP_LIMIT_S: dict[str, int] = {
     StepName.CLAIM: 60,
     StepName.POWER_OFF: 600,
     StepName.NETWORK_BOOT: 120,
@@ -32,6 +37,15 @@ STEP_LIMIT_S: dict[str, int] = {
     StepName.BIOS_RESET: 600,
     StepName.CHECK_CLEAN: 300,
 }
+_LIMIT_SCALE = settings.PORTAL_PROVISIONING_STEP_LIMIT_SCALE
+STEP_LIMIT_S: dict[str, int] = {
+    name: limit
+    if _LIMIT_SCALE >= 1 or name == StepName.VALIDATE
+    else max(STEP_LIMIT_FLOOR_S, round(limit * _LIMIT_SCALE))
+    for name, limit in _REAL_STEP_LIMIT_S.items()
+}
+# How long past its limit a running step's lease lasts (a worker finishing its bookkeeping).
+STEP_LEASE_GRACE_S = 60 if _LIMIT_SCALE >= 1 else 5
 # What each step costs on real hardware (simulated seconds): the ETA on the pages.
 _TIMINGS = SimulatedTimings()
 STEP_EXPECTED_S: dict[str, float] = {

@@ -39,7 +39,7 @@ from provisioning.runs.cleaning import clean_node_failed
 from provisioning.runs.drivers import driver_for
 from provisioning.runs.fabric import fabric_allocate
 from provisioning.runs.failure import run_fail
-from provisioning.runs.plan import LOG_EXCERPT_CHARS, STEP_LIMIT_S, steps_for
+from provisioning.runs.plan import LOG_EXCERPT_CHARS, STEP_LEASE_GRACE_S, STEP_LIMIT_S, steps_for
 from provisioning.runs.records import active_run_node, step_move
 from provisioning.runs.swaps import node_swap
 
@@ -205,7 +205,8 @@ def _lease_moves(
                 "attempt": attempt,
                 "started_at": now,
                 "finished_at": None,
-                "lease_until": now + timedelta(seconds=STEP_LIMIT_S.get(step.name, 600) + 60),
+                "lease_until": now
+                + timedelta(seconds=STEP_LIMIT_S.get(step.name, 600) + STEP_LEASE_GRACE_S),
                 "message": _("Running: %(step)s.") % {"step": step.get_name_display()},
             },
         )

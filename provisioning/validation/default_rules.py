@@ -16,99 +16,128 @@ from __future__ import annotations
 from collections.abc import Iterator
 from decimal import Decimal
 
+from core.i18n_hook import gettext_noop as N_
 from inventory.gpus import BY_KEY
 from provisioning.validation.rules import BASELINE, GIB, MEDIAN_TOLERANCE, Rule
 
-__all__ = ["DEFAULT_RULES", "NODE_SHAPES"]
+__all__ = ["DEFAULT_RULES", "NODE_SHAPES", "SOURCE_TEMPLATES"]
 
-AZ = "Azure azurehpc-health-checks"
-_SRC_GEMM = (
+_SRC_GEMM = N_(
+    # xgettext:no-python-format
     "GEMM TFLOPS: torch.matmul 8192³ bf16 (V100S fp16), sustained (acceptance ≥ 60 s), all "
     "GPUs at once; ≥ 90% of reference, and no GPU > 5% below the node median (SuperBench "
     "quickscan rule `x < -0.1`; stas00/ml-engineering). Reference TFLOPS (measured, not "
     "spec): {ref}"
 )
-_SRC_GEMM_ERR = (
+_SRC_GEMM_ERR = N_(
+    # xgettext:no-python-format
     "GEMM correctness: a 256-row slice of C recomputed in float64 from the same inputs; "
     "relative Frobenius error ≤ 0.01 (GUESS: bf16 keeps 8 significant bits, unit roundoff "
     "2⁻⁹ ≈ 0.002; a wrong result is off by orders of magnitude)"
 )
-_SRC_HBM = (
+_SRC_HBM = N_(
+    # xgettext:no-python-format
     "HBM bandwidth: device-to-device copy (read + write); ≥ 85% of spec (GUESS, about 5% "
     "below what a copy reaches on an H200) and no GPU > 5% below the node median: {spec}"
 )
-_SRC_MEM = (
+_SRC_MEM = N_(
+    # xgettext:no-python-format
     "GPU memory: nvidia-smi memory.total within ±3% of the card as sold ({gib} GiB; the "
     "driver reserves a little: 81559 MiB on an H100 80GB); a 40G card in an 80G node "
     "passes GEMM, only this catches it (VALIDATION.md)"
 )
-_SRC_NVB = (
+_SRC_NVB = N_(
+    # xgettext:no-python-format
     "nvbandwidth host_to_device/device_to_host_memcpy_ce per GPU, device_to_device_memcpy_"
-    f"read_ce per pair: {AZ} azure_gpu_bandwidth.nhc with conf/nd96isr_h100_v5.conf and "
+    "read_ce per pair: Azure azurehpc-health-checks azure_gpu_bandwidth.nhc with "
+    "conf/nd96isr_h100_v5.conf and "
     "nd96isr_h200_v5.conf `check_gpu_bw 48 335`, nd96asr_v4.conf (A100 40G) `21 235`, "
     "nd96amsr_a100_v4.conf (A100 80G) `21 238`, nd40rs_v2.conf (V100) `9`; RTX 3090 24 "
     "(GUESS: PCIe 4.0 x16); no GPU > 5% below the node median (SuperBench)"
 )
-_SRC_P2P_4 = (
+_SRC_P2P_4 = N_(
+    # xgettext:no-python-format
     "P2P on a 4-GPU A100 HGX board: GUESS 80 GB/s (4 NVLink3 links per pair × 25 GB/s = "
     "100 GB/s per direction, − 20%); to calibrate on a golden node"
 )
-_SRC_AR = (
+_SRC_AR = N_(
+    # xgettext:no-python-format
     "NVLink all-reduce: `all_reduce_perf -b S -e S -g N -c 1`, busbw at the size the rows "
-    f"show (lower of in-place and out-of-place); {AZ} conf: nd96isr_h100_v5 460 at 16G, "
+    "show (lower of in-place and out-of-place); Azure azurehpc-health-checks conf: "
+    "nd96isr_h100_v5 460 at 16G, "
     "nd96isr_h200_v5 431 at 16G, nd96amsr_a100_v4 (A100 80G) 228 at 16G, nd96asr_v4 "
     "(A100 40G) 228 at 8G; all 8-GPU figures"
 )
-_SRC_AR_4 = (
+_SRC_AR_4 = N_(
+    # xgettext:no-python-format
     "NVLink all-reduce on a 4-GPU A100 40G board at 8G: GUESS 180 GB/s busbw (no public "
     "4-GPU figure; 8-GPU figure 228 − about 20%); to calibrate on a golden node"
 )
-_SRC_WRONG = (
+_SRC_WRONG = N_(
+    # xgettext:no-python-format
     "nccl-tests data check: every `#wrong` 0 and `# Out of bounds values : 0 OK`, whatever "
     "the exit status (forks and -c 0 exit 0 on wrong data; VALIDATION.md)"
 )
-_SRC_IB = (
+_SRC_IB = N_(
+    # xgettext:no-python-format
     "IB GPUDirect loopback per NIC: `ib_write_bw -s 1M -x 0 -F --report_gbits --use_cuda` "
-    f"server and client on the device ({AZ} azure_ib_write_bw_gdr.nhc); conf "
+    "server and client on the device (Azure azurehpc-health-checks azure_ib_write_bw_gdr.nhc); "
+    "conf "
     "nd96isr_h100_v5 `check_ib_bw_gdr 380`, nd96isr_h200_v5 `360`, nd96asr_v4 and "
     "nd96amsr_a100_v4 `180`"
 )
-_SRC_NIC_COUNT = (
+_SRC_NIC_COUNT = N_(
+    # xgettext:no-python-format
     "Fabric NICs: the RDMA devices measured by ib_write_bw (`ibstat -l`) at least the "
     "node type's NIC count; a NIC that is missing (not cabled, not enumerated, driver "
-    f"down) is never measured, so the per-NIC figure alone cannot catch it ({AZ} "
+    "down) is never measured, so the per-NIC figure alone cannot catch it (Azure "
+    "azurehpc-health-checks "
     "azure_ib_write_bw_gdr.nhc tests only the devices it finds); more devices (a "
     "front-end or storage NIC) pass"
 )
-_SRC_COUNT = f"GPU count: equals the node type ({AZ} `check_gpu_count`)"
-_SRC_MODEL = "GPU model: every GPU's nvidia-smi name maps to the node type's model (VALIDATION.md)"
-_SRC_MIG = "MIG mode: off (the node types sell whole GPUs; VALIDATION.md)"
-_SRC_NVLINK = (
+# xgettext:no-python-format
+_SRC_COUNT = N_("GPU count: equals the node type (Azure azurehpc-health-checks `check_gpu_count`)")
+# xgettext:no-python-format
+_SRC_MODEL = N_(
+    "GPU model: every GPU's nvidia-smi name maps to the node type's model (VALIDATION.md)"
+)
+# xgettext:no-python-format
+_SRC_MIG = N_("MIG mode: off (the node types sell whole GPUs; VALIDATION.md)")
+_SRC_NVLINK = N_(
+    # xgettext:no-python-format
     'NVLink state: `nvidia-smi nvlink -s`: no `<inactive>` link, no GPU with "all links '
-    f'are inactive" ({AZ} azure_gpu_nvlink.nhc fails on both), and links counted = GPUs × '
+    'are inactive" (Azure azurehpc-health-checks azure_gpu_nvlink.nhc fails on both), and links '
+    "counted = GPUs × "
     "links per GPU (18 H100/H200 SXM, 12 A100 SXM): an empty output fails (the Azure check "
     "passes it; VALIDATION.md)"
 )
-_SRC_XID = (
+_SRC_XID = N_(
+    # xgettext:no-python-format
     "XID errors: kernel log; none of 48 56 57 58 62 63 64 65 68 69 73 74 79 80 81 92 119 120 "
-    f"({AZ} azure_gpu_xid.nhc) nor 95 (NVIDIA XID catalogue: uncontained ECC error, reset "
+    "(Azure azurehpc-health-checks azure_gpu_xid.nhc) nor 95 (NVIDIA XID catalogue: uncontained "
+    "ECC error, reset "
     "the GPU); 94 (contained ECC error) is noted and judged by the row-remap rules"
 )
-_SRC_ECC = (
-    f"ECC: {AZ} azure_gpu_ecc.nhc `check_gpu_ecc 20000000 10000` (conf nd96isr_h100_v5, "
+_SRC_ECC = N_(
+    # xgettext:no-python-format
+    "ECC: Azure azurehpc-health-checks azure_gpu_ecc.nhc `check_gpu_ecc 20000000 10000` (conf "
+    "nd96isr_h100_v5, "
     "nd96isr_h200_v5, nd96asr_v4, nd96amsr_a100_v4): no pending or failed row remap, "
     "remapped-uncorrectable rows ≤ 512, SRAM uncorrectable (volatile and aggregate) 0, "
     "SRAM correctable ≤ 10,000, DRAM counters ≤ 20,000,000"
 )
-_SRC_ECC_MODE = (
+_SRC_ECC_MODE = N_(
+    # xgettext:no-python-format
     "ECC mode: `nvidia-smi --query-gpu=ecc.mode.current` Enabled on every GPU of a model "
     "that has ECC memory (data-centre cards ship with it on); with ECC off errors are "
     "neither corrected nor counted and every ECC rule would pass on nothing, and `[N/A]` "
     "on such a model is missing data (fail closed, VALIDATION.md). GeForce cards (RTX "
     "3090, GDDR6X) have no ECC: nvidia-smi prints `[N/A]` and no ECC rule judges them"
 )
-_SRC_RETIRED = (
-    f"Page retirement (Volta: V100/V100S retire pages instead of remapping rows): {AZ} "
+_SRC_RETIRED = N_(
+    # xgettext:no-python-format
+    "Page retirement (Volta: V100/V100S retire pages instead of remapping rows): Azure "
+    "azurehpc-health-checks "
     "azure_gpu_ecc.nhc `check_SDBE_ecc` (used for V100) fails a GPU whose single- plus "
     "double-bit retired pages reach 62 with a retirement pending; here, stricter for a "
     "node before hand-over, a pending retirement fails by itself (the page is still in "
@@ -116,45 +145,85 @@ _SRC_RETIRED = (
     "retired pages must stay ≤ 61. The SRAM/DRAM counters are Turing and newer (NVML "
     "memory locations), so `[N/A]` on a V100S"
 )
-_SRC_THROTTLE = (
+_SRC_THROTTLE = N_(
+    # xgettext:no-python-format
     "Clock throttling during the sustained GEMM: `nvidia-smi --query-gpu=clocks_event_"
     "reasons.active` (clocks_throttle_reasons before driver 535) sampled; any reason other "
-    f"than none (0x0), idle (0x1) or SW power cap (0x4) fails ({AZ} "
+    "than none (0x0), idle (0x1) or SW power cap (0x4) fails (Azure azurehpc-health-checks "
     "azure_gpu_clock_throttling.nhc, which only warns; VALIDATION.md fails)"
 )
-_SRC_DCGM = (
+_SRC_DCGM = N_(
+    # xgettext:no-python-format
     "DCGM diagnostics: `dcgmi diag -r 3 -j` in acceptance (`-r 1` quick; GeForce: `-r 1`); "
     "every result Pass; Skip is not Pass (DCGM issues #55, #139, #284)"
 )
-_SRC_RING = (
+_SRC_RING = N_(
+    # xgettext:no-python-format
     "Multi-node all-reduce with `NCCL_ALGO=RING`: busbw ≥ 0.9 × NICs × per-NIC figure "
     "(0.9 GUESS); per NIC 46–48 GB/s for NDR 400G, 24 for HDR 200G, 12 for 100G (nccl-tests "
     "issues #290, #119); the lower figure of the range is used"
 )
-_SRC_CPU = (
+_SRC_CPU = N_(
+    # xgettext:no-python-format
     "CPU profile (simulated nodes only, `device: cpu`): a path check, not a performance "
     "claim; the agent must have completed the check and measured a positive figure"
 )
-
-_SRC_BURN_IN_HOURS = (
+_SRC_BURN_IN_HOURS = N_(
+    # xgettext:no-python-format
     "Burn-in (the price book's add-on, before hand-over): the 24-hour stability the seeds "
     "sell as an acceptance metric (004 §6); the burn-in must have run its whole length "
     "(`burn_in_hours` of the order, less 0.1%): cut short is not passed"
 )
-_SRC_BURN_IN_SLOW = (
+_SRC_BURN_IN_SLOW = N_(
+    # xgettext:no-python-format
     "Burn-in slow-down: the median of the last third of the rounds against the first "
     "third, per GPU for the GEMM and for the all-reduce; more than 5% slower fails (GUESS, "
     "SuperBench's 5% per-GPU variance tolerance applied over time: a GPU that heats, "
     "throttles or degrades over a day loses more)"
 )
-_SRC_BURN_IN_THROTTLE = (
+_SRC_BURN_IN_THROTTLE = N_(
+    # xgettext:no-python-format
     "Burn-in throttling: `nvidia-smi --query-gpu=clocks_event_reasons.active` sampled "
     "throughout the 24 hours; any reason other than none (0x0), idle (0x1) or SW power cap "
-    f"(0x4) fails ({AZ} azure_gpu_clock_throttling.nhc; VALIDATION.md clocks and thermals)"
+    "(0x4) fails (Azure azurehpc-health-checks azure_gpu_clock_throttling.nhc; VALIDATION.md "
+    "clocks and thermals)"
 )
-_SRC_BURN_IN_CPU = (
+_SRC_BURN_IN_CPU = N_(
+    # xgettext:no-python-format
     "Burn-in, CPU path (simulated nodes): a path check; the rounds ran their whole length "
     "and gave figures, not a performance claim"
+)
+
+# Every source text above, for the reports to show it in the reader's language
+# (``provisioning.validation.report.localized_source``; translations in the .po files).
+SOURCE_TEMPLATES: tuple[str, ...] = (
+    _SRC_GEMM,
+    _SRC_GEMM_ERR,
+    _SRC_HBM,
+    _SRC_MEM,
+    _SRC_NVB,
+    _SRC_P2P_4,
+    _SRC_AR,
+    _SRC_AR_4,
+    _SRC_WRONG,
+    _SRC_IB,
+    _SRC_NIC_COUNT,
+    _SRC_COUNT,
+    _SRC_MODEL,
+    _SRC_MIG,
+    _SRC_NVLINK,
+    _SRC_XID,
+    _SRC_ECC,
+    _SRC_ECC_MODE,
+    _SRC_RETIRED,
+    _SRC_THROTTLE,
+    _SRC_DCGM,
+    _SRC_RING,
+    _SRC_CPU,
+    _SRC_BURN_IN_HOURS,
+    _SRC_BURN_IN_SLOW,
+    _SRC_BURN_IN_THROTTLE,
+    _SRC_BURN_IN_CPU,
 )
 
 #: The GPU models with rules of their own (``inventory.gpus`` keys).

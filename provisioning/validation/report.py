@@ -9,6 +9,7 @@ swaps up to the run's end are listed (a caller may pass ``swaps`` instead).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -30,6 +31,7 @@ from provisioning.models import (
     ValidationReport,
     ValidationRun,
 )
+from provisioning.validation.default_rules import SOURCE_TEMPLATES
 from provisioning.validation.metrics import METRICS, derive
 from provisioning.validation.parsers import ParseError, parse_nccl_tests
 from provisioning.validation.reasons import reason_messages, swap_rows
@@ -375,6 +377,31 @@ def _unit(metric_key: str) -> str:
     return spec.unit if spec else ""
 
 
+@functools.cache
+def _source_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """Each seed rule's source template as a pattern that captures its placeholders."""
+    patterns = []
+    for template in SOURCE_TEMPLATES:
+        parts = re.split(r"\{(\w+)\}", template)
+        regex = "".join(
+            re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+)" for i, part in enumerate(parts)
+        )
+        patterns.append((re.compile(regex, re.S), template))
+    return tuple(patterns)
+
+
+def localized_source(text: str) -> str:
+    """A rule's source in the active language: a seed rule's source (``SOURCE_TEMPLATES``,
+    with the GPU facts it names) is rendered from its translated template; a source staff
+    wrote themselves is shown as they wrote it."""
+    for pattern, template in _source_patterns():
+        match = pattern.fullmatch(text)
+        if match is not None:
+            params = {k: _(v) for k, v in match.groupdict().items()}
+            return _(template).format(**params)
+    return text
+
+
 def _node_rows(result: ValidationNodeResult) -> list[dict[str, Any]]:
     rows = []
     for rr in result.rule_results:
@@ -387,7 +414,7 @@ def _node_rows(result: ValidationNodeResult) -> list[dict[str, Any]]:
                 "expected": f"{rr.get('expected') or '—'} {unit}".strip(),
                 "status": rr.get("status", ""),
                 "variance": rr.get("variance"),
-                "source": rr.get("source", ""),
+                "source": localized_source(str(rr.get("source", ""))),
             }
         )
     return rows
@@ -526,7 +553,10 @@ def acceptance_report_context(
         "placement": (quote.placement or {}) if quote else {},
         "nodes": nodes,
         "cluster_reasons": reason_messages(run.cluster_reasons or []),
-        "cluster_results": (run.cluster_verdict or {}).get("results", []),
+        "cluster_results": [
+            {**row, "source": localized_source(str(row.get("source", "")))}
+            for row in (run.cluster_verdict or {}).get("results", [])
+        ],
         "artifacts": artifacts,
         # The swaps of the order up to this run's end, unless the caller gives them.
         "swaps": list(swaps)

@@ -20,7 +20,7 @@ from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from billing.contracts import documents as contract_documents
 from billing.contracts import emails as contract_emails
@@ -208,12 +208,55 @@ def test_the_audit_record_prints_what_recomputes_its_chain(demo, signatory, tmp_
     assert ("Time (UTC)" in text and "Site time" in text) or (
         "时间（UTC）" in text and "站点时间" in text
     )
+    # Each event is named in the record's language (its key stays in the hashed text).
+    with translation.override(contract.language):
+        labels = {e.kind: re.sub(r"\s+", "", e.kind_label) for e in contract.audit.all()}
+    assert labels["customer_signed"] != "customer_signed"
+    assert all(label in flat for label in labels.values()), labels
     out = io.StringIO()
     call_command("contract_verify_chain", "--audit-pdf", str(path), stdout=out)
     assert f"{contract.number}: ok ({contract.audit.count()} entries" in out.getvalue()
     # A changed entry in the attached chain is found.
     files = signatures.embedded_files(data)
     assert files and b'"kind":"customer_signed"' in files[0].replace(b'\\"', b'"')
+
+
+def test_a_seal_that_failed_for_good_is_asked_again_by_the_sweep_once(
+    demo, signatory, settings, local_tsa
+):
+    from billing.tasks import documents as document_tasks
+
+    contract = _contract(demo)
+    _sign(contract, demo["customer"])
+    cs.contract_countersign(contract=contract, actor=signatory)
+    # The timestamping authority is down: sealing fails (the task gives up after its
+    # retries); the relay had handed its message to the broker.
+    settings.PORTAL_SIGNING_TSA_URL = "http://127.0.0.1:9/tsa"
+    settings.PORTAL_SIGNING_TSA_TIMEOUT_S = 1
+    with pytest.raises(signatures.SigningFailed):
+        document_tasks.document_seal_contract.run(contract.pk, contract.language)
+    OutboxMessage.objects.update(status="published")
+    contract.refresh_from_db()
+    assert not contract.final_sha256
+    # Within the wait nothing is asked (the task may still be retrying) ...
+    assert cs.contracts_seal_sweep() == cs.SealSweep(seals=0, audits=0, emails=0)
+    # ... after it the seal is asked once, however often the sweep runs.
+    later = timezone.now() + cs.SEAL_SWEEP_AFTER + timedelta(minutes=1)
+    assert cs.contracts_seal_sweep(now=later).seals == 1
+    assert cs.contracts_seal_sweep(now=later).seals == 0
+    asked = OutboxMessage.objects.get(status="pending")
+    assert asked.steps == [[contract_documents.SEAL_TASK, [contract.pk, contract.language]]]
+    # The TSA is back: the asked task seals; the sweep then asks the audit record and the
+    # email the failure left out (their messages lost too), once.
+    settings.PORTAL_SIGNING_TSA_URL = local_tsa.url
+    document_tasks.document_seal_contract.run(contract.pk, contract.language)
+    contract.refresh_from_db()
+    assert contract.final_sha256
+    OutboxMessage.objects.update(status="published")
+    assert cs.contracts_seal_sweep(now=later) == cs.SealSweep(seals=0, audits=1, emails=1)
+    assert cs.contracts_seal_sweep(now=later) == cs.SealSweep(seals=0, audits=0, emails=0)
+    asked = {m.steps[0][0] for m in OutboxMessage.objects.filter(status="pending")}
+    assert asked == {contract_documents.AUDIT_TASK, cs.SEALED_EMAIL_TASK}
 
 
 def test_countersigning_needs_the_permission_a_signatory_and_above_the_limit_two(

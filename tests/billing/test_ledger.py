@@ -26,6 +26,8 @@ from billing.models import (
     CreditNote,
     CreditNoteRequest,
     CreditNoteRequestStatus,
+    Invoice,
+    InvoiceLineKind,
     InvoiceStatus,
     OrderStatus,
     TaxCategory,
@@ -289,3 +291,25 @@ def test_the_late_fee_of_an_invoice_follows_its_value_dates(demo):
     assert dunning.invoice_late_fee(
         second, until=datetime(2027, 3, 1, tzinfo=order.site.tzinfo)
     ) == D("200.00")
+    # Paid in full: the fee is final and invoiced once, on a payment notice of its own
+    # (contract §10), VAT taken out of it at the period's 6 %: 200.00 / 1.06 = 188.68 net
+    # + 11.32 VAT; due 14 days after it is issued; no fee on the fee.
+    assert second.status == InvoiceStatus.PAID
+    # (The first period was paid late too: value date 12-20, after its payment deadline.)
+    assert dunning.late_fees_invoice_due() == 2
+    assert dunning.late_fees_invoice_due() == 0
+    fee_doc = Invoice.objects.get(late_fee_for=second)
+    (fee_line,) = fee_doc.lines.all()
+    assert (fee_doc.gross_total, fee_line.net, fee_line.vat) == (
+        D("200.00"),
+        D("188.68"),
+        D("11.32"),
+    )
+    assert fee_line.kind == InvoiceLineKind.LATE_FEE and fee_line.vat_rate == D("0.06")
+    assert fee_line.quantity * fee_line.unit_price == fee_line.net  # 数量 × 单价 = 金额
+    assert second.number in fee_line.description and "2027-02-05" in fee_line.description
+    assert fee_doc.period_seq is None and fee_doc.status == InvoiceStatus.ISSUED
+    assert fee_doc.due_at - fee_doc.issued_at == timedelta(days=14)
+    assert dunning.invoice_late_fee(fee_doc, until=fee_doc.due_at + timedelta(days=30)) == 0
+    first = order.invoices.get(period_seq=1)
+    assert Invoice.objects.get(late_fee_for=first).gross_total == dunning.invoice_late_fee(first)

@@ -478,3 +478,44 @@ def test_accepting_and_paying_take_the_same_queries_whatever_the_node_count(
     with django_assert_max_num_queries(43):
         orders.invoice_mark_paid_by_transfer(invoice=invoice, reference="T-1", actor=demo["sales"])
     assert {h.status for h in holds_of(quote)} == {ReservationStatus.FIRM}
+
+
+def test_sales_cannot_send_a_quote_the_customer_could_not_accept(demo, client, online_payments):
+    """By hand, at 2026-12-10 09:00 in Shenzhen with a 48-hour lead time: nodes are ready
+    12-12 09:00, so the earliest start a card payment meets is 12-13; a bank transfer
+    needs a day more before that (ready 12-13 09:00): 12-14."""
+    from datetime import date, datetime
+    from zoneinfo import ZoneInfo
+
+    site = demo["sz"]
+    site.lead_time_hours = 48
+    site.save(update_fields=["lead_time_hours"])
+    now = datetime(2026, 12, 10, 9, 0, tzinfo=ZoneInfo("Asia/Shanghai"))
+    quote = make_quote(demo, start_date=date(2026, 12, 13))
+    assert qs.quote_send_refusal(quote, now=now) == ""  # card, Alipay, WeChat Pay work
+    # Bank transfer only (no Stripe keys): 12-13 is too soon, 12-14 is not.
+    online_payments.STRIPE_SECRET_KEY = ""
+    refusal = qs.quote_send_refusal(quote, now=now)
+    assert "2026-12-14" in refusal and "bank transfer" in refusal
+    Quote.objects.filter(pk=quote.pk).update(start_date=date(2026, 12, 14))
+    quote.refresh_from_db()
+    assert qs.quote_send_refusal(quote, now=now) == ""
+    # A validity ending tonight leaves a transfer no time, whatever the start.
+    Quote.objects.filter(pk=quote.pk).update(valid_until=now.date())
+    quote.refresh_from_db()
+    assert "later validity date" in qs.quote_send_refusal(quote, now=now)
+    # Sending now (the real clock): refused with the reason, nothing held, still a draft;
+    # the sales page says why before Send and disables it.
+    today = site_today(site)
+    Quote.objects.filter(pk=quote.pk).update(
+        start_date=today + timedelta(days=1), valid_until=today + timedelta(days=15)
+    )
+    quote.refresh_from_db()
+    with pytest.raises(DomainError, match="could not accept") as refused:
+        qs.quote_send(quote=quote, actor=demo["sales"])
+    quote.refresh_from_db()
+    assert quote.status == QuoteStatus.DRAFT and not holds_of(quote).exists()
+    client.force_login(demo["sales"])
+    page = client.get(reverse("sales:quote_detail", args=[quote.pk])).content.decode()
+    assert refused.value.message in page.replace("&#x27;", "'")
+    assert 'class="primary" disabled' in page

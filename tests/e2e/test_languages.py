@@ -58,7 +58,8 @@ ICP_NUMBER = re.compile(r"[\u4e00-\u9fff]ICP备[0-9]+号(-[0-9]+)?")
 PRE = re.compile(r"<pre\b.*?</pre>", re.DOTALL)  # ssh config, known_hosts: code
 # Technical values: SHA-256 digests, host-key fingerprints and keys, file paths.
 VALUES = re.compile(
-    r"\b[0-9a-f]{64}\b|SHA256:[A-Za-z0-9+/]{43}|(?:ssh-ed25519|ecdsa-sha2-nistp256)"
+    r"\bhttps?://\S+"  # an address to copy (a calendar feed's private URL)
+    r"|\b[0-9a-f]{64}\b|SHA256:[A-Za-z0-9+/]{43}|(?:ssh-ed25519|ecdsa-sha2-nistp256)"
     r"(?: AAAA[0-9A-Za-z+/=]+)?|~/\.ssh/[a-z_]+"
     r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?:=[\w,^]+)?"  # environment variables: NCCL_ALGO=Tree
     r"|\b[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+\b"  # commands and files: all_reduce_perf, topology.conf

@@ -20,14 +20,16 @@ from django.core.management import call_command
 from billing.models import Invoice, Order, OrderStatus
 from billing.orders.services import invoice_mark_paid_by_transfer
 from inventory.models import Site
-from provisioning.models import RunStatus
-from tests.integration.test_provisioning_worker import finished_run, worker_env
+from provisioning.models import ProvisioningRun, RunStatus
+from tests.integration.test_provisioning_worker import worker_env
 from tests.integration.workers import Worker, scratch_broker_url
+from tests.polling import wait_until
 from tests.portal.api.test_resources import KEYS
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 ROOT = Path(__file__).resolve().parents[2]
+RUN_TIMEOUT = 300
 
 
 @pytest.fixture
@@ -88,13 +90,19 @@ def test_from_availability_to_ssh_config_with_the_cli(live_server, demo, worker,
     invoice = Invoice.objects.get(number=transfer["invoice"])
     watch = subprocess.Popen(
         [sys.executable, "-m", "portalctl", "watch", number, "--interval", "0.3",
-         "--timeout", "240"],
+         "--timeout", str(RUN_TIMEOUT + 60)],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     invoice_mark_paid_by_transfer(invoice=invoice, reference="BANK-REF-1", actor=demo["admin"])
     order_row = Order.objects.get(number=number)
     assert order_row.status in (OrderStatus.PAID, OrderStatus.PROVISIONING)
-    run = finished_run(order_row)
+    run = wait_until(
+        lambda: ProvisioningRun.objects.filter(
+            order=order_row, status__in=[RunStatus.DELIVERED, RunStatus.FAILED]
+        ).first(),
+        timeout=RUN_TIMEOUT,  # generous: the whole suite shares two cores
+        message="the worker to deliver the cluster",
+    )
     assert run.status == RunStatus.DELIVERED, (run.message, worker.stop()[-4000:])
     watched, errors = watch.communicate(timeout=120)
     assert watch.returncode == 0, (watched, errors)
@@ -111,5 +119,7 @@ def test_from_availability_to_ssh_config_with_the_cli(live_server, demo, worker,
 
     # The invoice PDF: asked of the worker's documents queue, polled until it is there.
     target = tmp_path / "invoice.pdf"
-    cli("--lang", "en", "download", "invoice", invoice.number, "-o", str(target), "--timeout", "90")
+    cli(
+        "--lang", "en", "download", "invoice", invoice.number, "-o", str(target), "--timeout", "180"
+    )
     assert target.read_bytes().startswith(b"%PDF")

@@ -282,4 +282,6 @@ def test_an_order_with_the_burn_in_is_burnt_in_before_hand_over_and_the_report_s
                 report.TEMPLATE, report.acceptance_report_context(check, language=language)
             )
             profile = str(ValidationProfile.BURN_IN.label)  # the profile, translated
-        assert title in html and "24-hour stability" in html and profile in html
+        assert title in html and profile in html
+        if language == "en":  # the rule's source (Chinese pages give their own wording)
+            assert "24-hour stability" in html

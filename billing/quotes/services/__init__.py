@@ -34,6 +34,7 @@ from billing.quotes.services.lifecycle import (
     quote_expiry,
     quote_revise,
     quote_send,
+    quote_send_refusal,
     quote_update,
 )
 from billing.quotes.services.pricing import priced_lines_as_rows, quote_items, quote_price_preview
@@ -59,5 +60,6 @@ __all__ = [
     "quote_request_approval",
     "quote_revise",
     "quote_send",
+    "quote_send_refusal",
     "quote_update",
 ]

@@ -31,7 +31,7 @@ def quote_email_send(*, quote_id: int) -> str:
         context = {
             "quote": quote,
             "link": link,
-            "expiry": quote.expiry.astimezone(quote.site.tzinfo).strftime("%Y-%m-%d %H:%M"),
+            "expiry": quote.expiry_text,
             "holds": quote_documents.quote_holds(quote),
         }
         subject = render_to_string("email/quote_sent_subject.txt", context).strip()

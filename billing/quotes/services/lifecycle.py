@@ -17,6 +17,7 @@ from billing.documents.numbers import next_number
 from billing.models import Order, OrderStatus, Quote, QuoteStatus
 from billing.pricing import selectors
 from billing.pricing.periods import end_of_day, site_today
+from billing.pricing.terms import acceptance_refusal
 from billing.quotes.services.common import (
     DEFAULT_VALIDITY_DAYS,
     ItemSpec,
@@ -209,6 +210,22 @@ def quote_expiry(*, site: Site, valid_until: date, start_date: date) -> datetime
     return end_of_day(site=site, day=min(valid_until, start_date))
 
 
+def quote_send_refusal(quote: Quote, *, now: datetime | None = None) -> str:
+    """Why the customer could not accept ``quote`` if it were sent now ("" when they
+    could): ``acceptance_refusal`` for its site, start, expiry and the payment methods
+    offered. ``quote_send`` refuses such a quote and the sales page says why first."""
+    return acceptance_refusal(
+        site=quote.site,
+        start_date=quote.start_date,
+        quote_expires_at=quote.expires_at
+        or quote_expiry(
+            site=quote.site, valid_until=quote.valid_until, start_date=quote.start_date
+        ),
+        self_service=not quote.created_by.is_staff,
+        now=now,
+    )
+
+
 @transaction.atomic
 def quote_send(
     *,
@@ -269,6 +286,9 @@ def quote_send(
     quote.expires_at = quote_expiry(
         site=quote.site, valid_until=quote.valid_until, start_date=quote.start_date
     )
+    refusal = quote_send_refusal(quote)
+    if refusal:
+        raise DomainError(refusal)
     supersede_others(others, by=quote, actor=actor)
     place_and_hold(quote, actor, held, prefer=prefer_nodes, continues=continues)
     move(quote, QuoteStatus.SENT, actor)

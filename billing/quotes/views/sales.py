@@ -368,6 +368,10 @@ def quote_detail(request: HttpRequest, pk: int) -> HttpResponse:
             else [],
             "comment_form": CommentForm(),
             "pdf_languages": settings.LANGUAGES,
+            # A quote the customer could not accept is not sent; the page says why first.
+            "send_refusal": quote_services.quote_send_refusal(quote)
+            if quote.status in (QuoteStatus.DRAFT, QuoteStatus.APPROVED)
+            else "",
         },
     )
 

@@ -37,7 +37,7 @@ PDF_RESPONSES = {
 }
 
 
-def _pdf(document: StoredDocument | None, filename: str, ask: Any) -> Any:
+def _pdf(request: Request, document: StoredDocument | None, filename: str, ask: Any) -> Any:
     if document is not None:
         response = FileResponse(
             document.file.open("rb"), content_type="application/pdf", filename=filename
@@ -47,7 +47,13 @@ def _pdf(document: StoredDocument | None, filename: str, ask: Any) -> Any:
         return response
     ask()
     return Response(
-        {"status": "pending", "retry_after": RETRY_SECONDS},
+        {
+            "kind": "document_render",
+            "status": "pending",
+            "done": False,
+            "retry_after": RETRY_SECONDS,
+            "poll": request.path,
+        },
         status=202,
         headers={"Retry-After": str(RETRY_SECONDS)},
     )
@@ -92,6 +98,7 @@ class InvoicePdf(PdfView, BillingView):
         invoice: Invoice = one_or_404(_invoices(request), number=number)
         kind, lang = invoice_documents.INVOICE, language()
         return _pdf(
+            request,
             kind.stored(invoice, language=lang),
             f"{invoice.number}.pdf",
             lambda: kind.ask(invoice, language=lang),
@@ -127,6 +134,7 @@ class CreditNotePdf(PdfView, BillingView):
         note: CreditNote = one_or_404(_credit_notes(request), number=number)
         kind, lang = credit_note_documents.CREDIT_NOTE, language()
         return _pdf(
+            request,
             kind.stored(note, language=lang),
             f"{note.number}.pdf",
             lambda: kind.ask(note, language=lang),
@@ -174,6 +182,7 @@ class ContractPdf(PdfView, ContractsView):
         document = sealed or contract_documents.DRAFT.stored(contract)
         kind = sealed.kind if sealed else "draft"
         return _pdf(
+            request,
             document,
             f"{contract.number}-{kind}.pdf",
             lambda: contract_documents.DRAFT.ask(contract),

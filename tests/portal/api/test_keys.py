@@ -126,3 +126,16 @@ def test_members_who_are_not_owners_cannot_create_keys(demo, client):
         == 403
     )
     assert not ApiKey.objects.filter(name="x").exists()
+
+
+def test_a_key_stops_when_its_owner_leaves_or_is_no_longer_an_owner(demo, api, api_key):
+    membership = Membership.objects.get(organisation=demo["org"], user=demo["customer"])
+    assert api.get("/api/v1/orders/").status_code == 200
+    Membership.objects.filter(pk=membership.pk).update(role="member")
+    demoted = api.get("/api/v1/orders/", HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert demoted.status_code == 401 and demoted.json()["code"] == "api_key_orphaned"
+    Membership.objects.filter(pk=membership.pk).delete()
+    left = api.get("/api/v1/orders/", HTTP_ACCEPT_LANGUAGE="en")
+    assert left.status_code == 401 and left.json()["code"] == "api_key_orphaned"
+    assert "left the organisation" in left.json()["detail"]
+    assert "不再是该组织的所有者" in demoted.json()["detail"]

@@ -62,6 +62,9 @@ def test_firm_quote_accept_order_and_bank_transfer(demo, api, config):
     invoices = api.get("/api/v1/invoices/").json()["results"]
     assert invoices[0]["order"] == order["number"]
     assert invoices[0]["pdf_url"].endswith(f"/invoices/{invoices[0]['number']}/pdf/")
+    pending = api.get(invoices[0]["pdf_url"])  # not rendered yet: an operation to poll
+    assert pending.status_code == 202 and int(pending["Retry-After"]) >= 1
+    assert pending.json()["poll"] == invoices[0]["pdf_url"] and not pending.json()["done"]
 
 
 def test_reject_releases_the_quote(demo, api, config):

@@ -4,6 +4,7 @@ from the one registry in both languages."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import jsonschema
@@ -67,3 +68,30 @@ def test_the_event_types_are_documented_from_the_registry_in_both_languages(docu
     for code in EVENT_TYPES:
         assert f"| `{code}` |" in description, code
     assert "an order's cluster was delivered" in description and "订单的集群已交付" in description
+
+
+def _receiver(code: str):
+    scope: dict = {}
+    exec(compile(code, "receiver", "exec"), scope)  # noqa: S102 - the docs' own example
+    return scope["verify"]
+
+
+def test_the_receiving_example_in_the_docs_and_readme_verifies_real_signatures(document):
+    from pathlib import Path
+
+    from accounts.webhooks import sign
+    from portal.api.schema import RECEIVER_EXAMPLE
+
+    assert RECEIVER_EXAMPLE in document["info"]["description"]
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    block = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    readme_code = "\n".join(line.removeprefix("  ") for line in block.splitlines()) + "\n"
+    assert readme_code.strip() == RECEIVER_EXAMPLE.strip()
+    verify = _receiver(RECEIVER_EXAMPLE)
+    body, now = b'{"id":"evt_1","type":"order.ready"}', int(time.time())
+    header = f"t={now},v1={sign('whsec_new', now, body)},v1={sign('whsec_old', now, body)}"
+    assert verify("whsec_new", header, body) and verify("whsec_old", header, body)
+    assert not verify("whsec_new", header, body + b" ")
+    assert not verify("whsec_other", header, body)
+    stale = now - 3600
+    assert not verify("whsec_new", f"t={stale},v1={sign('whsec_new', stale, body)}", body)
