@@ -189,4 +189,7 @@ def success_record(*, account: str, ip: str) -> None:
 def send_allowed(*, kind: str, subject: str, every: int = 60) -> bool:
     """At most one email of ``kind`` per ``subject`` every ``every`` seconds."""
     digest = _digest(subject)
-    return bool(cache.add(f"{KEY_PREFIX}send:{kind}:{digest}", 1, timeout=every))
+    added = cache.add(f"{KEY_PREFIX}send:{kind}:{digest}", 1, timeout=every)
+    # None: the cache is down (its errors are ignored). The email is sent: while the cache
+    # is away its limits are not kept, as for every limit (core.ratelimit).
+    return added is not False

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db import transaction
 
-from core import outbox
+from core import logcontext, outbox
 from core.models import OutboxMessage
 
 Step = tuple[str, Sequence[Any]]
@@ -32,7 +32,9 @@ def enqueue_chain(steps: Sequence[Step]) -> OutboxMessage:
     """Run the tasks in order once the current transaction commits (never lost)."""
     if not steps:
         raise ValueError("enqueue_chain needs at least one step")
-    message = OutboxMessage.objects.create(steps=[[name, list(args)] for name, args in steps])
+    message = OutboxMessage.objects.create(
+        steps=[[name, list(args)] for name, args in steps], log_context=logcontext.current()
+    )
     message_id = message.pk
     transaction.on_commit(lambda: outbox.publish_now(message_id))
     return message

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core import logcontext
 from core.models import OutboxMessage, OutboxStatus
 
 logger = logging.getLogger(__name__)
@@ -60,7 +61,9 @@ def _publish_locked(message: OutboxMessage) -> bool:
     """Publish a row the caller has locked; record the outcome on it."""
     now = timezone.now()
     try:
-        _publish(message.steps)
+        # The request id (and ids) of the work that wrote it go into the tasks' headers.
+        with logcontext.restored(message.log_context or {}):
+            _publish(message.steps)
     except Exception as exc:  # any broker or transport failure: keep the work, retry later
         message.attempts += 1
         message.last_error = f"{type(exc).__name__}: {exc}"[:1000]

@@ -2,6 +2,7 @@
 ``portal/settings/celery.py``); ``route_task`` is its router."""
 
 import logging
+import logging.config
 import os
 import socket
 import threading
@@ -10,9 +11,20 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutdown
+from celery.signals import (
+    setup_logging,
+    task_postrun,
+    task_prerun,
+    worker_ready,
+    worker_shutdown,
+)
+from django_structlog.celery import signals as structlog_signals
+from django_structlog.celery.steps import DjangoStructLogInitStep
 
-from portal import task_metrics  # connects the task outcome and duration metrics
+from portal import (
+    structured_logs,
+    task_metrics,  # connects the task outcome and duration metrics
+)
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +37,19 @@ warnings.filterwarnings("ignore", message=r"\s*The 'queue' task attribute is dep
 
 app = Celery("portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
+# Structured logs in workers and beat: Django's LOGGING (not Celery's own format), and
+# django-structlog's step that binds each task's request id from its headers.
+app.steps["worker"].add(DjangoStructLogInitStep)
+structlog_signals.bind_extra_task_metadata.connect(structured_logs.bind_task_ids, weak=False)
+
+
+@setup_logging.connect(weak=False)
+def _logging_from_django(**_kwargs: object) -> None:
+    from django.conf import settings  # the settings are loaded once a worker sets up
+
+    logging.config.dictConfig(settings.LOGGING)
+
+
 app.autodiscover_tasks(
     [
         "core",

@@ -7,7 +7,9 @@
   ``PORTAL_READYZ_REQUIRED`` (default: the database only, because a web process serves
   customers without the others: the outbox keeps work while the broker is down, pages are
   computed while the cache is down, and work waits for a worker); ``?require=all`` or
-  ``?require=cache,workers`` asks for more (monitoring, a deploy script).
+  ``?require=cache,workers`` asks for more (monitoring, a deploy script). The error texts
+  are shown to this host itself and to whoever may read /metrics (its token or address
+  list); others see the states only.
 
 Both are answered by ``ProbeMiddleware``, first in ``MIDDLEWARE``: before the host check
 (a load balancer asks by IP address, which ``ALLOWED_HOSTS`` does not list), the HTTPS
@@ -131,6 +133,11 @@ def required_checks(asked: str | None) -> list[str]:
     return names
 
 
+def _may_see_details(request: HttpRequest) -> bool:
+    """The error texts go to this host itself and to whoever may read the metrics."""
+    return request.META.get("REMOTE_ADDR") in ("127.0.0.1", "::1") or metrics.allowed(request)
+
+
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
@@ -151,6 +158,9 @@ def readyz(request: HttpRequest) -> JsonResponse:
         result["required"] = name in required
         result["ms"] = round((time.monotonic() - started) * 1000, 1)
         checks[name] = result
+    if not _may_see_details(request):  # what is down, not where it is (addresses, users)
+        for result in checks.values():
+            result.pop("error", None)
     failed = [name for name in required if checks[name]["state"] != OK]
     degraded = [name for name, c in checks.items() if c["state"] != OK and name not in failed]
     status = "not ready" if failed else ("degraded" if degraded else "ready")

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from celery.signals import task_failure, task_postrun, task_prerun, task_retry
+from celery.signals import task_postrun, task_prerun
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -71,13 +71,6 @@ def _task_finished(task_id: str = "", task: Any = None, state: str = "", **_kw: 
         state, state.lower() or "unknown"
     )
     TASKS.labels(task.name, queue, outcome).inc()
-
-
-@task_failure.connect(weak=False)
-@task_retry.connect(weak=False)
-def _task_not_done(**_kw: Any) -> None:
-    """Counted by ``task_postrun`` with its final state (kept: both signals exist so that a
-    change of Celery's postrun state is seen in tests, not silently)."""
 
 
 def exposition() -> bytes:

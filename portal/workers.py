@@ -2,10 +2,13 @@
 the pool and the concurrency that work needs (``manage.py celery_worker PROFILE``; the
 systemd unit ``gpu-portal-worker@PROFILE``; README: Running in production).
 
-Every profile uses the prefork pool: it is the pool that enforces the time limit each task
-declares (an OS install is not a 300 s job; a stuck BMC call must end), and a task that
-crashes or leaks takes one child process, not the worker. The concurrency follows what the
-work waits on.
+The prefork pool where it can be: it is the pool that enforces the time limit each task
+declares, and a task that crashes or leaks takes one child process, not the worker. The
+provisioning worker is the exception: a node's steps run in one task that mostly waits on
+its BMC for many minutes, so it runs a thread per node provisioned at once (threads do not
+enforce Celery's time limits; those tasks bound every wait themselves: the Redfish power
+timeout, the run's deadline, and beat's reaper relaunches a run whose steps stall). The
+concurrency follows what the work waits on.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from core.queues import CeleryQueue
 class WorkerProfile:
     name: str
     queues: tuple[str, ...]
+    pool: str
     concurrency: int
     #: A child is replaced after this many tasks (0: never).
     max_tasks_per_child: int
@@ -36,6 +40,7 @@ def profiles() -> dict[str, WorkerProfile]:
         WorkerProfile(
             "documents",
             (CeleryQueue.DOCUMENTS.value,),
+            "prefork",
             cores,
             100,
             "WeasyPrint renders on the CPU (one child per core) and grows with each "
@@ -44,13 +49,16 @@ def profiles() -> dict[str, WorkerProfile]:
         WorkerProfile(
             "provisioning",
             (CeleryQueue.PROVISIONING.value,),
-            max(8, 2 * cores),
+            "threads",
+            64,
             0,
-            "steps wait on BMCs and installers, seldom on the CPU: many at once",
+            "a node's steps wait on its BMC and installer for minutes, seldom on the CPU: "
+            "a thread per node provisioned at once",
         ),
         WorkerProfile(
             "validation",
             (CeleryQueue.VALIDATION.value,),
+            "prefork",
             max(2, cores),
             0,
             "the node agent runs on the nodes over SSH (waiting) or, for simulated nodes, "
@@ -59,6 +67,7 @@ def profiles() -> dict[str, WorkerProfile]:
         WorkerProfile(
             "default",
             (CeleryQueue.DEFAULT.value, CeleryQueue.BILLING.value),
+            "prefork",
             4,
             0,
             "emails, webhooks, Stripe, sweeps: short tasks that wait on the network",
@@ -66,6 +75,7 @@ def profiles() -> dict[str, WorkerProfile]:
         WorkerProfile(
             "all",
             tuple(queue.value for queue in CeleryQueue),
+            "prefork",
             max(2, cores),
             100,
             "every queue in one worker: a small installation on one host",
@@ -79,7 +89,7 @@ def celery_argv(profile: WorkerProfile, *, concurrency: int | None = None) -> li
     argv = [
         "-A", "portal", "worker",
         "-Q", ",".join(profile.queues),
-        "-P", "prefork",
+        "-P", profile.pool,
         "-c", str(concurrency or profile.concurrency),
         "-n", f"{profile.name}@%h",
         "--loglevel=INFO",

@@ -1,14 +1,33 @@
 """``/api/v1/``: the customer API, its OpenAPI schema and docs."""
 
+from csp.constants import UNSAFE_INLINE
+from csp.decorators import csp_update
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerSplitView,
+)
 
 from portal.api.views import account, catalog, documents, health, orders, quotes, renewals, tickets
 
+DOCS_CSP = {"style-src": [UNSAFE_INLINE], "worker-src": ["blob:"], "img-src": ["data:"]}
+
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api_schema"),
-    path("docs/", SpectacularRedocView.as_view(url_name="api_schema"), name="api_docs"),
-    path("docs/try/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_swagger"),
+    # Redoc and Swagger UI style their pages with <style> elements they make at run time
+    # (and Redoc searches in a blob: worker): allowed on these two pages only. Swagger UI's
+    # start-up script is a file of its own (the "split" view), not inline.
+    path(
+        "docs/",
+        csp_update(DOCS_CSP)(SpectacularRedocView.as_view(url_name="api_schema")),
+        name="api_docs",
+    ),
+    path(
+        "docs/try/",
+        csp_update(DOCS_CSP)(SpectacularSwaggerSplitView.as_view(url_name="api_schema")),
+        name="api_swagger",
+    ),
     path("sites/", catalog.SiteList.as_view()),
     path("sites/<slug:code>/", catalog.SiteDetail.as_view()),
     path("node-types/", catalog.NodeTypeList.as_view()),

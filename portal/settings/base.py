@@ -14,6 +14,8 @@ from pathlib import Path
 import environ
 from django.utils.translation import gettext_lazy as _
 
+from portal import structured_logs
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 env = environ.Env()  # the one reader of the environment
 VAR_DIR = Path(env.str("PORTAL_VAR_DIR", default=str(BASE_DIR / "var")))
@@ -55,6 +57,8 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_htmx",
     "django_prometheus",
+    "django_structlog",
+    "csp",
     "import_export",
     "rest_framework",
     "drf_spectacular",
@@ -74,11 +78,16 @@ MIDDLEWARE = [
     # Request metrics by view, method and status; its After half is last (portal/metrics.py).
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below).
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Binds request_id (X-Request-ID or new), user_id and ip for every line of the request.
+    "django_structlog.middlewares.RequestMiddleware",
+    "portal.structured_logs.RequestIdHeaderMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -266,6 +275,36 @@ if secret("EMAIL_URL"):
     EMAIL_USE_SSL = bool(_email.get("EMAIL_USE_SSL", False))
     EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)
 
+# --- Content-Security-Policy (django-csp) ----------------------------------------------
+# Scripts and styles from the portal itself only: no inline script, no on* attribute, no
+# eval (the pages' behaviours are static files: portal/static/portal/*.js; htmx's own
+# indicator <style> is off). Style attributes stay allowed (Django's admin and
+# import-export use them; they cannot run code). Stripe.js on the card page is the one
+# outside script; it frames and calls Stripe. The API docs pages add what Redoc and
+# Swagger UI need (portal/api/urls.py). With DJANGO_DEBUG the policy is report-only
+# (Django's debug pages are inline), so `make run` shows violations without breaking.
+_STRIPE_JS = "https://js.stripe.com"
+_CSP = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'", _STRIPE_JS],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'", "https://api.stripe.com"],
+        "frame-src": ["'self'", _STRIPE_JS, "https://hooks.stripe.com"],
+        "frame-ancestors": ["'self'"],
+        "form-action": ["'self'"],
+        "base-uri": ["'self'"],
+        "object-src": ["'none'"],
+    }
+}
+if DEBUG:
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = _CSP
+else:
+    CONTENT_SECURITY_POLICY = _CSP
+
 # --- Security (production) ------------------------------------------------------------
 if not DEBUG:
     SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
@@ -278,17 +317,26 @@ if not DEBUG:
     SECURE_CONTENT_TYPE_NOSNIFF = True
     X_FRAME_OPTIONS = "DENY"
 
+# Structured logs (portal/structured_logs.py): JSON lines in production, readable lines
+# with DJANGO_DEBUG; the request id follows the work into its Celery tasks.
+PORTAL_LOG_FORMAT = env.str("PORTAL_LOG_FORMAT", default="console" if DEBUG else "json")
+structured_logs.configure()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"structured": structured_logs.formatter(PORTAL_LOG_FORMAT)},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
     "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
     "loggers": {
         # WeasyPrint logs every render step at INFO.
         "weasyprint": {"level": "WARNING"},
         "fontTools": {"level": "WARNING"},
+        # django-structlog's request_started/request_finished lines, one pair per request.
+        "django_structlog": {"level": env.str("PORTAL_REQUEST_LOG_LEVEL", default="INFO")},
     },
 }
+DJANGO_STRUCTLOG_CELERY_ENABLED = True
+DJANGO_STRUCTLOG_TRUST_UPSTREAM_REQUEST_ID = True  # the load balancer's X-Request-ID
 
 # django-import-export keeps an upload between preview and confirm in the cache (Redis in
 # production), so the confirm step works whichever web process answers it.

@@ -48,7 +48,3 @@ VALIDATION_ALLOW_INJECTED_FIGURES = True
 # use in the test's own var dir; tests that check timestamps start a local TSA.
 PORTAL_SIGNING_CREATE_DEMO_KEYS = True
 PORTAL_SIGNING_TSA_URL = ""
-
-# A test of beat itself (tests/integration/test_beat_lock.py) gives beat a table of its own.
-if os.environ.get("PORTAL_TEST_BEAT_SCHEDULE"):
-    CELERY_BEAT_SCHEDULE = env.json("PORTAL_TEST_BEAT_SCHEDULE")

@@ -109,6 +109,8 @@ class Pages:
     base_url: str
     opened: list[tuple[str, Any]] = field(default_factory=list)
     server_errors: list[str] = field(default_factory=list)
+    #: What the browser refused under the Content-Security-Policy (each fails the test).
+    csp_violations: list[str] = field(default_factory=list)
 
     def new(self, name: str) -> Any:
         context = self.browser.new_context(base_url=self.base_url, locale="en-US")
@@ -116,12 +118,17 @@ class Pages:
         context.add_init_script(HTMX_WATCH)
         page = context.new_page()
         page.on("response", self._record_error)
+        page.on("console", self._record_csp_violation)
         self.opened.append((name, page))
         return page
 
     def _record_error(self, response: Any) -> None:
         if response.status >= 500:
             self.server_errors.append(f"{response.status} {response.request.method} {response.url}")
+
+    def _record_csp_violation(self, message: Any) -> None:
+        if "Content Security Policy" in message.text:
+            self.csp_violations.append(f"{message.location.get('url', '')}: {message.text}")
 
     def assert_no_server_errors(self) -> None:
         assert not self.server_errors, (
@@ -154,6 +161,8 @@ def pages(
         except Exception as exc:  # a screenshot must not hide the test's own failure
             print(f"e2e: no screenshot of the {name}'s page: {exc}")
         page.context.close()
+    # Every page the test went through kept the Content-Security-Policy.
+    assert not opened.csp_violations, "\n".join(opened.csp_violations)
 
 
 @pytest.fixture

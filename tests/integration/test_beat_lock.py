@@ -31,13 +31,21 @@ def test_a_second_beat_sends_nothing_until_the_first_dies():
     broker = scratch_broker_url()
     client = redis.Redis.from_url(broker)
     env = {
-        "PORTAL_TEST_BEAT_SCHEDULE": json.dumps({"tick": {"task": TASK, "schedule": INTERVAL_S}}),
         "PORTAL_BEAT_LOCK_TIMEOUT_S": str(LOCK_TIMEOUT_S),
         "PORTAL_BEAT_MAX_LOOP_INTERVAL_S": "1",
     }
-    first = Beat(broker, env=env)
-    wait_until(lambda: client.exists("redbeat::lock"), timeout=60)
-    second = Beat(broker, env=env)
+    schedule = {"tick": {"task": TASK, "schedule": INTERVAL_S}}
+    first = Beat(broker, schedule=schedule, env=env)
+    wait_until(
+        lambda: client.exists("redbeat::lock"),
+        timeout=60,
+        give_up_if=lambda: first.proc.poll() is not None,
+        message=lambda: (
+            "the first beat to take the lock"
+            + (first.stop()[-2000:] if first.proc.poll() is not None else "")
+        ),
+    )
+    second = Beat(broker, schedule=schedule, env=env)
     try:
         wait_until(lambda: _sent(client) >= 1, timeout=30)
         # Let the second beat start and wait on the lock, then count over a window.

@@ -1,7 +1,8 @@
 """Issue 25, point 13: ``run_embedded`` with a broker that is not the filesystem one
 (Redis) starts on a fresh data folder and keeps its web server, worker and beat running
-(beat's schedule file lives under ``var/celery``, which only the filesystem broker used
-to create)."""
+(beat's schedule file lived under ``var/celery``, which only the filesystem broker used
+to create; with a Redis broker beat keeps its schedule and its one-beat lock in Redis,
+celery-redbeat)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import redis
 
 from tests.integration.workers import scratch_broker_url
 from tests.polling import wait_until
@@ -63,7 +65,9 @@ def test_run_embedded_with_redis_on_a_fresh_data_folder_keeps_running(tmp_path):
     )
     try:
         wait_until(lambda: _answers(f"http://127.0.0.1:{port}/healthz"), timeout=240)
-        wait_until(lambda: list((var_dir / "celery").glob("beat-schedule*")), timeout=240)
+        # Beat runs and holds its lock (issue 23: one beat, its schedule in the broker).
+        beat = redis.Redis.from_url(broker)
+        wait_until(lambda: beat.exists("redbeat::lock"), timeout=240)
         time.sleep(3)  # run_embedded stops everything within a second of one exiting
         assert process.poll() is None, process.stderr.read().decode()[-3000:]
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -79,10 +80,16 @@ class Worker:
 
 class Beat:
     """``celery beat`` on ``broker_url`` (celery-redbeat: its schedule and its lock in that
-    Redis), pointed at the test database; ``env`` may give it a table of its own
-    (``PORTAL_TEST_BEAT_SCHEDULE``) and a short lock (``PORTAL_BEAT_LOCK_TIMEOUT_S``)."""
+    Redis), pointed at the test database. ``schedule`` replaces beat's table (the settings'
+    one) in that process; ``env`` may shorten the lock (``PORTAL_BEAT_LOCK_TIMEOUT_S``)."""
 
-    def __init__(self, broker_url: str, *, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        broker_url: str,
+        *,
+        schedule: dict[str, dict[str, object]] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "portal.settings.test",
@@ -91,8 +98,17 @@ class Beat:
             "CELERY_BROKER_URL": broker_url,
             **(env or {}),
         }
+        start = (
+            "import json, sys; from portal.celery import app; "
+            + (
+                f"app.conf.beat_schedule = json.loads({json.dumps(schedule)!r}); "
+                if schedule
+                else ""
+            )
+            + "app.start(['beat', '--loglevel=INFO'])"
+        )
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "portal", "beat", "--loglevel=INFO"],
+            [sys.executable, "-c", start],
             cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
 

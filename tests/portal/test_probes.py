@@ -42,6 +42,9 @@ def test_readyz_names_each_dependency_and_requires_the_database_by_default(clien
     assert strict.status_code == 503
     assert strict.json()["failed"] == ["workers"]
     assert "no live worker on: " in strict.json()["checks"]["workers"]["error"]
+    # From elsewhere: the states, not the error texts (addresses, user names).
+    outside = client.get("/readyz?require=all", REMOTE_ADDR="203.0.113.9").json()
+    assert outside["failed"] == ["workers"] and "error" not in outside["checks"]["workers"]
 
 
 @pytest.mark.django_db

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 UNITS = ROOT / "deploy" / "systemd"
 
 
-def test_the_worker_profiles_cover_every_queue_each_with_prefork():
+def test_the_worker_profiles_cover_every_queue_each_with_its_pool():
     profiles = workers.profiles()
     dedicated = [p for name, p in profiles.items() if name != "all"]
     covered = [queue for p in dedicated for queue in p.queues]
@@ -29,6 +29,8 @@ def test_the_worker_profiles_cover_every_queue_each_with_prefork():
     argv = workers.celery_argv(profiles["documents"], concurrency=3)
     assert argv[argv.index("-Q") + 1] == "documents"
     assert argv[argv.index("-P") + 1] == "prefork" and argv[argv.index("-c") + 1] == "3"
+    provisioning = workers.celery_argv(profiles["provisioning"])
+    assert provisioning[provisioning.index("-P") + 1] == "threads"
 
 
 def test_celery_worker_refuses_an_unknown_profile_by_name(capsys):
@@ -37,7 +39,7 @@ def test_celery_worker_refuses_an_unknown_profile_by_name(capsys):
     with pytest.raises(CommandError, match="choose one of: documents, provisioning"):
         call_command("celery_worker", "gpu")
     call_command("celery_worker", "provisioning", "--print")
-    assert "-Q provisioning -P prefork" in capsys.readouterr().out
+    assert "-Q provisioning -P threads -c 64" in capsys.readouterr().out
 
 
 def _unit(name: str) -> configparser.ConfigParser:
@@ -110,3 +112,33 @@ def test_production_settings_refuse_a_cache_on_the_brokers_redis_and_a_missing_k
     env = {**PRODUCTION_ENV, "DJANGO_SECRET_KEY_FILE": "/nonexistent/secret_key"}
     result = _manage("check", env=env)
     assert "DJANGO_SECRET_KEY_FILE=/nonexistent/secret_key: No such file" in result.stderr
+
+
+TEMPLATES = ROOT / "templates"
+INLINE_SCRIPT = re.compile(r"<script(?![^>]*\b(?:src=|type=\"application/json\"))[^>]*>", re.I)
+EVENT_ATTRIBUTE = re.compile(r"<[a-z][^>]*\son[a-z]+\s*=", re.I)
+
+
+def test_no_page_template_has_an_inline_script_style_or_event_attribute():
+    found = []
+    for template in sorted(TEMPLATES.rglob("*.html")):
+        if "pdf" in template.relative_to(TEMPLATES).parts:  # WeasyPrint runs no script
+            continue
+        text = template.read_text()
+        found += [f"{template.name}: inline <script>" for _ in INLINE_SCRIPT.findall(text)]
+        found += [f"{template.name}: on* attribute" for _ in EVENT_ATTRIBUTE.findall(text)]
+        found += [f"{template.name}: <style> element" for _ in re.findall(r"<style\b", text)]
+    assert found == []
+
+
+@pytest.mark.django_db
+def test_pages_carry_the_content_security_policy(client):
+    response = client.get("/en/accounts/login/")
+    policy = dict(
+        part.strip().split(" ", 1) for part in response["Content-Security-Policy"].split(";")
+    )
+    assert policy["script-src"] == "'self' https://js.stripe.com"  # no inline, no eval
+    assert policy["style-src"] == "'self'"
+    assert policy["object-src"] == "'none'" and policy["base-uri"] == "'self'"
+    docs = client.get("/api/v1/docs/")["Content-Security-Policy"]
+    assert "style-src 'self' 'unsafe-inline'" in docs  # Redoc's run-time styles, there only
