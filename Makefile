@@ -64,11 +64,9 @@ bench: setup services ## Benchmarks; each prints one JSON object as its last lin
 	$(PY) bench/ordering.py
 	$(PY) bench/catalog.py
 	$(PY) bench/provisioning.py
-<<<<<<< HEAD
-	$(PY) bench/multihost.py
-=======
 	$(PY) bench/operations.py
->>>>>>> a45d9dd
+	$(PY) bench/day2.py
+	$(PY) bench/multihost.py
 
 clean-var:
 	rm -rf var
