@@ -67,7 +67,7 @@ ADDONS = [
     # Issue 20: the burn-in before hand-over, per node, once (a demo figure: about a
     # day's rent of a GPU); billing.pricing.engine.BURN_IN_FREE_FROM_NODES makes it free.
     ("burn-in-24h", "24-hour burn-in before hand-over (GEMM and all-reduce, per node)",
-     "交付前 24 小时压力测试（GEMM 与 all-reduce，按节点）", "once", D("800"), D("864"),
+     "交付前 24 小时老化测试（GEMM 与全归约，按节点）", "once", D("800"), D("864"),
      "Free for clusters of 16 nodes or more; the result is in the acceptance report",
      "16 台及以上节点的集群免费；结果写入验收报告"),
 ]  # fmt: skip

@@ -123,7 +123,7 @@ def test_instant_quote_shows_the_full_bill_with_every_add_on(client, demo_sz):
     for addon in AddonPrice.objects.filter(price_book__site=demo_sz):
         assert addon.name in html, addon.name
     not_ordered = {a.code for a in response.context["not_ordered"]}
-    assert not_ordered == {"extra-ip", "ddos-100g"}
+    assert not_ordered == {"extra-ip", "ddos-100g", "burn-in-24h"}
     # The free ones are lines of the bill at zero, not hidden.
     free_lines = [ln for ln in priced.lines if ln.code in ("cross-node-traffic", "ddos-20g")]
     assert all(ln.net == 0 for ln in free_lines)
