@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -34,7 +35,52 @@ def database_url() -> str:
     return f"postgres://{s['USER']}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
 
 
-class Worker:
+class _Drained:
+    """A process whose output (stdout and stderr together) is read as it comes, by a
+    thread, as a process supervisor would: a pipe nobody reads fills up (64 KiB) and then
+    every thread of the process that logs blocks on its write. The worker's JSON logs
+    (a line per task enqueued, started and finished) filled it in a minute or two and
+    stalled day two's replacement."""
+
+    proc: subprocess.Popen[str]
+
+    def _drain(self) -> None:
+        self._lines: list[str] = []
+        stream = self.proc.stdout
+        assert stream is not None
+
+        def read() -> None:
+            for line in stream:
+                self._lines.append(line)
+
+        self._reader = threading.Thread(target=read, name="drain", daemon=True)
+        self._reader.start()
+
+    def output(self) -> str:
+        """What the process printed so far."""
+        return "".join(self._lines)
+
+    def _finish(self, timeout: float) -> str:
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(timeout=10)
+        return self.output()
+
+    def kill(self) -> str:
+        """SIGKILL: no clean shutdown, no acknowledgement of the running task."""
+        self.proc.send_signal(signal.SIGKILL)
+        return self._finish(20)
+
+    def stop(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        return self._finish(30)
+
+
+class Worker(_Drained):
     """``celery worker`` on every project queue of ``broker_url``, solo pool (a SIGKILL
     kills the task it runs; ``threads``: that many tasks at once in one process, which a
     SIGKILL kills together), pointed at the test database."""
@@ -59,26 +105,10 @@ class Worker:
              "--without-mingle", "--without-gossip", "--without-heartbeat"],
             cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
-
-    def kill(self) -> str:
-        """SIGKILL: no clean shutdown, no acknowledgement of the running task."""
-        self.proc.send_signal(signal.SIGKILL)
-        out, _ = self.proc.communicate(timeout=20)
-        return out
-
-    def stop(self) -> str:
-        if self.proc.poll() is not None:
-            return self.proc.stdout.read() if self.proc.stdout else ""
-        self.proc.terminate()
-        try:
-            out, _ = self.proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            out, _ = self.proc.communicate()
-        return out
+        self._drain()
 
 
-class Beat:
+class Beat(_Drained):
     """``celery beat`` on ``broker_url`` (celery-redbeat: its schedule and its lock in that
     Redis), pointed at the test database. ``schedule`` replaces beat's table (the settings'
     one) in that process; ``env`` may shorten the lock (``PORTAL_BEAT_LOCK_TIMEOUT_S``)."""
@@ -111,18 +141,4 @@ class Beat:
             [sys.executable, "-c", start],
             cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
-
-    def kill(self) -> str:
-        self.proc.send_signal(signal.SIGKILL)
-        out, _ = self.proc.communicate(timeout=20)
-        return out
-
-    def stop(self) -> str:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        try:
-            out, _ = self.proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            out, _ = self.proc.communicate()
-        return out
+        self._drain()
