@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -468,21 +469,16 @@ def ticket_open_for_low_utilisation(*, alert_id: int) -> Ticket | None:
             "threshold. What the metrics point at: %(pointer)s. An engineer answers within "
             "5 minutes."
         ) % {"util": f"{alert.utilisation:.0%}", "pointer": pointer}
-    try:
-        return ticket_open(
-            organisation=order.organisation,
-            actor=None,
-            subject=subject,
-            body=body,
-            category=TicketCategory.UTILISATION,
-            priority=TicketPriority.HIGH,
-            language=language,
-            order=order,
-            source=TicketSource.LOW_UTILISATION,
-            utilisation_alert=alert,
-        )
-    except IntegrityError:  # a second run of the task
-        return None
+    return _system_ticket_open(
+        order=order,
+        subject=subject,
+        body=body,
+        category=TicketCategory.UTILISATION,
+        priority=TicketPriority.HIGH,
+        language=language,
+        source=TicketSource.LOW_UTILISATION,
+        utilisation_alert=alert,
+    )
 
 
 def ticket_open_for_replacement(*, incident_id: int) -> Ticket | None:
@@ -505,21 +501,25 @@ def ticket_open_for_replacement(*, incident_id: int) -> Ticket | None:
             "A health rule found a fault the node cannot serve with: %(evidence)s. The node is "
             "cordoned and a spare of the same type is provisioned for you."
         ) % {"evidence": incident_evidence(incident)}
+    return _system_ticket_open(
+        order=order,
+        subject=subject,
+        body=body,
+        category=TicketCategory.HARDWARE,
+        priority=TicketPriority.URGENT,
+        language=language,
+        node=incident.node,
+        gpu_index=incident.gpu,
+        source=TicketSource.REPLACEMENT,
+        health_incident=incident,
+    )
+
+
+def _system_ticket_open(*, order: Order, **fields: Any) -> Ticket | None:
+    """A ticket the portal opens by itself about ``order`` (no actor), once: a second run
+    of the task meets the unique constraint on its source and opens nothing."""
     try:
-        return ticket_open(
-            organisation=order.organisation,
-            actor=None,
-            subject=subject,
-            body=body,
-            category=TicketCategory.HARDWARE,
-            priority=TicketPriority.URGENT,
-            language=language,
-            order=order,
-            node=incident.node,
-            gpu_index=incident.gpu,
-            source=TicketSource.REPLACEMENT,
-            health_incident=incident,
-        )
+        return ticket_open(organisation=order.organisation, actor=None, order=order, **fields)
     except IntegrityError:
         return None
 
