@@ -100,7 +100,13 @@ def test_prometheus_scrapes_requests_inventory_outbox_and_task_metrics(live_serv
             'sum(django_http_responses_total_by_status_view_method_total{job="portal",'
             'view="catalog",status="200"})'
         )
-        assert (_value(requests) or 0) >= 1
+        # Each job is scraped on its own schedule: the portal's may come after the worker's.
+        wait_until(
+            lambda: (_value(requests) or 0) >= 1,
+            timeout=60,
+            interval=0.5,
+            message="Prometheus to scrape the web's request counters",
+        )
         assert _value('portal_nodes{job="portal",status="faulty"}') == 1
         assert _value('up{job="portal"}') == 1
         assert _value('up{job="portal-workers"}') == 1
