@@ -285,63 +285,95 @@ def reports_page(request: HttpRequest) -> HttpResponse:
     money = reports.revenue(first=first.replace(day=1) if by == "day" else first, last=last)
     table = request.GET.get("csv")
     if table == "utilisation":
-        return csv_download(
-            write_csv(
-                (
-                    [
-                        r.site.code,
-                        r.node_type.code,
-                        r.period.isoformat(),
-                        r.available_hours,
-                        r.reserved_hours,
-                        "" if r.utilisation is None else r.utilisation,
-                    ]
-                    for r in util
-                ),
-                columns=[
-                    "site",
-                    "node_type",
-                    "period",
-                    "available_node_hours",
-                    "reserved_node_hours",
-                    "utilisation",
-                ],
-                verbatim=("available_node_hours", "reserved_node_hours", "utilisation"),
-            ),
-            filename=f"utilisation-{first}-{last}.csv",
-        )
+        return _utilisation_csv(util, first=first, last=last)
     if table == "revenue":
-        return csv_download(
-            write_csv(
-                (
-                    [
-                        r.month.strftime("%Y-%m"),
-                        r.currency,
-                        r.booked,
-                        r.invoiced,
-                        r.collected,
-                        r.pipeline,
-                        r.pipeline_quotes,
-                    ]
-                    for r in money
-                ),
-                columns=[
-                    "month",
-                    "currency",
-                    "booked",
-                    "invoiced",
-                    "collected",
-                    "pipeline",
-                    "pipeline_quotes",
-                ],
-                verbatim=("booked", "invoiced", "collected", "pipeline", "pipeline_quotes"),
+        return _revenue_csv(money, first=first, last=last)
+    query = urlencode({"first": str(first), "last": str(last), "by": by})
+    return render(
+        request,
+        "operations/reports.html",
+        {
+            "form": form,
+            "first": first,
+            "last": last,
+            "by": by,
+            "util_charts": _utilisation_charts(util, by=by),
+            "money_charts": _revenue_charts(money),
+            "spares": reports.spare_pool(),
+            "csv_utilisation": f"{reverse('operations:reports')}?{query}&csv=utilisation",
+            "csv_revenue": f"{reverse('operations:reports')}?{query}&csv=revenue",
+            # The support desk's missed clocks (issue 22), for the roles that see tickets.
+            "missed": support_selectors.missed_clocks_summary()
+            if request.user.has_perm("support.view_ticket")
+            else None,
+        },
+    )
+
+
+def _utilisation_csv(util: list[reports.UtilisationRow], *, first: Any, last: Any) -> HttpResponse:
+    return csv_download(
+        write_csv(
+            (
+                [
+                    r.site.code,
+                    r.node_type.code,
+                    r.period.isoformat(),
+                    r.available_hours,
+                    r.reserved_hours,
+                    "" if r.utilisation is None else r.utilisation,
+                ]
+                for r in util
             ),
-            filename=f"revenue-{first}-{last}.csv",
-        )
+            columns=[
+                "site",
+                "node_type",
+                "period",
+                "available_node_hours",
+                "reserved_node_hours",
+                "utilisation",
+            ],
+            verbatim=("available_node_hours", "reserved_node_hours", "utilisation"),
+        ),
+        filename=f"utilisation-{first}-{last}.csv",
+    )
+
+
+def _revenue_csv(money: list[reports.RevenueRow], *, first: Any, last: Any) -> HttpResponse:
+    return csv_download(
+        write_csv(
+            (
+                [
+                    r.month.strftime("%Y-%m"),
+                    r.currency,
+                    r.booked,
+                    r.invoiced,
+                    r.collected,
+                    r.pipeline,
+                    r.pipeline_quotes,
+                ]
+                for r in money
+            ),
+            columns=[
+                "month",
+                "currency",
+                "booked",
+                "invoiced",
+                "collected",
+                "pipeline",
+                "pipeline_quotes",
+            ],
+            verbatim=("booked", "invoiced", "collected", "pipeline", "pipeline_quotes"),
+        ),
+        filename=f"revenue-{first}-{last}.csv",
+    )
+
+
+def _utilisation_charts(util: list[reports.UtilisationRow], *, by: str) -> list[dict[str, Any]]:
+    """One bar chart per site and node type: reserved over available node-hours."""
     groups: dict[tuple[str, str], list[reports.UtilisationRow]] = {}
     for r in util:
         groups.setdefault((r.site.code, r.node_type.display_name), []).append(r)
-    util_charts = [
+    return [
         {
             "title": f"{site} · {name}",
             "svg": _svg(
@@ -359,10 +391,14 @@ def reports_page(request: HttpRequest) -> HttpResponse:
         }
         for (site, name), rows in groups.items()
     ]
+
+
+def _revenue_charts(money: list[reports.RevenueRow]) -> list[dict[str, Any]]:
+    """One bar chart per currency: booked, invoiced, collected and the pipeline."""
     currencies: dict[str, list[reports.RevenueRow]] = {}
     for m in money:
         currencies.setdefault(m.currency, []).append(m)
-    money_charts = [
+    return [
         {
             "currency": cur,
             "svg": _svg(
@@ -381,23 +417,3 @@ def reports_page(request: HttpRequest) -> HttpResponse:
         }
         for cur, rows in currencies.items()
     ]
-    query = urlencode({"first": str(first), "last": str(last), "by": by})
-    return render(
-        request,
-        "operations/reports.html",
-        {
-            "form": form,
-            "first": first,
-            "last": last,
-            "by": by,
-            "util_charts": util_charts,
-            "money_charts": money_charts,
-            "spares": reports.spare_pool(),
-            "csv_utilisation": f"{reverse('operations:reports')}?{query}&csv=utilisation",
-            "csv_revenue": f"{reverse('operations:reports')}?{query}&csv=revenue",
-            # The support desk's missed clocks (issue 22), for the roles that see tickets.
-            "missed": support_selectors.missed_clocks_summary()
-            if request.user.has_perm("support.view_ticket")
-            else None,
-        },
-    )
