@@ -137,8 +137,16 @@ def _validation_lease(
             },
             locked=True,
         )
-    if taken and run_burn_in_seconds(run) and run.deadline_at and run.deadline_at < until:
-        # The run's deadline (an hour a node) covers the burn-in that begins now.
+    if (
+        taken
+        and run_burn_in_seconds(run)
+        and run.deadline_at
+        and run.deadline_at < until
+        and max(step.attempt for step in taken) <= settings.PORTAL_PROVISIONING_STEP_RETRIES + 1
+    ):
+        # The run's deadline (an hour a node) covers the burn-in that begins now; a burn-in
+        # started again after a lost worker too, as often as a step is retried (a burn-in
+        # that kills its worker each time does not keep the run alive for ever).
         ProvisioningRun.objects.filter(pk=run.pk).update(deadline_at=until)
         run.deadline_at = until
     return taken, until

@@ -165,8 +165,16 @@ def test_the_heartbeat_renews_the_lease_never_past_the_limit_and_notices_a_takeo
     assert step.lease_until == near.until and beat.lost.is_set() and beat.step_ids == []
 
 
-def test_a_burn_in_s_run_has_a_deadline_that_covers_it_and_a_short_lease(demo, settings):
+@pytest.mark.parametrize("lost_before", [0, 5])
+def test_a_burn_in_s_run_has_a_deadline_that_covers_it_and_a_short_lease(
+    demo, settings, lost_before
+):
+    """The run's hour a node is moved past the burn-in when it starts, again after a lost
+    worker, but not for ever: after as many attempts as a step gets, the deadline stays."""
+    settings.PORTAL_PROVISIONING_STEP_RETRIES = 4
     run = validating_run(demo, settings, burn_in=True)
+    NodeStep.objects.filter(pk=validate_step(run).pk).update(attempt=lost_before)
+    deadline = ProvisioningRun.objects.get(pk=run.pk).deadline_at
     # From here a burn-in of 24 h × 0.05 = 72 minutes, longer than the run's hour a node.
     settings.PORTAL_SIMULATED_TIME_SCALE = 0.05
     assert runs.run_burn_in_seconds(run) == 4320
@@ -181,6 +189,10 @@ def test_a_burn_in_s_run_has_a_deadline_that_covers_it_and_a_short_lease(demo, s
     started = timezone.now()
     runs.run_validate(run_id=run.pk, runner=runner)
     assert seen["profile"] == "burn_in"
-    assert seen["run"].deadline_at >= started + timedelta(seconds=runs.validate_limit_s(run))
+    assert seen["step"].attempt == lost_before + 1
+    if lost_before == 0:
+        assert seen["run"].deadline_at >= started + timedelta(seconds=runs.validate_limit_s(run))
+    else:
+        assert seen["run"].deadline_at == deadline < started + timedelta(hours=1, minutes=1)
     lease = (seen["step"].lease_until - started).total_seconds()
     assert 0 < lease <= settings.PORTAL_PROVISIONING_LEASE_S + 1
