@@ -1,0 +1,3 @@
+"""Every write to the inventory."""
+
+from inventory.services.reservations import *  # noqa: F403
