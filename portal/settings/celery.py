@@ -12,7 +12,7 @@ CELERY_BROKER_URL = secret("CELERY_BROKER_URL", default=REDIS_URL or "filesystem
 CELERY_RESULT_BACKEND = secret(
     "CELERY_RESULT_BACKEND", default=REDIS_URL or f"file://{_CELERY_DIR / 'results'}"
 )
-# Longest hard time limit of any task that holds no lease of its own, in seconds. A Redis
+# Longest hard time limit of any task that does not renew a lease, in seconds. A Redis
 # broker hands a message out again when it was not acknowledged within the visibility
 # timeout; tasks acknowledge late, so the timeout outlasts every such task (or a running
 # one would be started twice) and is not much longer (a message lost with a killed worker

@@ -28,6 +28,7 @@ from provisioning.models import (
     ValidationRun,
 )
 from provisioning.runs import leases
+from provisioning.runs.plan import STEP_LEASE_GRACE_S
 from provisioning.validation.interface import AgentFailed, NodeTarget, local_runner
 from tests.billing.test_payments import make_order
 
@@ -196,3 +197,16 @@ def test_a_burn_in_s_run_has_a_deadline_that_covers_it_and_a_short_lease(
         assert seen["run"].deadline_at == deadline < started + timedelta(hours=1, minutes=1)
     lease = (seen["step"].lease_until - started).total_seconds()
     assert 0 < lease <= settings.PORTAL_PROVISIONING_LEASE_S + 1
+
+
+def test_every_step_but_validation_ends_within_the_visibility_timeout(settings):
+    """A step's task outlasting the visibility timeout would be handed out again while it
+    runs: only validation may (the burn-in), and its lease is renewed well inside it."""
+    visibility = settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
+    longest = settings.CELERY_LONGEST_TASK_S
+    assert longest < visibility
+    limits = {name: limit + STEP_LEASE_GRACE_S for name, limit in runs.STEP_LIMIT_S.items()}
+    assert all(limit < longest for limit in limits.values()), limits
+    assert 86400 + runs.STEP_LIMIT_S[StepName.VALIDATE] > visibility  # hence the lease
+    assert leases.lease_seconds() * 2 < visibility
+    assert leases.lease_seconds() / leases.RENEWALS_PER_LEASE <= 60
