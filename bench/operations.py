@@ -5,7 +5,7 @@ Builds two fleets in a throw-away database (``portal_bench_operations``) with
 with its cleaning, a hold expiring within a day; every 25th node a maintenance window,
 every 40th faulty): 200 nodes at one site and 2,000 at another. Then:
 
-- ``queries_200`` / ``queries_2000``: the queries ``portal.operations.selectors.
+- ``queries_200`` / ``queries_2000``: the queries ``portal.operations.calendar.
   calendar_window`` makes for all the nodes of each site over 90 days (they must be
   equal: the count does not grow with the nodes shown);
 - ``selector_ms_p50``: its time for 2,000 nodes × 90 days (every row and bar built);
@@ -57,7 +57,7 @@ def measure(*, small: int, large: int, runs: int, warmup: int) -> dict[str, Any]
     from django.utils import timezone
 
     from inventory.models import Reservation
-    from portal.operations import selectors
+    from portal.operations.calendar import calendar_window
     from portal.operations.selectors import SHOWN_RESERVATION_STATUSES
     from tests.factories import operations_fleet
 
@@ -71,7 +71,7 @@ def measure(*, small: int, large: int, runs: int, warmup: int) -> dict[str, Any]
     small_site, large_site = few[0].site_id, many[0].site_id
 
     def calendar(site_id: int) -> Any:
-        return selectors.calendar_window(start=start, end=end, site_id=site_id)
+        return calendar_window(start=start, end=end, site_id=site_id)
 
     counted: list[int] = []
     with CaptureQueriesContext(connection) as ctx:
