@@ -36,11 +36,9 @@ if __package__ in {None, ""}:  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import (
+    bench_database,
     bench_database_url_for,
-    drop_database,
     median,
-    recreate_database,
-    setup_django,
     stopwatch,
     summary,
     vacuum_analyze,
@@ -130,26 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_LOG_LEVEL", "WARNING")
-    url = bench_database_url_for("operations")
     started = time.perf_counter()
-    print(f"bench database: {url.rsplit('@', 1)[-1]}", flush=True)
-    recreate_database(url)
     out: dict[str, Any] = {}
-    try:
-        setup_django(url)
-        from django.core.management import call_command
-        from django.db import connections
-
-        with stopwatch("migrate"):
-            call_command("migrate", verbosity=0)
+    with bench_database(bench_database_url_for("operations"), keep=args.keep):
         print(f"[calendar] {args.small:,} and {args.large:,} nodes × {DAYS} days", flush=True)
         out.update(measure(small=args.small, large=args.large, runs=args.runs, warmup=args.warmup))
-        connections.close_all()
-    finally:
-        if args.keep:
-            print(f"kept database {url.rsplit('/', 1)[-1]}")
-        else:
-            drop_database(url)
     out["total_s"] = round(time.perf_counter() - started, 1)
     out["loadavg_1m_end"] = round(os.getloadavg()[0], 2)
     out["goal_met"] = out["queries_equal"]
