@@ -25,6 +25,7 @@ from inventory.models import Reservation
 from portal.operations import calendar
 from portal.operations.calendar import bars, conflicts
 from portal.operations.calendar.bars import Booking, Frame, Slot, StatusChange
+from portal.operations.calendar.texts import Texts
 from portal.operations.selectors import Owner
 from provisioning.models import HealthIncident, NodeSwap
 from provisioning.models.health import HealthAction, IncidentStatus
@@ -216,7 +217,7 @@ def test_faulty_periods_come_from_the_node_history_and_the_faulty_nodes_now():
 def test_a_faulty_bar_reads_open_ended_while_it_lasts_past_the_window():
     frame = Frame(_at(0), _at(24), _at(12), ZoneInfo("Asia/Shanghai"))
     with translation.override("en"):
-        texts = bars.Texts.translated()
+        texts = Texts.translated()
     over = bars.faulty_bar(_at(1), _at(3), frame, texts)
     lasting = bars.faulty_bar(_at(-5), _at(24), frame, texts)
     assert over is not None and over.title == "Faulty 2026-03-01 09:00 – 2026-03-01 11:00"
@@ -233,7 +234,7 @@ def test_maintenance_conflicts_with_an_active_booking_or_its_cleaning_not_an_end
     ended = Booking(2, 1, _at(0), _at(11), _at(12), "ended", None, "order:B")
     after = Booking(3, 1, _at(12), _at(20), _at(21), "hold", _at(11), "order:C")
     with translation.override("en"):
-        texts = conflicts.Texts.translated()
+        texts = Texts.translated()
     rule = conflicts.maintenance_over_bookings
     assert rule(slot, [cleaning_over, ended, after], owners, texts) == (
         "Maintenance over the booking of A"

@@ -7,6 +7,7 @@ tests/portal/test_operations_calendar.py, measured by bench/operations.py).
 - ``rows``: the row query (the filters, the order by site, unit and rack, the page);
 - ``bars``: one read and one builder per kind of bar, and where a bar sits in the window;
 - ``conflicts``: the rules that make a bar stand out;
+- ``texts``: the texts of both, translated once per page;
 - ``selectors``: ``calendar_window``, the one selector that puts them together.
 """
 

@@ -12,8 +12,6 @@ from datetime import datetime, timedelta, tzinfo
 from typing import Any, NamedTuple
 
 from django.db.models import Q
-from django.urls import reverse
-from django.utils.translation import gettext as _
 
 from inventory.models import (
     MaintenanceWindow,
@@ -22,6 +20,7 @@ from inventory.models import (
     Reservation,
     ReservationStatus,
 )
+from portal.operations.calendar.texts import Texts
 from portal.operations.selectors import SHOWN_RESERVATION_STATUSES, Owner
 from provisioning.models import NodeSwap
 
@@ -71,30 +70,6 @@ class Frame:
 
     def fmt(self, value: datetime) -> str:
         return value.astimezone(self.tz).strftime("%Y-%m-%d %H:%M")
-
-
-@dataclass(frozen=True)
-class Texts:
-    """The bars' texts, translated once per page (not once per bar), and the address of a
-    maintenance plan (``{}`` for its id), resolved once in the page's language."""
-
-    contract: str
-    expires: str
-    cleaning: str
-    faulty: str
-    swap: str
-    plan_url: str
-
-    @classmethod
-    def translated(cls) -> Texts:
-        return cls(
-            contract=_("contract %(number)s"),
-            expires=_("hold expires %(at)s"),
-            cleaning=_("Cleaning after %(owner)s until %(at)s"),
-            faulty=_("Faulty %(from)s – %(to)s"),
-            swap=_("Swap %(failed)s → %(spare)s: %(reason)s"),
-            plan_url=reverse("operations:maintenance_detail", args=[0]).replace("/0/", "/{}/"),
-        )
 
 
 # --- Holds and firm bookings, and the cleaning after them ----------------------------------

@@ -17,12 +17,12 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.utils.translation import gettext as _
 
 from billing.models import QuoteItem, QuoteStatus
 from inventory.models import ACTIVE_RESERVATION_STATUSES, NodeStatus, ReservationStatus
 from portal.operations.calendar.bars import Booking, Frame, Slot
 from portal.operations.calendar.rows import Row
+from portal.operations.calendar.texts import Texts
 from portal.operations.selectors import Owner
 from provisioning.models import HealthIncident
 from provisioning.models.health import OPEN_INCIDENT_STATUSES
@@ -31,25 +31,6 @@ from provisioning.models.health import OPEN_INCIDENT_STATUSES
 ASKING_QUOTE_STATUSES = (QuoteStatus.DRAFT, QuoteStatus.PENDING_APPROVAL, QuoteStatus.APPROVED)
 # The node states a firm booking cannot be served on.
 BROKEN_NODE_STATUSES = (NodeStatus.FAULTY, NodeStatus.MAINTENANCE)
-
-
-@dataclass(frozen=True)
-class Texts:
-    """The conflicts' texts, translated once per page (not once per bar)."""
-
-    under: str
-    unhealthy: str
-    asked: str
-    over: str
-
-    @classmethod
-    def translated(cls) -> Texts:
-        return cls(
-            under=_("%(node)s is %(state)s under a firm booking"),
-            unhealthy=_("unhealthy"),
-            asked=_("The hold expires %(at)s and %(customers)s ask for this kind of node"),
-            over=_("Maintenance over the booking of %(owners)s"),
-        )
 
 
 # --- Firm bookings on broken nodes ---------------------------------------------------------

@@ -12,6 +12,7 @@ from django.utils import timezone
 from portal.operations.calendar import bars, conflicts
 from portal.operations.calendar.bars import BAR_KINDS, Bar, Booking, Frame
 from portal.operations.calendar.rows import Row, nodes_matching, rows_read
+from portal.operations.calendar.texts import Texts
 from portal.operations.selectors import owners_of
 
 ZOOM_DAYS = {"day": 1, "week": 7, "month": 30, "quarter": 90}
@@ -68,7 +69,7 @@ def calendar_window(
         rows[node_id].unhealthy = True
     owners = owners_of({b.owner_ref for b in bookings})
     demand = conflicts.demand_read(bookings, rows, frame.now)
-    texts, rules = bars.Texts.translated(), conflicts.Texts.translated()
+    texts = Texts.translated()
 
     booked: dict[int, list[Booking]] = defaultdict(list)
     for b in bookings:
@@ -76,7 +77,7 @@ def calendar_window(
         row, owner = rows[b.node_id], owners[b.owner_ref]
         bar = bars.booking_bar(b, owner, frame, texts)
         if bar is not None:
-            bar.conflict = conflicts.booking_conflict(b, owner, row, demand, frame, rules)
+            bar.conflict = conflicts.booking_conflict(b, owner, row, demand, frame, texts)
             row.bars.append(bar)
         cleaning = bars.cleaning_bar(b, owner, frame, texts)
         if cleaning is not None:
@@ -84,7 +85,7 @@ def calendar_window(
     for slot in slots:
         bar = bars.maintenance_bar(slot, frame, texts)
         bar.conflict = conflicts.maintenance_over_bookings(
-            slot, booked.get(slot.node_id, []), owners, rules
+            slot, booked.get(slot.node_id, []), owners, texts
         )
         rows[slot.node_id].bars.append(bar)
     for node_id, periods in bars.faulty_periods(changes, found.faulty_now(), end).items():
