@@ -14,8 +14,14 @@
   details and tells the customer. Each step is a row the SLA facts read: the node's
   faulty event, the ``NodeSwap`` (failed at the fault's time, restored at hand-over,
   hours lost) and the incident's events.
+- Several faults of one order are healed at once: each incident gets its own spare and
+  its own replacement run (the spares chosen one at a time under
+  ``inventory.services.placement_lock``, the reservations' exclusion constraint the last
+  word, so two never take the same node), provisioned and validated in parallel, each
+  handed over as it passes; the delivery kit is computed from the order's slots, so it
+  names every spare handed over so far.
 - ``health_sweep``: deadlines of "ask me first", re-validation outcomes, incidents still
-  waiting for a spare or for another replacement of the order to finish.
+  waiting for a spare.
 - A node staff mark faulty while it serves an order takes the same path
   (``incident_from_staff_fault``).
 """
@@ -58,7 +64,6 @@ from provisioning.models import (
     ValidationRunStatus,
     ValidationTrigger,
 )
-from provisioning.models.runs import ACTIVE_RUN_STATUSES
 from provisioning.runs import run_create, run_start, spare_candidates
 from provisioning.runs.spares import choose_spare
 from provisioning.telemetry import prometheus
@@ -348,8 +353,8 @@ def replacement_start(
     *, incident: HealthIncident, actor: Actor = None, now: datetime | None = None
 ) -> HealthIncident:
     """Spare chosen and booked, failed node faulty, replacement run started. When no spare
-    is free: ``no_spare`` (ops told; the sweep tries again). When another replacement of
-    the order is running: stays ``replacing`` without a run (the sweep starts it after).
+    is free: ``no_spare`` (ops told; the sweep tries again). Another replacement of the
+    same order running does not hold this one up: each incident has its own run.
     Three named steps: ``_replacement_slot`` (may it start now?), ``_spare_book`` (the
     failed node faulty, a spare chosen, the rest of the booking moved onto it) and
     ``_replacement_run_start`` (the swap, the slot and the run)."""
@@ -359,9 +364,14 @@ def replacement_start(
     order = Order.objects.get(pk=incident.order_id)
     with transaction.atomic():
         incident = HealthIncident.objects.select_for_update().get(pk=incident.pk)
-        incident, slot = _replacement_slot(incident, order=order, actor=actor)
+        incident, slot = _replacement_slot(incident, actor=actor)
         if slot is None:
             return incident
+        node = incident.node
+        # One spare choice at a time per site and node type (a booking's placement takes
+        # the same lock): a second fault's choice waits for the first one's commit and
+        # sees its spare taken, instead of losing to it at the exclusion constraint.
+        inventory_services.placement_lock(site_id=node.site_id, node_type_ids=[node.node_type_id])
         failed = Node.objects.select_for_update().get(pk=incident.node_id)
         spare = _spare_book(incident, order=order, failed=failed, slot=slot, actor=actor, now=now)
         if spare is None:
@@ -386,11 +396,11 @@ REPLACEABLE_STATUSES = (
 
 
 def _replacement_slot(
-    incident: HealthIncident, *, order: Order, actor: Actor
+    incident: HealthIncident, *, actor: Actor
 ) -> tuple[HealthIncident, RunNode | None]:
     """The failed node's slot when its replacement may start now (the incident locked);
-    ``None`` when it already has a run, is over, the node no longer serves the order
-    (resolved) or another replacement of the order runs (queued: ``replacing``)."""
+    ``None`` when it already has a run, is over or the node no longer serves the order
+    (resolved). Other replacements of the order, running or not, change nothing here."""
     if incident.replacement_run_id is not None or incident.status not in REPLACEABLE_STATUSES:
         return incident, None
     slot = serving_slot(incident.node)
@@ -398,14 +408,6 @@ def _replacement_slot(
         return _move(
             incident, IncidentStatus.RESOLVED, _("The node no longer serves the order."), actor
         ), None
-    if ProvisioningRun.objects.filter(
-        order=order, kind=RunKind.REPLACE, status__in=ACTIVE_RUN_STATUSES
-    ).exists():
-        if incident.status != IncidentStatus.REPLACING:
-            incident = _move(
-                incident, IncidentStatus.REPLACING, _("Queued behind another replacement."), actor
-            )
-        return incident, None
     return incident, slot
 
 
@@ -524,16 +526,7 @@ def replacement_handover(*, run_id: int) -> HealthIncident | None:
             .first()
         )
         if delivered is not None:
-            RunNode.objects.filter(
-                run__order=run.order_id,
-                run__kind=RunKind.PROVISION,
-                node_id=delivered.node_id,
-                state=RunNodeState.ACTIVE,
-            ).update(
-                ssh_user=delivered.ssh_user,
-                addresses=delivered.addresses,
-                delivered_at=delivered.delivered_at,
-            )
+            _slot_handover(incident, delivered)
         incident = _move(
             incident,
             IncidentStatus.REPLACED,
@@ -548,6 +541,29 @@ def replacement_handover(*, run_id: int) -> HealthIncident | None:
             handed_over_at=incident.handed_over_at.isoformat() if incident.handed_over_at else None,
         )
     return incident
+
+
+def _slot_handover(incident: HealthIncident, delivered: RunNode) -> None:
+    """The order's slot gets the delivered node's access details. When the replacement
+    run swapped its first spare (it failed the quick validation), the slot that spare
+    took at the start is given to the one delivered."""
+    access = {
+        "ssh_user": delivered.ssh_user,
+        "addresses": delivered.addresses,
+        "host_keys": delivered.host_keys,
+        "delivered_at": delivered.delivered_at,
+    }
+    slots = RunNode.objects.filter(
+        run__order=incident.order_id, run__kind=RunKind.PROVISION, state=RunNodeState.ACTIVE
+    )
+    if slots.filter(node_id=delivered.node_id).update(**access):
+        return
+    first = incident.swap.spare_node_id if incident.swap is not None else None
+    taken = slots.select_for_update().filter(node_id=first).first() if first else None
+    if taken is None:
+        return
+    RunNode.objects.filter(pk=taken.pk).update(state=RunNodeState.SWAPPED_OUT)
+    RunNode.objects.create(run_id=taken.run_id, node=delivered.node, slot=taken.slot, **access)
 
 
 def incident_from_staff_fault(*, node_id: int) -> HealthIncident | None:
@@ -587,10 +603,6 @@ def node_repaired_return(*, node_id: int) -> HealthIncident | None:
         if node.status != NodeStatus.AVAILABLE or slot is None:
             return None
         order = Order.objects.get(pk=incident.order_id)
-        if ProvisioningRun.objects.filter(
-            order=order, kind=RunKind.REPLACE, status__in=ACTIVE_RUN_STATUSES
-        ).exists():
-            return incident  # the sweep finds it again later
         run = run_create(order=order, kind=RunKind.REPLACE, nodes=[node])
         incident = _move(
             incident,
@@ -603,8 +615,8 @@ def node_repaired_return(*, node_id: int) -> HealthIncident | None:
 
 
 def health_sweep(*, now: datetime | None = None) -> dict[str, int]:
-    """Deadlines passed, re-validations finished, replacements waiting for a spare or for
-    the order's other replacement."""
+    """Deadlines passed, re-validations finished, replacements waiting for a spare (or
+    whose start was cut short)."""
     now = now or timezone.now()
     done = {"deadline": 0, "revalidated": 0, "retried": 0}
     for incident in HealthIncident.objects.filter(

@@ -164,3 +164,35 @@ def test_ask_me_first_cordons_with_the_deadline_in_the_event(rented, demo):
     assert event.data["replacement"] == "ask"
     assert event.data["decide_by"] == incident.decide_by.isoformat()
     assert not ProvisioningRun.objects.filter(order=order, kind=RunKind.REPLACE).exists()
+
+
+def test_a_second_fault_while_the_first_is_replaced_starts_its_own_replacement(rented, demo):
+    """The evaluation finds node B failing while node A's replacement runs: B's spare and
+    run start at once (each incident its own run), not after A's hand-over."""
+    order, _run, nodes = rented
+    seen = timezone.now()
+    first, second = (
+        health.incident_open(
+            node=node,
+            rule="xid_79",
+            action="replace",
+            metric="DCGM_FI_DEV_XID_ERRORS",
+            value=79.0,
+            observed_at=seen,
+            gpu="0",
+        )
+        for node in nodes
+    )
+    first = health.incident_act(incident=first)
+    second = health.incident_act(incident=second)
+    assert second.status == IncidentStatus.REPLACING
+    assert second.replacement_run is not None and second.replacement_run != first.replacement_run
+    statuses = ProvisioningRun.objects.filter(order=order, kind=RunKind.REPLACE).values_list(
+        "status", flat=True
+    )
+    assert list(statuses) == [RunStatus.RUNNING, RunStatus.RUNNING]
+    assert first.swap.spare_node != second.swap.spare_node
+    assert [e.to_status for e in second.events.order_by("created_at", "pk")] == [
+        "open",
+        "replacing",
+    ]
