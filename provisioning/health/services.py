@@ -372,7 +372,7 @@ def replacement_start(
         # the same lock): a second fault's choice waits for the first one's commit and
         # sees its spare taken, instead of losing to it at the exclusion constraint.
         inventory_services.placement_lock(site_id=node.site_id, node_type_ids=[node.node_type_id])
-        failed = Node.objects.select_for_update().get(pk=incident.node_id)
+        failed = Node.objects.select_for_update().get(pk=slot.node_id)
         spare = _spare_book(incident, order=order, failed=failed, slot=slot, actor=actor, now=now)
         if spare is None:
             if incident.status != IncidentStatus.NO_SPARE:
@@ -404,6 +404,9 @@ def _replacement_slot(
     if incident.replacement_run_id is not None or incident.status not in REPLACEABLE_STATUSES:
         return incident, None
     slot = serving_slot(incident.node)
+    if slot is None and incident.swap is not None and incident.swap.spare_node is not None:
+        # Its replacement run failed: the spare it brought fills the slot, replaced next.
+        slot = serving_slot(incident.swap.spare_node)
     if slot is None:
         return _move(
             incident, IncidentStatus.RESOLVED, _("The node no longer serves the order."), actor
@@ -425,11 +428,13 @@ def _spare_book(
     ``None`` when no spare is free (or the node holds no booking of the order)."""
     evidence = _evidence_text(incident)
     if failed.status not in (NodeStatus.FAULTY, NodeStatus.RETIRED):
-        inventory_services.node_mark_faulty(
-            node=failed,
-            actor=actor,
-            reason=_("Health rule %(rule)s: %(e)s") % {"rule": incident.rule, "e": evidence},
-        )
+        if failed.pk == incident.node_id:
+            why = _("Health rule %(rule)s: %(e)s") % {"rule": incident.rule, "e": evidence}
+        else:  # the spare of a replacement run that failed
+            why = _("The replacement of %(node)s with this spare failed.") % {
+                "node": incident.node.hostname
+            }
+        inventory_services.node_mark_faulty(node=failed, actor=actor, reason=why)
     group = order.reservation_group
     reservation = (
         Reservation.objects.filter(node=failed, group=group, status__in=ACTIVE_RESERVATION_STATUSES)
@@ -586,14 +591,20 @@ def incident_from_staff_fault(*, node_id: int) -> HealthIncident | None:
     return incident_act(incident=incident) if incident else None
 
 
+# A node repaired while its incident still holds it in the order's slot: waiting for a
+# spare, or for the customer's "ask me first" answer (a node staff marked faulty).
+REPAIRABLE_STATUSES = (IncidentStatus.NO_SPARE, IncidentStatus.AWAITING)
+
+
 def node_repaired_return(*, node_id: int) -> HealthIncident | None:
-    """A node that waited for a spare was repaired while its order still holds it: it
-    returns to its customer through a replacement run of its own (the steps and the quick
-    validation), instead of showing free to others while the booking runs."""
+    """A node that waited for a spare (or for the customer's answer) was repaired while
+    its order still holds it: it returns to its customer through a replacement run of its
+    own (the steps and the quick validation), instead of showing free to others while the
+    booking runs."""
     with transaction.atomic():
         incident = (
             HealthIncident.objects.select_for_update()
-            .filter(node_id=node_id, status=IncidentStatus.NO_SPARE)
+            .filter(node_id=node_id, status__in=REPAIRABLE_STATUSES)
             .first()
         )
         if incident is None or incident.order_id is None:
@@ -614,15 +625,46 @@ def node_repaired_return(*, node_id: int) -> HealthIncident | None:
     return incident
 
 
+def replacement_failed(*, incident_id: int) -> HealthIncident | None:
+    """The incident's replacement run failed or was cancelled (its spare failed the quick
+    validation with no other free, a step kept failing, its deadline passed): the
+    incident waits for a spare again (ops and the customer told); the sweep starts a new
+    replacement of whatever fills the slot now."""
+    with transaction.atomic():
+        incident = (
+            HealthIncident.objects.select_for_update(of=("self",))
+            .select_related("replacement_run")
+            .filter(pk=incident_id, status=IncidentStatus.REPLACING)
+            .first()
+        )
+        run = incident.replacement_run if incident is not None else None
+        if incident is None or run is None or run.status not in FAILED_RUN_STATUSES:
+            return incident
+        incident = _move(
+            incident,
+            IncidentStatus.NO_SPARE,
+            _("Replacement run %(id)s failed: %(why)s") % {"id": run.pk, "why": run.message},
+            replacement_run=None,
+        )
+        jobs.enqueue(EMAIL_TASK, incident.pk, "no_spare")
+    return incident
+
+
+FAILED_RUN_STATUSES = (RunStatus.FAILED, RunStatus.CANCELLED)
+
+
 def health_sweep(*, now: datetime | None = None) -> dict[str, int]:
     """Deadlines passed, re-validations finished, replacements waiting for a spare (or
     whose start was cut short)."""
     now = now or timezone.now()
-    done = {"deadline": 0, "revalidated": 0, "retried": 0}
+    done = {"deadline": 0, "revalidated": 0, "failed": 0, "retried": 0}
     for incident in HealthIncident.objects.filter(
         status=IncidentStatus.AWAITING, decide_by__lte=now
-    ):
-        replacement_start(incident=incident, now=now)
+    ).select_related("node"):
+        if incident.node.status == NodeStatus.AVAILABLE:
+            node_repaired_return(node_id=incident.node_id)  # repaired meanwhile: it returns
+        else:
+            replacement_start(incident=incident, now=now)
         done["deadline"] += 1
     for incident in HealthIncident.objects.filter(
         status=IncidentStatus.REVALIDATING, validation_run_id__isnull=False
@@ -639,14 +681,20 @@ def health_sweep(*, now: datetime | None = None) -> dict[str, int]:
         incident.action = HealthAction.REPLACE
         incident_act_replace(incident=incident, now=now)
     for incident in HealthIncident.objects.filter(
+        status=IncidentStatus.REPLACING, replacement_run__status__in=FAILED_RUN_STATUSES
+    ):
+        replacement_failed(incident_id=incident.pk)
+        done["failed"] += 1
+    for incident in HealthIncident.objects.filter(
         status__in=(IncidentStatus.REPLACING, IncidentStatus.NO_SPARE),
         replacement_run__isnull=True,
     ).select_related("node"):
         if (
             incident.status == IncidentStatus.NO_SPARE
             and incident.node.status == NodeStatus.AVAILABLE
+            and node_repaired_return(node_id=incident.node_id) is not None
         ):
-            node_repaired_return(node_id=incident.node_id)  # repaired meanwhile: it returns
+            pass  # repaired meanwhile, still in its slot: it returns to its customer
         else:
             replacement_start(incident=incident, now=now)
         done["retried"] += 1

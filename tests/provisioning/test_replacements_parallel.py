@@ -3,8 +3,8 @@ with real threads: each fault gets its own spare (never the same node: the spare
 runs under ``inventory.services.placement_lock``, the reservations' exclusion constraint
 is the last word) and its own replacement run; both runs are active together, are driven
 in parallel to delivery and handed over; the delivery kit then names both spares, and the
-SLA facts hold a swap per slot. A spare that fails its quick validation is itself swapped
-and the order's slot ends with the one delivered.
+SLA facts hold a swap per slot. With one free node for two faults, one gets it and the
+other waits for a spare.
 
 The runs' steps and the hand-over are the real services, driven in this process (as in
 ``tests/provisioning/test_runs.py``); the validation suite is replaced by its verdict
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -36,40 +35,18 @@ from provisioning.models import (
     RunStatus,
 )
 from provisioning.sla import order_sla_facts
-from provisioning.validation import interface
 from tests import factories
 from tests.provisioning.test_replacement_paths import rented  # noqa: F401 - fixture
+from tests.provisioning.test_replacement_runs import HANDOVER, drive, xid_79
 from tests.provisioning.test_runs import fast  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-HANDOVER = "provisioning.tasks.replacement_handover"
 
 
 @pytest.fixture(autouse=True)
 def outbox_kept(monkeypatch):
     """No broker under test: committed outbox rows stay pending for ``run_outbox``."""
     monkeypatch.setattr(outbox, "publish_now", lambda message_id: False)
-
-
-def drive(run: ProvisioningRun, *, rounds: int = 5) -> ProvisioningRun:
-    """What a replacement run's canvas does, in this process: the spare's steps, then the
-    quick validation, then the delivery (which enqueues the hand-over)."""
-    upto = provisioning_runs.steps_for(run.kind)[-2]  # the last step before validation
-    for _ in range(rounds):
-        run.refresh_from_db()
-        if not run.is_active:
-            break
-        for slot in list(
-            RunNode.objects.filter(run=run, state=RunNodeState.ACTIVE).values_list(
-                "slot", flat=True
-            )
-        ):
-            provisioning_runs.slot_advance(run_id=run.pk, slot=slot, upto=upto)
-        if provisioning_runs.run_validate(run_id=run.pk) == "validated":
-            provisioning_runs.run_deliver(run_id=run.pk)
-    run.refresh_from_db()
-    return run
 
 
 def at_once(*calls: Callable[[], object]) -> list[object]:
@@ -92,15 +69,6 @@ def at_once(*calls: Callable[[], object]) -> list[object]:
     for t in threads:
         t.join(timeout=60)
     return results
-
-
-def xid_79(node: Node, *, seconds_ago: float) -> HealthIncident:
-    incident = health.incident_open(
-        node=node, rule="xid_79", action="replace", metric="DCGM_FI_DEV_XID_ERRORS",
-        value=79.0, observed_at=timezone.now() - timedelta(seconds=seconds_ago), gpu="3",
-    )  # fmt: skip
-    assert incident is not None
-    return incident
 
 
 def test_two_faults_of_one_order_are_replaced_in_parallel_with_two_spares(rented):  # noqa: F811
@@ -164,63 +132,28 @@ def test_two_faults_of_one_order_are_replaced_in_parallel_with_two_spares(rented
     for _code, slot_facts in facts:
         assert [o.kind for o in slot_facts.outages if o.kind == "swap"] == ["swap"]
 
-
-def test_two_faults_never_get_the_same_spare_when_one_is_free(rented, settings):  # noqa: F811
-    """Only one free node of the type: one fault gets it, the other waits without a spare
-    (and the sweep tries again); never the same spare twice."""
-    order, _provision, nodes = rented
-    a, b = nodes
+    # Both spares fail at once while only one node of the type is free: one fault gets
+    # it, the other waits for a spare (the sweep tries again); never the same node twice.
     free = provisioning_runs.spare_candidates(
-        order=order, failed=a, exclude=[n.pk for n in nodes], start_at=timezone.now()
+        order=order, failed=a, exclude=[s.pk for s in spares], start_at=timezone.now()
     )
     assert free
     keep = Node.objects.get(pk=free[0].node_id)
     Node.objects.filter(
         site_id=a.site_id, node_type_id=a.node_type_id, status=NodeStatus.AVAILABLE
     ).exclude(pk=keep.pk).update(status=NodeStatus.MAINTENANCE)
-    first, second = xid_79(a, seconds_ago=1), xid_79(b, seconds_ago=0)
+    third, fourth = xid_79(spares[0], seconds_ago=1), xid_79(spares[1], seconds_ago=0)
     acted = at_once(
-        lambda: health.incident_act(incident=first), lambda: health.incident_act(incident=second)
+        lambda: health.incident_act(incident=third), lambda: health.incident_act(incident=fourth)
     )
     assert not [r for r in acted if isinstance(r, Exception)], acted
-    statuses = sorted(HealthIncident.objects.filter(order=order).values_list("status", flat=True))
+    statuses = sorted(
+        HealthIncident.objects.filter(pk__in=[third.pk, fourth.pk]).values_list("status", flat=True)
+    )
     assert statuses == [IncidentStatus.NO_SPARE, IncidentStatus.REPLACING]
-    assert list(NodeSwap.objects.filter(order=order).values_list("spare_node", flat=True)) == [
-        keep.pk
-    ]
+    assert list(
+        NodeSwap.objects.filter(order=order, failed_node__in=spares).values_list(
+            "spare_node", flat=True
+        )
+    ) == [keep.pk]
     assert Reservation.objects.filter(node=keep, status__in=("hold", "firm")).count() == 1
-
-
-def test_a_spare_failing_its_quick_validation_is_swapped_and_the_slot_gets_the_next(
-    rented,  # noqa: F811
-    monkeypatch,
-):
-    order, provision, nodes = rented
-    victim = nodes[0]
-    incident = health.incident_act(incident=xid_79(victim, seconds_ago=0))
-    first_spare = incident.swap.spare_node
-
-    def reject_first_spare(targets, **kwargs):
-        results = [
-            interface.NodeResult(t.node_id, t.hostname, t.node_id != first_spare.pk, [], {})
-            for t in targets
-        ]
-        return interface.ValidationOutcome(results, all(r.accepted for r in results))
-
-    monkeypatch.setattr(interface, "validate_nodes", reject_first_spare)
-    run = drive(incident.replacement_run, rounds=8)
-    assert run.status == RunStatus.DELIVERED, run.message
-    assert factories.run_outbox(HANDOVER) == 1
-    incident.refresh_from_db()
-    assert incident.status == IncidentStatus.REPLACED
-    delivered = RunNode.objects.get(run=run, state=RunNodeState.ACTIVE)
-    assert delivered.node_id != first_spare.pk
-    # The order's slot: the spare delivered, with its access details; the rejected spare
-    # out of it (and faulty, for ops).
-    slot = RunNode.objects.get(run=provision, slot=0, state=RunNodeState.ACTIVE)
-    assert slot.node_id == delivered.node_id and slot.delivered_at and slot.ssh_user
-    assert RunNode.objects.get(run=provision, node=first_spare).state == RunNodeState.SWAPPED_OUT
-    assert Node.objects.get(pk=first_spare.pk).status == NodeStatus.FAULTY
-    kit = health_selectors.order_delivery_kit(order)
-    assert kit is not None and delivered.node.hostname in kit.k8s_labels
-    assert first_spare.hostname not in kit.k8s_labels

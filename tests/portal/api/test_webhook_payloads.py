@@ -35,7 +35,7 @@ from tests import factories
 from tests.billing.test_dunning import period_invoice
 from tests.billing.test_payments import make_order
 from tests.portal.api.test_schema_examples import document  # noqa: F401 - fixture
-from tests.provisioning.test_replacements_parallel import HANDOVER, drive
+from tests.provisioning.test_replacement_runs import HANDOVER, drive
 from tests.provisioning.test_runs import fast  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.django_db
