@@ -538,7 +538,8 @@ def replacement_handover(*, run_id: int) -> HealthIncident | None:
             _("Spare validated and handed over."),
             handed_over_at=timezone.now(),
         )
-        jobs.enqueue(EMAIL_TASK, incident.pk, "replaced")
+        returned = delivered is not None and delivered.node_id == incident.node_id
+        jobs.enqueue(EMAIL_TASK, incident.pk, "returned" if returned else "replaced")
         _webhook(
             incident,
             NODE_REPLACED,
@@ -646,7 +647,7 @@ def replacement_failed(*, incident_id: int) -> HealthIncident | None:
             _("Replacement run %(id)s failed: %(why)s") % {"id": run.pk, "why": run.message},
             replacement_run=None,
         )
-        jobs.enqueue(EMAIL_TASK, incident.pk, "no_spare")
+        jobs.enqueue(EMAIL_TASK, incident.pk, "retry")
     return incident
 
 

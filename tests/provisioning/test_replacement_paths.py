@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.core import mail
 from django.utils import timezone
 
 from accounts import webhooks
@@ -271,6 +272,11 @@ def test_a_node_staff_mark_faulty_with_no_spare_returns_to_its_customer_after_re
     slot = RunNode.objects.get(run=run, node=victim)
     assert slot.state == "active" and slot.slot == 0 and slot.ssh_user
     assert not NodeSwap.objects.filter(order=order).exists()
+    # The customer was told (in the quote's language) it is theirs again, not of a spare.
+    mail.outbox.clear()
+    assert factories.run_outbox("provisioning.tasks.health_incident_email") >= 1
+    assert any(f"{victim.hostname} 已修复并通过快速验证" in m.body for m in mail.outbox)
+    assert not any("备用节点  已通过" in m.body for m in mail.outbox)
 
 
 def test_a_node_repaired_while_its_customer_has_not_answered_returns_to_them(rented, demo):

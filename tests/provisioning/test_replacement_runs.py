@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.core import mail
 from django.utils import timezone
 
 from inventory.models import Node, NodeStatus, Reservation
@@ -133,6 +134,9 @@ def test_a_replacement_run_that_fails_waits_for_a_spare_and_is_retried_with_the_
     incident.refresh_from_db()
     assert incident.status == IncidentStatus.NO_SPARE and incident.replacement_run is None
     assert "failed" in incident.events.order_by("-created_at", "-pk").first().reason
+    mail.outbox.clear()
+    assert factories.run_outbox("provisioning.tasks.health_incident_email") >= 1
+    assert any("我们准备的备用节点未通过检查" in m.body for m in mail.outbox)  # zh quote
     Node.objects.filter(pk__in=held_back).update(status=NodeStatus.AVAILABLE)
     assert health.health_sweep()["retried"] == 1
     incident.refresh_from_db()
