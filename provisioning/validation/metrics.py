@@ -24,11 +24,13 @@ from inventory.gpus import BY_KEY
 from provisioning.validation.parsers import (
     parse_dcgmi,
     parse_ib_write_bw,
+    parse_ibstat,
     parse_nccl_tests,
     parse_nvbandwidth,
     parse_nvidia_smi_csv,
 )
 from provisioning.validation.rules import (
+    IB_FABRICS,
     XID_CRITICAL,
     XID_NOTED,
     CheckOutcome,
@@ -157,9 +159,18 @@ METRICS: dict[str, MetricSpec] = {
         "B", "allreduce", "the size the rows show", informational=True
     ),
     # ib_write_bw per NIC
-    "ib_write_bw_gbps": MetricSpec("Gb/s", "ib_write_bw", "per NIC, BW average"),
+    "ib_write_bw_gbps": MetricSpec(
+        "Gb/s", "ib_write_bw", "per fabric NIC (InfiniBand link layer), BW average"
+    ),
     "ib_nic_count": MetricSpec(
-        "NICs", "ib_write_bw", "RDMA devices measured (one ib_write_bw section each)"
+        "NICs", "ib_write_bw", "RDMA devices whose link layer is InfiniBand (ibstat)"
+    ),
+    "rdma_ethernet_nic_count": MetricSpec(
+        "NICs",
+        "ib_write_bw",
+        "RDMA devices whose link layer is Ethernet (RoCE: fabric, front-end and storage "
+        "ports alike; ibstat cannot tell them apart)",
+        informational=True,
     ),
     # dcgm_diag
     "dcgm_fail_count": MetricSpec("results", "dcgm_diag", "DCGM results Fail"),
@@ -689,25 +700,59 @@ def _copy(check: dict[str, Any], out: _Out) -> None:
         out.put("hbm_bandwidth_gbps", values)
 
 
-_IB_SECTION = re.compile(r"^### device (\S+) exit (\S+)$", re.MULTILINE)
+_IB_SECTION = re.compile(r"^### (.+)$", re.MULTILINE)
+_IB_DEVICE = re.compile(r"^device (\S+) exit (\S+)$")
 
 
-def _ib(check: dict[str, Any], out: _Out) -> None:
-    raw = check.get("raw") or ""
-    parts = _IB_SECTION.split(raw)
+def _ib(check: dict[str, Any], out: _Out, fabric: str | None) -> None:
+    """The RDMA listing (``ibstat``) and one ``ib_write_bw`` section per NIC measured.
+
+    ``ib_nic_count`` counts the devices whose link layer is InfiniBand: a front-end or
+    storage Ethernet RDMA NIC (RoCE) on an InfiniBand node is not a fabric NIC, so it is
+    neither counted nor judged (the agent does not measure it). On an InfiniBand fabric
+    every InfiniBand device must have been measured. Elsewhere (RoCE, Ethernet) the
+    Ethernet RDMA devices are counted (``rdma_ethernet_nic_count``, informational: ibstat
+    cannot tell a RoCE fabric port from a front-end one) and their figures recorded."""
+    parts = _IB_SECTION.split(check.get("raw") or "")
+    listing: dict[str, Any] | None = None
+    measured: dict[str, str] = {}
+    for i in range(1, len(parts) - 1, 2):
+        title, body = parts[i].strip(), parts[i + 1]
+        if m := _IB_DEVICE.match(title):
+            measured[m.group(1)] = body
+        elif listing is None:
+            listing = parse_ibstat(body)
+    if listing is None or listing["damaged"]:
+        why = "; ".join(listing["errors"]) if listing else "no RDMA device listing (ibstat)"
+        out.parse_errors["ib_write_bw"] = f"RDMA device listing: {why}"
+        return
+    layers = {d["name"]: d["link_layer"] for d in listing["devices"]}
+    infiniband = [d for d, layer in layers.items() if layer == "InfiniBand"]
+    ethernet = [d for d, layer in layers.items() if layer == "Ethernet"]
+    out.put("ib_nic_count", len(infiniband))
+    out.put("rdma_ethernet_nic_count", len(ethernet))
+    if fabric in IB_FABRICS:
+        fabric_nics = infiniband
+    else:
+        fabric_nics = infiniband or ethernet
     values = []
-    for i in range(1, len(parts) - 2, 3):
-        device, body = parts[i], parts[i + 2]
-        parsed = parse_ib_write_bw(body)
+    for device in fabric_nics:
+        if device not in measured:
+            out.problems.append(
+                _reason(
+                    "ib_nic_not_measured",
+                    f"{device} (link layer {layers[device]}) was listed but not measured",
+                    device=device,
+                )
+            )
+            continue
+        parsed = parse_ib_write_bw(measured[device])
         if parsed["damaged"]:
             out.parse_errors["ib_write_bw"] = f"{device}: " + "; ".join(parsed["errors"])
             return
         values.append(parsed["bw_avg_gbps"])
-    if values:
+    if values and len(values) == len(fabric_nics):
         out.put("ib_write_bw_gbps", values)
-        out.put("ib_nic_count", len(values))
-    else:
-        out.parse_errors["ib_write_bw"] = "no ib_write_bw output"
 
 
 _CPU_METRICS = {
@@ -724,7 +769,6 @@ _DERIVE = {
     "allreduce": _allreduce,
     "gemm": _gemm,
     "memory_bandwidth": _copy,
-    "ib_write_bw": _ib,
 }
 
 
@@ -764,6 +808,8 @@ def derive(
                 _inventory(check, out, gpu_model)
             elif name == "nvlink":
                 _nvlink(check, out, gpu_model)
+            elif name == "ib_write_bw":
+                _ib(check, out, fabric)
             elif name in _DERIVE:
                 _DERIVE[name](check, out)
         except (TypeError, ValueError, KeyError, AttributeError) as exc:

@@ -130,6 +130,10 @@ MESSAGES: dict[str, tuple[str, str | None]] = {
         None,
     ),
     "kernel_log_unreadable": (gettext_noop("The kernel log could not be read"), None),
+    "ib_nic_not_measured": (
+        gettext_noop("%(device)s is an InfiniBand NIC of the node but was not measured"),
+        None,
+    ),
 }
 UNKNOWN = gettext_noop("Rejected for the reason “%(code)s”")
 

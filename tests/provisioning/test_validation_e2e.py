@@ -38,7 +38,11 @@ H200 = {"name": "NVIDIA H200", "memory_mib": 143771, "nvlink_links": 18}
 A100 = {"name": "NVIDIA A100-SXM4-40GB", "memory_mib": 40960, "nvlink_links": 12}
 RTX = {"name": "NVIDIA GeForce RTX 3090", "memory_mib": 24576, "nvlink_links": 0}
 V100S = {"name": "Tesla V100S-PCIE-32GB", "memory_mib": 32768, "nvlink_links": 0}
-IB8 = [f"mlx5_{i}" for i in range(8)]  # the 8 × NDR400 the H100/H200 node types declare
+# the 8 × NDR400 the H100/H200 node types declare: the InfiniBand CAs of the real 8×H100
+# ibstat sample (samples/ibstat_8xH100_8ib_1eth-bond_gpud.txt), whose ninth device is an
+# Ethernet (RoCE) front-end bond
+IB8 = ["mlx5_0", "mlx5_1", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_9"]
+ETH_BOND = ["mlx5_bond_0"]
 
 NODES = {
     # H800 sample's P2P (172 GB/s, 8 NVLinks) × 2.25: an H100/H200's 18 NVLink 4 links.
@@ -169,6 +173,7 @@ def _node_files(tmp_path: Path, node: dict, *, without: tuple[str, ...] = ()) ->
         "HOME": str(tmp_path),
         "LANG": "C.UTF-8",
         "FAKE_NODE_SPEC": str(tmp_path / "node.json"),
+        "FAKE_IB_LOG": str(tmp_path / "ib_write_bw.log"),
         "PROVISIONING_AGENT_INJECT_FIGURES": str(tmp_path / "figures.json"),
     }
 
@@ -236,6 +241,40 @@ def test_a_healthy_node_of_each_type_sold_is_accepted_at_its_own_message_size(
         assert len(metrics["ib_write_bw_gbps"]) == metrics["ib_nic_count"] == 8
         assert metrics["nvlink_links_total"] == 8 * 18
     assert len(metrics["gpu_temperature_max_c"]) == NODES[kind]["gpus"]
+
+
+def _ib_check(path: Path) -> dict:
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return next(c for c in lines if c.get("type") == "check" and c["name"] == "ib_write_bw")
+
+
+def test_a_front_end_ethernet_rdma_nic_is_neither_counted_nor_measured(node_types, tmp_path):
+    """The real 8×H100 ibstat: eight InfiniBand CAs and a BlueField bond whose link layer
+    is Ethernet (the front-end, RoCE). Accepted; the bond is not a fabric NIC."""
+    node = {**H100_NODE, "ib_devices": IB8, "eth_devices": ETH_BOND}
+    path = run_agent(tmp_path, node)
+    code, judged = judge(node_types["h100"], path)
+    assert code == 0, judged["reasons"]
+    metrics = judged["metrics"]
+    assert metrics["ib_nic_count"] == 8 and metrics["rdma_ethernet_nic_count"] == 1
+    assert len(metrics["ib_write_bw_gbps"]) == 8
+    started = {line.split()[0] for line in (tmp_path / "ib_write_bw.log").read_text().splitlines()}
+    assert started == set(IB8)  # ib_write_bw never ran on mlx5_bond_0
+    check = _ib_check(path)
+    assert check["details"]["devices"] == IB8
+    assert "### device mlx5_bond_0" not in check["raw"]
+    assert "CA 'mlx5_bond_0'" in check["raw"]  # the listing is kept as ibstat printed it
+
+
+def test_seven_infiniband_nics_and_a_front_end_ethernet_one_are_rejected(node_types, tmp_path):
+    """Counting every RDMA device would make 7 + 1 = 8 and pass: the Ethernet one does
+    not count, so the node lacks a fabric NIC."""
+    node = {**H100_NODE, "ib_devices": IB8[:7], "eth_devices": ETH_BOND}
+    code, judged = judge(node_types["h100"], run_agent(tmp_path, node))
+    assert code == 1
+    assert ("below_threshold", "ib_nic_count") in codes(judged), judged["reasons"]
+    reason = next(r for r in judged["reasons"] if r["params"].get("metric") == "ib_nic_count")
+    assert reason["params"]["measured"] == 7
 
 
 # --------------------------------------------------------------------------- rejected

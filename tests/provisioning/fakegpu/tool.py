@@ -280,16 +280,46 @@ def dmesg(args: list[str], s: dict) -> int:
     return 0
 
 
+IBSTAT_SAMPLE = "ibstat_8xH100_8ib_1eth-bond_gpud.txt"
+
+
+def _ibstat_blocks() -> dict[str, str]:
+    """The sample's CA blocks by device name (8 InfiniBand ConnectX-7, 1 Ethernet bond)."""
+    blocks = re.split(r"(?m)^(?=CA ')", sample(IBSTAT_SAMPLE))
+    out = {}
+    for block in blocks:
+        if m := re.match(r"CA '([^']+)'", block):
+            out[m.group(1)] = block.rstrip("\n")
+    return out
+
+
 def ibstat(args: list[str], s: dict) -> int:
-    print("\n".join(s.get("ib_devices", [])))
+    """``ibstat`` (every CA) or ``ibstat -l`` (names): the node's ``ib_devices`` (link
+    layer InfiniBand) then its ``eth_devices`` (link layer Ethernet: a RoCE front-end or
+    storage port), each the sample's block of that name, else the sample's first
+    InfiniBand block (``mlx5_0``) or its Ethernet one (``mlx5_bond_0``) renamed."""
+    blocks = _ibstat_blocks()
+    names = [(n, "mlx5_0") for n in s.get("ib_devices", [])]
+    names += [(n, "mlx5_bond_0") for n in s.get("eth_devices", [])]
+    if args[:1] == ["-l"]:
+        print("\n".join(n for n, _ in names))
+        return 0
+    out = []
+    for name, template in names:
+        block = blocks.get(name) or blocks[template].replace(f"CA '{template}'", f"CA '{name}'")
+        out.append(block)
+    if out:
+        print("\n".join(out))
     return 0
 
 
 #: The fake ``ib_write_bw``: the server side (no host argument) waits for nothing and
 #: prints nothing the agent reads; the client side prints the NDR400 sample for its device.
+#: Each start is logged (``device last-argument``) to ``FAKE_IB_LOG`` where set.
 IB_WRITE_BW = """#!/bin/sh
 dev=""; prev=""; last=""
 for a in "$@"; do [ "$prev" = "-d" ] && dev="$a"; prev="$a"; last="$a"; done
+[ -n "$FAKE_IB_LOG" ] && echo "$dev $last" >> "$FAKE_IB_LOG"
 [ "$last" = "localhost" ] || exit 0
 exec sed "s/mlx5_0/$dev/" "{sample}"
 """
