@@ -160,11 +160,11 @@ def _node_files(tmp_path: Path, node: dict, *, without: tuple[str, ...] = ()) ->
         "gemm": {
             "tflops": f.get("tflops_list") or [f["tflops"]] * n,
             "dtype": f["dtype"],
-            "max_rel_error": [0.0021] * n,
+            "max_rel_error": f.get("rel_error_list") or [0.0021] * n,
             "fp8_tflops": [f["fp8"]] * n if f["fp8"] else [None] * n,
             "allow_tf32": False,
         },
-        "hbm_gbps": [f["hbm"]] * n,
+        "hbm_gbps": f.get("hbm_list") or [f["hbm"]] * n,
     }
     (tmp_path / "figures.json").write_text(json.dumps(figures))
     (tmp_path / "node.json").write_text(json.dumps(node))
@@ -181,11 +181,11 @@ def _node_files(tmp_path: Path, node: dict, *, without: tuple[str, ...] = ()) ->
 AGENT = [sys.executable, "-m", "provisioning.agent", "--profile", "acceptance", "--device", "cuda"]
 
 
-def run_agent(tmp_path: Path, node: dict, **kw) -> Path:
+def run_agent(tmp_path: Path, node: dict, *, args: tuple[str, ...] = (), **kw) -> Path:
     env = _node_files(tmp_path, node, **kw)
     out = tmp_path / "agent.jsonl"
     proc = subprocess.run(
-        [*AGENT, "--gemm-seconds", "0.1", "--out", str(out)],
+        [*AGENT, "--gemm-seconds", "0.1", "--out", str(out), *args],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -319,6 +319,31 @@ REJECTED = {
         {"figures": {**H100_NODE["figures"], "tflops_list": [800.0] * 7 + [740.0]}},
         ("below_node_median", "gemm_tflops_bf16"),
     ),
+    # GPU 2's product is wrong (a float64 slice disagrees by 30 %): fast is not enough
+    "gemm_wrong_result": (
+        {
+            "figures": {
+                **H100_NODE["figures"],
+                "rel_error_list": [0.0021] * 2 + [0.3] + [0.0021] * 5,
+            }
+        },
+        ("below_threshold", "gemm_rel_error"),
+    ),
+    # GPU 5: above the HBM floor (85 % of 3350 = 2848) but 8 % below the node median
+    "slow_hbm_gpu": (
+        {
+            "figures": {
+                **H100_NODE["figures"],
+                "hbm_list": [3200.0] * 5 + [2950.0] + [3200.0] * 2,
+            }
+        },
+        ("below_node_median", "hbm_bandwidth_gbps"),
+    ),
+    # GPU 3's host copy: 50.9 GB/s, above Azure's 48 but 8 % below the node median
+    "slow_h2d_gpu": (
+        {"nvb_gpu_scale": {"host_to_device_memcpy_ce": {"3": 0.92}}},
+        ("below_node_median", "h2d_bandwidth_gbps"),
+    ),
 }
 
 
@@ -329,6 +354,8 @@ def test_a_broken_h100_node_is_rejected_with_its_own_reason(node_types, tmp_path
     assert code == 1
     assert judged["accepted"] is False
     assert reason in codes(judged), judged["reasons"]
+    if case.startswith("slow_"):  # the median rule alone: every figure is above its floor
+        assert ("below_threshold", reason[1]) not in codes(judged), judged["reasons"]
 
 
 V100S_REJECTED = {
@@ -357,12 +384,28 @@ def test_a_v100s_with_retired_pages_or_no_ecc_data_is_rejected(node_types, tmp_p
         assert ("not_equal", "ecc_off_gpus") in codes(judged)
 
 
+def test_a_figure_is_judged_only_at_the_size_it_holds_at(node_types, tmp_path):
+    """Azure's 460 GB/s holds at 16G: an H100 run at 8G (a size forced by hand) gives a
+    busbw keyed by 8G, which no H100 rule reads, so the 16G figure is not measured."""
+    path = run_agent(tmp_path, H100_NODE, args=("--sizes", "allreduce=8G"))
+    code, judged = judge(node_types["h100"], path)
+    assert judged["metrics"]["allreduce_message_size_bytes"] == 8 * GIB
+    assert "allreduce_busbw_gbps@8589934592" in judged["metrics"]
+    assert code == 1
+    assert ("missing_metric", "allreduce_busbw_gbps@17179869184") in codes(judged)
+
+
 def test_a_missing_tool_fails_the_node_instead_of_being_skipped(node_types, tmp_path):
-    path = run_agent(tmp_path, H100_NODE, without=("nvbandwidth",))
+    """Each missing tool fails its own check (no torch-NCCL fallback for nccl-tests, no
+    skipped DCGM or InfiniBand measurement passing by omission)."""
+    missing = ("nvbandwidth", "all_reduce_perf", "dcgmi", "ib_write_bw")
+    path = run_agent(tmp_path, H100_NODE, without=missing)
     code, judged = judge(node_types["h100"], path)
     assert code == 1
-    reasons = [r for r in judged["reasons"] if r["code"] == "tool_missing"]
-    assert reasons and reasons[0]["params"]["check"] == "nvbandwidth"
+    reasons = {r["params"]["check"]: r["params"] for r in judged["reasons"]
+               if r["code"] == "tool_missing"}  # fmt: skip
+    assert set(reasons) == {"nvbandwidth", "allreduce", "dcgm_diag", "ib_write_bw"}
+    assert "allreduce_busbw_gbps@17179869184" not in judged["metrics"]
 
 
 def test_an_agent_killed_halfway_keeps_what_finished_and_the_verdict_names_the_rest(
@@ -491,6 +534,30 @@ def test_the_report_of_a_gpu_run_states_each_figure_against_its_threshold(
     assert len(n["sustained"]) == 8 and n["sustained"][0]["fp8"] == "1,450"
     text = report.render_acceptance_report(run=run, language="en", swaps=[])
     assert text.startswith(b"%PDF") and b"/ByteRange" in text
+
+
+def test_the_judge_and_a_provisioning_run_give_one_verdict_on_one_document(
+    node_types, tmp_path, settings
+):
+    """The same broken document (XID 79, one NVLink down), judged by the command and by
+    a stored validation run (the code a provisioning run's validate step uses): the same
+    verdict with the same reasons."""
+    from provisioning.validation import services
+    from provisioning.validation.interface import fold_lines
+
+    settings.PORTAL_HARDWARE_DRIVER = "redfish"
+    settings.PORTAL_REDFISH_IN_BAND = ""
+    path = run_agent(tmp_path, {**H100_NODE, "xids": [79], "nvlink": "one_inactive"})
+    code, judged = judge(node_types["h100"], path)
+    node = factories.node(factories.site("SZ"), node_types["h100"], driver="redfish")
+    run = services.validation_run_create(nodes=[node], profile="acceptance", enqueue=False)
+    document = fold_lines(path.read_text())
+    run = services.validation_run_execute(run_id=run.pk, runner=lambda target, profile: document)
+    (result,) = run.results.all()
+    assert code == 1 and run.status == "failed" and result.accepted is False
+    stored = [(r["code"], r["params"].get("metric")) for r in result.reasons]
+    assert stored == [(r["code"], r["params"].get("metric")) for r in judged["reasons"]]
+    assert {"xid_critical", "nvlink_inactive"} <= {c for c, _ in stored}
 
 
 # --------------------------------------------------------------------------- live checks

@@ -174,6 +174,7 @@ def nvbandwidth(args: list[str], s: dict) -> int:
     for test in wanted:
         lines = sections[test]
         factor = float(scale.get(test, 1.0))
+        per_gpu = s.get("nvb_gpu_scale", {}).get(test, {})  # {"3": 0.9}: GPU 3's column
         out.append(lines[0])
         out.append(lines[1])
         cols = [f"{i:>10}" for i in range(n)]
@@ -187,11 +188,11 @@ def nvbandwidth(args: list[str], s: dict) -> int:
             if row_index >= n:
                 continue
             cells = []
-            for tok in tokens[1 : n + 1]:
+            for column, tok in enumerate(tokens[1 : n + 1]):
                 if tok == "N/A":
                     cells.append(f"{'N/A':>10}")
                 else:
-                    v = round(float(tok) * factor, 2)
+                    v = round(float(tok) * factor * float(per_gpu.get(str(column), 1.0)), 2)
                     values.append(v)
                     cells.append(f"{v:>10.2f}")
             out.append(f"{row_index:<5}" + "".join(cells))
