@@ -51,6 +51,10 @@ class MetricSpec:
     description: str
     informational: bool = False  # shown, read by no rule
     sized: bool = False  # keyed ``name@message_size_bytes`` (the size read from the output)
+    #: What a list's items are: ``gpu`` (index = GPU index) or ``nic``; ``names`` is the
+    #: metric listing the items' names (the reasons say "on NIC mlx5_6", not "on GPU 4").
+    per: str = "gpu"
+    names: str | None = None
 
 
 METRICS: dict[str, MetricSpec] = {
@@ -160,7 +164,14 @@ METRICS: dict[str, MetricSpec] = {
     ),
     # ib_write_bw per NIC
     "ib_write_bw_gbps": MetricSpec(
-        "Gb/s", "ib_write_bw", "per fabric NIC (InfiniBand link layer), BW average"
+        "Gb/s",
+        "ib_write_bw",
+        "per fabric NIC (InfiniBand link layer), BW average",
+        per="nic",
+        names="ib_write_bw_devices",
+    ),
+    "ib_write_bw_devices": MetricSpec(
+        "", "ib_write_bw", "the NICs measured, in ib_write_bw_gbps's order", informational=True
     ),
     "ib_nic_count": MetricSpec(
         "NICs", "ib_write_bw", "RDMA devices whose link layer is InfiniBand (ibstat)"
@@ -753,6 +764,7 @@ def _ib(check: dict[str, Any], out: _Out, fabric: str | None) -> None:
         values.append(parsed["bw_avg_gbps"])
     if values and len(values) == len(fabric_nics):
         out.put("ib_write_bw_gbps", values)
+        out.put("ib_write_bw_devices", fabric_nics)
 
 
 _CPU_METRICS = {

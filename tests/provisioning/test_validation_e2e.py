@@ -25,7 +25,7 @@ from django.core.management import call_command
 
 from inventory.models import Fabric, Interconnect
 from tests import factories
-from tests.provisioning.fakegpu.tool import ib_write_bw_script
+from tests.provisioning.fakegpu.tool import ib_write_bw_script, ib_write_bw_slow
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = Path(__file__).resolve().parent / "fakegpu" / "tool.py"
@@ -150,7 +150,11 @@ def _node_files(tmp_path: Path, node: dict, *, without: tuple[str, ...] = ()) ->
             continue
         path = bin_dir / tool
         if tool == "ib_write_bw":
-            path.write_text(ib_write_bw_script())
+            overrides = tmp_path / "ib_write_bw"
+            overrides.mkdir()
+            for device, gbps in node.get("ib_bw", {}).items():
+                (overrides / f"{device}.txt").write_text(ib_write_bw_slow(device, gbps))
+            path.write_text(ib_write_bw_script(overrides))
         else:
             path.write_text(f'#!/bin/sh\nexec {sys.executable} -I -S {TOOL} {tool} "$@"\n')
         path.chmod(0o755)
@@ -287,6 +291,7 @@ REJECTED = {
     "nvlink_one_inactive": ({"nvlink": "one_inactive"}, ("nvlink_inactive", "")),
     "7_of_8_gpus": ({"gpus": 7}, ("not_equal", "gpu_count")),
     "xid_79": ({"xids": [13, 79]}, ("xid_critical", "")),
+    "xid_95_uncontained_ecc": ({"xids": [95]}, ("xid_critical", "")),
     "ecc_uncorrectable": (
         {"ecc": {"5": {"ecc.errors.uncorrected.volatile.sram": 2}}},
         ("ecc_uncorrectable", ""),
@@ -297,6 +302,8 @@ REJECTED = {
         ("missing_metric", "ecc_sram_uncorrectable"),
     ),
     "7_of_8_nics": ({"ib_devices": IB8[:7]}, ("below_threshold", "ib_nic_count")),
+    # one NIC's GPUDirect loopback at 301 Gb/s, under Azure's 380 (a flapping cable, PCIe)
+    "nic_under_threshold": ({"ib_bw": {"mlx5_6": 301.2}}, ("below_threshold", "ib_write_bw_gbps")),
     "remap_over_512": (
         {"ecc": {"2": {"remapped_rows.uncorrectable": 600}}},
         ("below_threshold", "remapped_rows_uncorrectable"),
@@ -305,6 +312,8 @@ REJECTED = {
     "minus_nan_no_rows": ({"nccl": "nan_avg"}, ("nccl_no_rows", "")),
     "plus_inf": ({"nccl": "inf"}, ("not_finite", "")),
     "nan": ({"nccl": "nan"}, ("not_finite", "")),
+    "dcgm_fail": ({"dcgm": "FAIL"}, ("not_equal", "dcgm_fail_count")),
+    "dcgm_skip": ({"dcgm": "SKIP"}, ("not_equal", "dcgm_skip_count")),
     "throttled_gpu": ({"throttle": {"3": "0x0000000000000040"}}, ("gpu_throttled", "")),
     "mig_on": ({"gpu_overrides": {"2": {"mig": "Enabled"}}}, ("mig_enabled", "")),
     "wrong_model": (
@@ -354,8 +363,27 @@ def test_a_broken_h100_node_is_rejected_with_its_own_reason(node_types, tmp_path
     assert code == 1
     assert judged["accepted"] is False
     assert reason in codes(judged), judged["reasons"]
+    if case == "nic_under_threshold":  # the NIC by name, not a GPU by its list position
+        (nic,) = [r for r in judged["reasons"] if r["params"].get("metric") == reason[1]]
+        assert nic["params"]["nic"] == "mlx5_6" and nic["params"].get("gpu") is None
+        assert "on NIC mlx5_6: measured 301.2 Gb/s" in nic["text"]
     if case.startswith("slow_"):  # the median rule alone: every figure is above its floor
         assert ("below_threshold", reason[1]) not in codes(judged), judged["reasons"]
+
+
+def test_xid_94_a_contained_ecc_error_is_noted_and_judged_by_the_remap_rules(node_types, tmp_path):
+    """NVIDIA's XID catalogue: 94 is a contained ECC error (the application is killed, the
+    row remapped at the next reset): a note, the row-remap rules judge the memory; with a
+    remap pending the node fails on that rule."""
+    code, judged = judge(node_types["h100"], run_agent(tmp_path, {**H100_NODE, "xids": [94]}))
+    assert code == 0, judged["reasons"]
+    assert [n["code"] for n in judged["notes"]] == ["xid_noted"]
+    assert judged["metrics"]["xid_codes"] == [94]
+    pending = {**H100_NODE, "xids": [94], "ecc": {"1": {"remapped_rows.pending": "Yes"}}}
+    (tmp_path / "pending").mkdir()
+    code, judged = judge(node_types["h100"], run_agent(tmp_path / "pending", pending))
+    assert code == 1
+    assert codes(judged) == {("not_equal", "remapped_rows_pending")}, judged["reasons"]
 
 
 V100S_REJECTED = {

@@ -165,3 +165,19 @@ def test_rejections_are_shown_translated_in_the_report_and_on_the_pages(
         english = " ".join(pdf_text(fh.read(), tmp_path).split())
     assert "gemm_gflops_cpu: measured 0 GFLOPS, expected > 0 GFLOPS" in english
     assert "No node was swapped." in english
+
+
+def test_a_per_nic_reason_names_the_nic_in_both_languages():
+    reason = {
+        "code": "below_threshold",
+        "params": {"metric": "ib_write_bw_gbps", "gpu": None, "nic": "mlx5_6",
+                   "measured": 301.2, "unit": "Gb/s", "expected": ">= 380"},
+        "text": "",
+    }  # fmt: skip
+    with translation.override("en"):
+        assert reason_message(reason) == (
+            "ib_write_bw_gbps on NIC mlx5_6: measured 301.2 Gb/s, expected >= 380 Gb/s"
+        )
+    with translation.override("zh-hans"):
+        text = reason_message(reason)
+    assert "mlx5_6" in text and "301.2 Gb/s" in text and "NIC" not in text.replace("mlx5", "")
