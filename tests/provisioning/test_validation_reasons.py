@@ -39,9 +39,17 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_every_reason_code_the_code_base_makes_has_a_message():
     made = set()
     names = ("rules", "evaluation", "default_rules", "ssh", "interface", "services", "metrics")
-    paths = [f"provisioning/validation/{name}.py" for name in (*names, "cluster")]
-    for path in (*paths, "provisioning/agent/checks.py", "provisioning/agent/runner.py"):
-        text = (ROOT / path).read_text()
+    paths = []
+    for name in (*names, "cluster"):  # a module, or a package of modules
+        module = ROOT / "provisioning/validation" / f"{name}.py"
+        paths += [module] if module.exists() else sorted((module.parent / name).glob("*.py"))
+    assert len(paths) > len(names) + 1  # metrics and services are packages
+    for path in (
+        *paths,
+        ROOT / "provisioning/agent/checks.py",
+        ROOT / "provisioning/agent/runner.py",
+    ):
+        text = path.read_text()
         made |= set(re.findall(r'_reason\(\s*"([a-z_]+)"', text))
         made |= set(re.findall(r'"reason_code": "([a-z_]+)"', text))
         made |= set(re.findall(r'code="([a-z_]+)"', text))
