@@ -227,7 +227,7 @@ def all_reduce_perf(args: list[str], s: dict) -> int:
             algbw = busbw / (2 * (ngpu - 1) / ngpu)
             time_us = size / (algbw * 1e3)
             wrong = "1234" if variant == "wrong" else "0"
-            bw = {"inf": "inf", "nan": "nan"}.get(variant, f"{busbw:.2f}")
+            bw = {"inf": "inf", "plus_inf": "+inf", "nan": "nan"}.get(variant, f"{busbw:.2f}")
             row = (
                 f"{size:>12}  {size // 4:>12}     float     sum      -1  {time_us:7.0f}  "
                 f"{algbw:6.2f}  {bw:>6}  {wrong:>6}  {time_us:7.0f}  {algbw:6.2f}  {bw:>6}  "
@@ -237,7 +237,9 @@ def all_reduce_perf(args: list[str], s: dict) -> int:
         elif line.startswith("# Out of bounds"):
             line = "# Out of bounds values : 1234 FAILED" if variant == "wrong" else line
         elif line.startswith("# Avg bus bandwidth"):
-            avg = {"nan_avg": "-nan", "inf": "inf", "nan": "nan"}.get(variant, f"{busbw:.3f}")
+            avg = {"nan_avg": "-nan", "inf": "inf", "plus_inf": "+inf", "nan": "nan"}.get(
+                variant, f"{busbw:.3f}"
+            )
             line = f"# Avg bus bandwidth    : {avg} "
         out.append(line)
     print("\n".join(out))
