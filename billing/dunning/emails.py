@@ -22,6 +22,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone, translation
 
+from billing import stripe_api
 from billing.documents.common import bank_details
 from billing.dunning import services as dunning
 from billing.invoicing import documents as invoice_documents
@@ -140,6 +141,8 @@ def _payment_context(invoice: Invoice, order: Order) -> dict[str, Any]:
         "bank": bank_details(order.site, order.quote.language),
         "reference": invoice.bank_reference,
         "pay_link": settings.PORTAL_BASE_URL + reverse("order_pay", args=[order.number]),
+        # Card, Alipay and WeChat Pay are offered only where Stripe's keys are set.
+        "card_configured": stripe_api.is_configured(),
     }
 
 

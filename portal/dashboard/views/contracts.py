@@ -8,6 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.decorators import customer_required
@@ -67,6 +68,7 @@ def contract_page(request: HttpRequest, number: str) -> HttpResponse:
     return _page(request, order, _contract(order))
 
 
+@xframe_options_sameorigin  # the contract page shows the PDF to sign in a frame
 @customer_required
 @require_GET
 def contract_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
