@@ -169,10 +169,14 @@ class ProvisioningRun(models.Model):
         verbose_name = _("provisioning run")
         verbose_name_plural = _("provisioning runs")
         constraints = [
-            # One live run of each kind per order: a retried payment never starts two.
+            # One live provisioning or cleaning run per order: a retried payment never
+            # starts two. Replacement runs are not in it: two nodes of one order failing
+            # at once are healed in parallel, a run each (one per health incident, which
+            # ``provisioning.health.services`` creates under the incident's row lock;
+            # the reservations' exclusion constraint keeps their spares apart).
             models.UniqueConstraint(
                 fields=["order", "kind"],
-                condition=Q(status__in=["pending", "running", "validating"]),
+                condition=Q(status__in=["pending", "running", "validating"]) & ~Q(kind="replace"),
                 name="provisioningrun_one_active_per_order",
             )
         ]
