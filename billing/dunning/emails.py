@@ -37,6 +37,8 @@ from billing.models import (
     SuspensionStatus,
 )
 from billing.pricing import late_fees
+from billing.pricing.terms import online_methods_text
+from core.timezones import period_text
 
 
 def recipients(order: Order) -> list[str]:
@@ -140,6 +142,9 @@ def _payment_context(invoice: Invoice, order: Order) -> dict[str, Any]:
         "bank": bank_details(order.site, order.quote.language),
         "reference": invoice.bank_reference,
         "pay_link": settings.PORTAL_BASE_URL + reverse("order_pay", args=[order.number]),
+        # Card, Alipay and WeChat Pay are offered only where Stripe's keys are set.
+        "online_methods": (online := online_methods_text()),
+        "card_configured": bool(online),
     }
 
 
@@ -157,9 +162,9 @@ def invoice_issued_email_send(*, invoice_id: int) -> str:
         return {
             **_payment_context(invoice, order),
             "due": _local(order, invoice.due_at),
-            "period_from": _local(order, invoice.period_start) if invoice.period_start else "",
-            "period_to": _local(order, invoice.period_end - timedelta(microseconds=1))
-            if invoice.period_end
+            # The billing period by its first and last day (how every document shows it).
+            "period": period_text(invoice.period_start, invoice.period_end, tz)
+            if invoice.period_start and invoice.period_end
             else "",
             "credited": invoice.amount_credited,
             "issued": timezone.localtime(invoice.issued_at, tz).strftime("%Y-%m-%d"),

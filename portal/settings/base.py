@@ -169,7 +169,7 @@ PASSWORD_HASHERS = [
 ]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "accounts.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
@@ -178,7 +178,11 @@ LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "accounts:organisations"
 # Staff land on their own pages after logging in (group name -> URL name); other staff
 # land in the back office.
-STAFF_LANDING_BY_GROUP = {"Sales": "sales:quote_list", "Sales managers": "sales:quote_list"}
+STAFF_LANDING_BY_GROUP = {
+    "Sales": "sales:quote_list",
+    "Sales managers": "sales:quote_list",
+    "Support": "support_staff_queue",
+}
 LOGOUT_REDIRECT_URL = "catalog"
 # Login throttling (accounts/throttle.py), for every login form (the admin's too), built
 # so that an attacker cannot lock users out. MAX_FAILURES failures for one account from one

@@ -296,7 +296,10 @@ def test_the_customer_signs_in_the_portal(demo, client):
     assert "the signed contract" in page.content.decode()
     page = client.get(reverse("dashboard_contract", args=[order.number]))
     assert draft.sha256 in page.content.decode()
-    assert client.get(reverse("dashboard_contract_pdf", args=[order.number])).status_code == 200
+    framed = client.get(reverse("dashboard_contract_pdf", args=[order.number]))
+    assert framed.status_code == 200
+    # The page shows the PDF in a frame of its own origin; DENY left the frame empty.
+    assert framed["X-Frame-Options"] == "SAMEORIGIN"
     client.post(reverse("dashboard_contract_code", args=[order.number]))
     code = re.search(r" is (\d{6})\.", mail.outbox[-1].body)[1]
     response = client.post(

@@ -69,6 +69,16 @@ def test_the_contracts_hold_on_the_code(tmp_path):
             "from billing.pricing import catalog",
             "Billing's models import only the pure pricing modules",
         ),
+        (
+            "inventory/models/sites.py",
+            "from inventory.models.nodes import Node",
+            "Inventory's models point down",
+        ),
+        (
+            "inventory/services/nodes.py",
+            "from inventory.services.maintenance import maintenance_plan_create",
+            "Inventory's services point down",
+        ),
         ("billing/orders/services.py", "import stripe", "Only the Stripe gateway imports stripe"),
         (
             "provisioning/validation/report.py",

@@ -8,6 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.decorators import customer_required
@@ -55,6 +56,10 @@ def _page(
             "gate": gate.gate_state(order),
             "typed": typed or {},
             "sign_error": error,
+            # A contract drafted before the legal entity was required cannot be signed.
+            "legal_missing": contract_services.parties_missing(contract)
+            if contract.status == ContractStatus.DRAFTED
+            else [],
         },
         status=status,
     )
@@ -67,6 +72,7 @@ def contract_page(request: HttpRequest, number: str) -> HttpResponse:
     return _page(request, order, _contract(order))
 
 
+@xframe_options_sameorigin  # the contract page shows the PDF to sign in a frame
 @customer_required
 @require_GET
 def contract_pdf_view(request: HttpRequest, number: str) -> HttpResponse:
