@@ -177,6 +177,11 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=15, help="timed runs each (≥ 10)")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--save", type=Path, help="folder to keep sample zh-Hans and en PDFs in")
+    parser.add_argument(
+        "--no-freeze",
+        action="store_true",
+        help="leave the start-up objects to the collector (the workers freeze them: core.heap)",
+    )
     args = parser.parse_args()
     runs = max(args.runs, 10)
 
@@ -186,7 +191,7 @@ def main() -> int:
         t0 = time.perf_counter()
         setup(tmp)
         from billing.quotes import documents as quote_documents
-        from core import pdf
+        from core import heap, pdf
 
         quote = make_quote()
         print(
@@ -214,6 +219,8 @@ def main() -> int:
                 out.write_bytes(quote_documents.render_quote_pdf(quote=quote, language=lang))
                 print(f"saved {out}")
 
+        if not args.no_freeze:  # as each documents worker child does (portal/celery.py)
+            print(f"frozen start-up objects: {heap.freeze_startup_objects():,}")
         quote_ms, quote_cpu = time_runs(
             lambda: pdf.render_pdf("pdf/quote.html", context, language="zh-hans"),
             runs=runs,
