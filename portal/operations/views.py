@@ -217,7 +217,7 @@ def maintenance_detail(request: HttpRequest, plan_id: int) -> HttpResponse:
             "notices": plan.notices.select_related("organisation"),
             "events": plan.events.select_related("actor").order_by("-created_at", "-id"),
             "reason_form": forms.ReasonForm(),
-            "zone": plan.site.timezone,
+            "zone": tz_label(plan.site.timezone, plan.start_at),
         },
     )
 
