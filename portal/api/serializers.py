@@ -738,6 +738,10 @@ class ContractVerificationSerializer(serializers.Serializer):
 class EventTypeSerializer(serializers.Serializer):
     type = serializers.CharField()
     description = serializers.CharField()
+    payload_schema = serializers.CharField(
+        help_text="The delivery body's schema in this API's OpenAPI document (its `webhooks` "
+        "hold the same, with an example)."
+    )
 
 
 class TicketOpenSerializer(serializers.Serializer):
