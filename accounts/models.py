@@ -258,7 +258,12 @@ class CustomerProfile(models.Model):
 
     Sign-up creates one with ``email_verified_at`` empty; the link in the verification
     email (or an accepted invitation, or a completed password reset) fills it. Users
-    without a profile were created by staff (admin, seed data) and count as verified.
+    without a profile were created by staff (admin, seed data) and count as verified;
+    they get one (verified) when the portal first records their ``language``.
+
+    ``language`` is the language the user last chose: the one they logged in with or
+    switched to in the page header. Emails rendered for the user alone (support's
+    ticket notifications to staff) use it; empty until then.
     """
 
     user = models.OneToOneField(
@@ -268,6 +273,13 @@ class CustomerProfile(models.Model):
         verbose_name=_("user"),
     )
     email_verified_at = models.DateTimeField(_("email verified"), null=True, blank=True)
+    language = models.CharField(
+        _("language"),
+        max_length=8,
+        choices=settings.LANGUAGES,
+        blank=True,
+        help_text=_("The language the user last chose; emails to the user alone use it."),
+    )
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:

@@ -6,6 +6,8 @@ Other apps' pages scope their queries with ``current_organisation(request)`` (or
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser, AnonymousUser, User
 from django.db.models import QuerySet
@@ -38,6 +40,13 @@ def email_verified(user: User | AnonymousUser) -> bool:
     except CustomerProfile.DoesNotExist:
         return True
     return profile.email_verified
+
+
+def user_languages(user_ids: Iterable[int]) -> dict[int, str]:
+    """The language each user last chose (``CustomerProfile.language``), for the users
+    that chose one; one query."""
+    rows = CustomerProfile.objects.filter(user__in=list(user_ids)).exclude(language="")
+    return dict(rows.values_list("user_id", "language"))
 
 
 def memberships_for_user(user: User) -> QuerySet[Membership]:

@@ -328,6 +328,22 @@ def email_mark_verified(*, user: AbstractBaseUser) -> None:
             profile.save(update_fields=["email_verified_at"])
 
 
+def user_language_set(*, user: AbstractBaseUser, language: str) -> bool:
+    """Remember the language the user chose (logging in, or switching in the page header)
+    for the emails rendered for them alone; whether it changed. An unknown code is
+    ignored. A user without a profile (made by staff, so counted as verified) gets one,
+    verified, to hold it."""
+    if language not in dict(settings.LANGUAGES):
+        return False
+    changed = CustomerProfile.objects.filter(user=user).exclude(language=language)
+    if changed.update(language=language):
+        return True
+    _profile, created = CustomerProfile.objects.get_or_create(
+        user=user, defaults={"language": language, "email_verified_at": timezone.now()}
+    )
+    return created
+
+
 # --- Organisation details ---------------------------------------------------------------
 
 

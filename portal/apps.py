@@ -31,3 +31,5 @@ class PortalConfig(AppConfig):
         import_module("portal.operations.tasks")
         # Webhook events from lifecycle writes and dunning notices (portal.api.events).
         import_module("portal.api.events").connect()
+        # The language each user last chose, for their emails (portal.i18n).
+        import_module("portal.i18n").connect()

@@ -30,7 +30,7 @@ from inventory.sizing.plans import (
     Plan,
     search_option,
 )
-from inventory.sizing.shape import Band, Shape, size_band
+from inventory.sizing.shape import Band, Shape, band_rule, size_band
 
 
 def parallelism_text(band: Band, plan: Plan | None, mode: str) -> str:
@@ -50,7 +50,7 @@ def parallelism_text(band: Band, plan: Plan | None, mode: str) -> str:
         "nodes": plan.nodes,
         "gpus": plan.gpus,
     }
-    if band == ">=100B":
+    if band_rule(band) == "3d_parallel":
         return (
             _(
                 "Multi-node 3D parallel: tensor parallel inside the node, pipeline parallel across "
@@ -136,7 +136,7 @@ def fabric_advice(band: Band, plan: Plan | None) -> tuple[str, str]:
     placement = _("Place the nodes under as few leaf switches as possible.")
     if gpus >= CLOS_MIN_GPUS:
         fabric = _(
-            "InfiniBand NDR 400G required: at %(gpus)s GPUs (64 or more) the seeds make IB "
+            "InfiniBand NDR 400G required: at %(gpus)s GPUs (64 or more) our sizing rules make IB "
             "NDR 400 Gb/s mandatory so that AllReduce does not hold training back."
         ) % {"gpus": gpus}
         topology = then(
@@ -151,7 +151,7 @@ def fabric_advice(band: Band, plan: Plan | None) -> tuple[str, str]:
             "InfiniBand recommended: at %(gpus)s GPUs (more than 32) RoCE v2's PFC "
             "head-of-line blocking makes throughput unstable, while InfiniBand's "
             "credit-based flow control holds up (%(ib)s vs %(roce)s AllReduce utilisation "
-            "at 32 nodes in the seeds' test)."
+            "at 32 nodes in the provider's test)."
         ) % {"gpus": gpus, "ib": percent(Decimal("0.98")), "roce": percent(Decimal("0.82"))}
         topology = then(_("Leaf-spine (2 tiers)."), placement)
     else:
@@ -167,7 +167,7 @@ def fabric_advice(band: Band, plan: Plan | None) -> tuple[str, str]:
             ),
             placement,
         )
-    if band == ">=100B" and gpus < CLOS_MIN_GPUS:
+    if band_rule(band) == "3d_parallel" and gpus < CLOS_MIN_GPUS:
         fabric = _(
             "InfiniBand NDR 400G: 100B+ models need 400 Gb/s RDMA between nodes, even "
             "though at %(gpus)s GPUs the cluster size alone would allow RoCE v2."

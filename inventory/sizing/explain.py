@@ -62,12 +62,13 @@ class Note:
 
     def __str__(self) -> str:
         if self.source == "seeds":
-            label = _("seeds")
+            label = _("provider's sizing rule")
         elif self.source == "paper":
             label = _("published formula")
         else:
             label = _("our estimate")
-        # Translators: a note followed by where its rule comes from ("seeds" or "our estimate").
+        # Translators: a note followed by where its rule comes from ("provider's sizing
+        # rule" or "our estimate").
         return _("%(text)s (%(source)s)") % {"text": self.text, "source": label}
 
 

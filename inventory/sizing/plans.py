@@ -35,7 +35,7 @@ from inventory.sizing.memory import (
     state_bytes,
 )
 from inventory.sizing.network import StepTime, step_time
-from inventory.sizing.shape import Band, Shape
+from inventory.sizing.shape import Band, Shape, band_rule
 
 SECONDS_PER_DAY = 86_400
 MAX_NODES = 1024
@@ -147,12 +147,20 @@ def _band_rule(band: Band, option: NodeOption, nodes: int, mode: str) -> tuple[s
     """The seeds' band rule for this model size, and whether the plan meets it."""
     inter = option.inter_node_gbps
     nvlink = option.intra_node in NVLINK_KINDS
-    if band == "<30B":
+    rule = band_rule(band)
+    if rule == "data_parallel":
         return _("Under 30B: one 8-GPU node, data parallel."), nodes == 1
-    if band in ("30-70B", "70-100B"):
-        text = _(
-            "30–70B: full NVLink inside the node, ≥ 200 Gb/s between nodes, tensor + data parallel."
-        )
+    if rule == "tensor_data_parallel":
+        if band == "70-100B":
+            text = _(
+                "70–100B: the 30–70B rule applies below 100B: full NVLink inside the node, "
+                "≥ 200 Gb/s between nodes, tensor + data parallel."
+            )
+        else:
+            text = _(
+                "30–70B: full NVLink inside the node, ≥ 200 Gb/s between nodes, tensor + "
+                "data parallel."
+            )
         return text, nvlink and (nodes == 1 or inter >= TP_DP_BANDWIDTH_GBPS)
     text = _(
         "100B and up: multi-node cluster, 400 Gb/s between nodes, 3D parallel with "
@@ -171,7 +179,7 @@ def _fabric_problems(band: Band, option: NodeOption, nodes: int, gpus: int, mode
         return []
     problems: list[str] = []
     bandwidth = option.inter_node_gbps
-    if mode == "infer" or band == "<30B":
+    if mode == "infer" or band_rule(band) == "data_parallel":
         if bandwidth < MEDIUM_BANDWIDTH_GBPS:
             problems.append(
                 _(
@@ -180,7 +188,7 @@ def _fabric_problems(band: Band, option: NodeOption, nodes: int, gpus: int, mode
                 )
                 % {"nodes": nodes, "min": MEDIUM_BANDWIDTH_GBPS, "has": bandwidth}
             )
-    elif band in ("30-70B", "70-100B"):
+    elif band_rule(band) == "tensor_data_parallel":
         if bandwidth < TP_DP_BANDWIDTH_GBPS:
             problems.append(
                 _(

@@ -28,7 +28,7 @@ from inventory.sizing.explain import (
 from inventory.sizing.hardware import NodeOption
 from inventory.sizing.inputs import SizingError, SizingInput, validate
 from inventory.sizing.plans import OptionOutcome, Plan, plan_layout, search_option
-from inventory.sizing.shape import Band, Shape, band_of, shape_of
+from inventory.sizing.shape import Band, Shape, band_label, band_of, band_rule, shape_of
 
 
 @dataclass
@@ -54,6 +54,10 @@ class SizingResult:
     fabric: str
     topology: str
     notes: list[Note] = field(default_factory=list)
+
+    @property
+    def band_label(self) -> str:
+        return band_label(self.band)
 
     @property
     def recommended(self) -> NodeOption | None:
@@ -158,7 +162,7 @@ def _result(
         comparison = rule_comparison_text(inp, shape, rule, cheapest)
     else:
         comparison = _(
-            "The seeds' rule of thumb (parameters × bytes × 3.5) is for training; for serving "
+            "The common rule of thumb (parameters × bytes × 3.5) is for training; for serving "
             "the memory is the weights plus the KV cache, which grows with context and "
             "concurrent sequences."
         )
@@ -173,12 +177,12 @@ def _result(
         not_zero = zero_note(cheapest, inp.zero_stage if inp.mode == "train" else 0)
         if not_zero:
             notes.append(Note(not_zero, "paper"))
-        if band == ">=100B" and inp.mode == "train" and inp.zero_stage != 3:
+        if band_rule(band) == "3d_parallel" and inp.mode == "train" and inp.zero_stage != 3:
             notes.append(
                 Note(
                     _(
-                        "At 100B+ the seeds pair 3D parallelism with ZeRO stage 3 and a fast "
-                        "inter-node network to get past the memory wall."
+                        "At 100B+ the usual practice pairs 3D parallelism with ZeRO stage 3 "
+                        "and a fast inter-node network to get past the memory wall."
                     ),
                     "seeds",
                 )

@@ -24,6 +24,62 @@ BAND_30B = Decimal("30")
 BAND_70B = Decimal("70")
 BAND_100B = Decimal("100")
 
+# What a band's size asks of the cluster: one node and data parallel; tensor + data
+# parallel over NVLink with >= 200 Gb/s between nodes; or the 3D-parallel recipe.
+BandRule = Literal["data_parallel", "tensor_data_parallel", "3d_parallel"]
+
+
+@dataclass(frozen=True)
+class SizeBand:
+    """One size band: the one source of its boundaries, its name and its rule.
+
+    DESIGN names three bands: under 30B; 30-70B; 100B and up. Between 70B and 100B
+    (Llama 3 70B's 70.6B, Qwen2 72B's 72.7B) is a band of its own here so that the page
+    names the model's size as it is, but it follows the 30-70B rule (NVLink inside the
+    node, >= 200 Gb/s between nodes, tensor + data parallel): the 100B-and-up recipe
+    (400 Gb/s InfiniBand, 3D parallel) begins at 100B.
+    """
+
+    code: Band
+    upper: Decimal | None  # None: no upper bound
+    upper_included: bool
+    rule: BandRule
+
+    def holds(self, params_billion: Decimal) -> bool:
+        if self.upper is None:
+            return True
+        if self.upper_included:
+            return params_billion <= self.upper
+        return params_billion < self.upper
+
+    @property
+    def label(self) -> str:
+        return {
+            "<30B": _("under 30B"),
+            "30-70B": _("30–70B"),
+            "70-100B": _("70–100B (the 30–70B rule applies)"),
+            ">=100B": _("100B and up"),
+        }[self.code]
+
+
+SIZE_BANDS: tuple[SizeBand, ...] = (
+    SizeBand("<30B", BAND_30B, False, "data_parallel"),
+    SizeBand("30-70B", BAND_70B, True, "tensor_data_parallel"),  # 70 included
+    SizeBand("70-100B", BAND_100B, False, "tensor_data_parallel"),
+    SizeBand(">=100B", None, False, "3d_parallel"),
+)
+BANDS_BY_CODE: dict[str, SizeBand] = {b.code: b for b in SIZE_BANDS}
+
+
+def band_rule(band: Band) -> BandRule:
+    """The rule a band follows (``SIZE_BANDS``)."""
+    return BANDS_BY_CODE[band].rule
+
+
+def band_label(band: Band) -> str:
+    """The band as the page names it, translated."""
+    return BANDS_BY_CODE[band].label
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -128,14 +184,8 @@ def shape_of(inp: SizingInput) -> Shape:
 
 
 def size_band(params_billion: Decimal) -> Band:
-    """The seeds' bands: < 30B, 30–70B (70 included), 70–100B (ours), ≥ 100B."""
-    if params_billion < BAND_30B:
-        return "<30B"
-    if params_billion <= BAND_70B:
-        return "30-70B"
-    if params_billion < BAND_100B:
-        return "70-100B"
-    return ">=100B"
+    """The band of a parameter count in billions (``SIZE_BANDS``)."""
+    return next(b.code for b in SIZE_BANDS if b.holds(params_billion))
 
 
 def band_of(shape: Shape) -> Band:

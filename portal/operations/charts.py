@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from html import escape
 
+from django.utils.translation import gettext as _
+
 PALETTE = ("#2563eb", "#16a34a", "#f59e0b", "#dc2626", "#7c3aed", "#0891b2")
 
 
@@ -77,8 +79,13 @@ def bar_chart(
             parts.append(
                 f'<rect x="{x:.1f}" y="{top + plot_h - h:.1f}" width="{bar_w:.1f}" '
                 f'height="{h:.1f}" fill="{PALETTE[j % len(PALETTE)]}">'
-                f"<title>{escape(label)} · {escape(s.name)}: {escape(_tick(float(v), unit))}"
-                "</title></rect>"
+                "<title>"
+                + escape(
+                    # Translators: a bar's hover text: the period, the series, the value.
+                    _("%(period)s · %(series)s: %(value)s")
+                    % {"period": label, "series": s.name, "value": _tick(float(v), unit)}
+                )
+                + "</title></rect>"
             )
         if i % every == 0:
             parts.append(

@@ -10,6 +10,7 @@ from django import forms
 from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from accounts.models import Organisation
 from inventory.models import MaintenanceScope, Node, NodeStatus, NodeType, Rack, Site, Switch
@@ -18,7 +19,7 @@ from portal.operations.calendar import ZOOM_DAYS
 ZOOM_CHOICES = [
     ("day", _("day")),
     ("week", _("week")),
-    ("month", _("month")),
+    ("month", pgettext_lazy("a period of the calendar or a report", "month")),
     ("quarter", _("quarter")),
 ]
 
@@ -157,7 +158,12 @@ class ReportForm(forms.Form):
         label=_("to"), required=False, widget=forms.DateInput(attrs={"type": "date"})
     )
     by = forms.ChoiceField(
-        label=_("by"), choices=[("day", _("day")), ("month", _("month"))], required=False
+        label=_("by"),
+        choices=[
+            ("day", _("day")),
+            ("month", pgettext_lazy("a period of the calendar or a report", "month")),
+        ],
+        required=False,
     )
 
     def clean(self) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.csv import csv_download, write_csv
 from core.errors import DomainError
+from core.timezones import tz_label
 from inventory import selectors as inventory_selectors
 from inventory import services as inventory_services
 from inventory.models import MaintenancePlan, MaintenanceScope
@@ -125,7 +126,7 @@ def calendar(request: HttpRequest) -> HttpResponse:
             ("faulty", _("faulty")),
             ("swap", _("swap")),
         ],
-        "zone": str(start.tzinfo),
+        "zone": tz_label(str(start.tzinfo), start),
     }
     return render(request, "operations/calendar.html", context)
 
@@ -216,7 +217,7 @@ def maintenance_detail(request: HttpRequest, plan_id: int) -> HttpResponse:
             "notices": plan.notices.select_related("organisation"),
             "events": plan.events.select_related("actor").order_by("-created_at", "-id"),
             "reason_form": forms.ReasonForm(),
-            "zone": plan.site.timezone,
+            "zone": tz_label(plan.site.timezone, plan.start_at),
         },
     )
 
@@ -383,7 +384,9 @@ def _utilisation_charts(util: list[reports.UtilisationRow], *, by: str) -> list[
                     series=[
                         charts.Series(_("utilisation"), [_percent(r.utilisation) for r in rows])
                     ],
-                    title=f"{site} · {name}: {_('reserved / available node-hours')}",
+                    # Translators: a chart's title: the site and node type, then what it shows.
+                    title=_("%(site)s · %(node_type)s: reserved / available node-hours")
+                    % {"site": site, "node_type": name},
                     unit="%",
                     max_value=100.0,
                 )
@@ -411,7 +414,8 @@ def _revenue_charts(money: list[reports.RevenueRow]) -> list[dict[str, Any]]:
                         charts.Series(_("collected"), [m.collected for m in rows]),
                         charts.Series(_("pipeline"), [m.pipeline for m in rows]),
                     ],
-                    title=f"{cur}: {_('revenue per month')}",
+                    # Translators: a chart's title: the currency code, then what it shows.
+                    title=_("%(currency)s: revenue per month") % {"currency": cur},
                 )
             ),
             "rows": rows,

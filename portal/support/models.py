@@ -46,8 +46,8 @@ PRIORITY_RANK = {p: i for i, p in enumerate(TicketPriority.values)}
 
 
 class TicketTier(models.TextChoices):
-    CONTRACT = clocks.CONTRACT, _("contract")
-    STANDARD = clocks.STANDARD, _("standard")
+    CONTRACT = clocks.CONTRACT, _("contract support")
+    STANDARD = clocks.STANDARD, _("standard support")
 
 
 class TicketSource(models.TextChoices):
@@ -89,7 +89,7 @@ class Ticket(models.Model):
     subject = models.CharField(_("subject"), max_length=200)
     category = models.CharField(_("category"), max_length=16, choices=TicketCategory.choices)
     priority = models.CharField(_("priority"), max_length=8, choices=TicketPriority.choices)
-    tier = models.CharField(_("contract tier"), max_length=8, choices=TicketTier.choices)
+    tier = models.CharField(_("support tier"), max_length=8, choices=TicketTier.choices)
     language = models.CharField(_("language"), max_length=8, choices=settings.LANGUAGES)
     # What it is about: an order, one of its nodes, one GPU of that node.
     order = models.ForeignKey(

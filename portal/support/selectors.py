@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from accounts.models import Organisation
-from billing.models import Order, OrderStatus
+from billing.models import Contract, ContractStatus, Order, OrderStatus
 from core.errors import DomainError
 from inventory.models import (
     MaintenanceStatus,
@@ -36,6 +36,7 @@ from portal.support.models import (
     TicketEvent,
     TicketMessage,
     TicketStatus,
+    TicketTier,
 )
 from provisioning.health.selectors import rule_title
 from provisioning.health.services import incident_evidence
@@ -339,6 +340,26 @@ def ticket_for_org(organisation: Organisation, ticket_id: int) -> Ticket | None:
     return (
         Ticket.objects.filter(organisation=organisation, pk=ticket_id)
         .select_related("order", "node", "assignee")
+        .first()
+    )
+
+
+# A contract that binds the provider's support terms (§7.1).
+SIGNED_CONTRACT_STATUSES = (
+    ContractStatus.CUSTOMER_SIGNED,
+    ContractStatus.COUNTERSIGNED,
+    ContractStatus.ACTIVE,
+)
+
+
+def ticket_contract(ticket: Ticket) -> Contract | None:
+    """The signed contract whose support terms a contract-tier ticket runs on: its
+    order's latest signed contract (``None`` for a standard-tier ticket)."""
+    if ticket.tier != TicketTier.CONTRACT or ticket.order_id is None:
+        return None
+    return (
+        Contract.objects.filter(order=ticket.order_id, status__in=SIGNED_CONTRACT_STATUSES)
+        .order_by("-pk")
         .first()
     )
 

@@ -26,7 +26,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from accounts.models import Organisation
-from billing.models import ContractStatus, Order
+from billing.models import Order
 from core import jobs, lifecycle, texts
 from core.errors import DomainError
 from core.texts import Text
@@ -60,11 +60,7 @@ WORK_TICKETS = "support.change_ticket"
 POST_INCIDENTS = "support.change_statusincident"
 
 # A contract that binds the provider's support terms (§7.1).
-SIGNED_CONTRACT_STATUSES = (
-    ContractStatus.CUSTOMER_SIGNED,
-    ContractStatus.COUNTERSIGNED,
-    ContractStatus.ACTIVE,
-)
+SIGNED_CONTRACT_STATUSES = selectors.SIGNED_CONTRACT_STATUSES
 MAX_BODY = 20_000
 
 

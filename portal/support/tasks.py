@@ -14,6 +14,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import translation
 
+from accounts import selectors as account_selectors
 from accounts.models import Membership
 from core.queues import CeleryQueue
 from portal.support import inbound, selectors, services
@@ -81,11 +82,19 @@ def _customer_emails(ticket: Ticket) -> list[str]:
     )
 
 
-def _staff_emails(ticket: Ticket) -> list[str]:
+def _staff_emails(ticket: Ticket) -> dict[str, list[str]]:
+    """Support's addresses by the language each person last chose (``LANGUAGE_CODE``
+    for those who never chose one): the assignee, or everyone who works tickets."""
     if ticket.assignee_id and ticket.assignee and ticket.assignee.email:
-        return [ticket.assignee.email]
-    users = get_user_model().objects.with_perm(services.WORK_TICKETS, include_superusers=False)
-    return sorted(set(users.filter(is_active=True).values_list("email", flat=True)) - {""})
+        people = [(ticket.assignee.pk, ticket.assignee.email)]
+    else:
+        users = get_user_model().objects.with_perm(services.WORK_TICKETS, include_superusers=False)
+        people = list(users.filter(is_active=True).exclude(email="").values_list("pk", "email"))
+    chosen = account_selectors.user_languages(pk for pk, _email in people)
+    by_language: dict[str, set[str]] = {}
+    for pk, email in people:
+        by_language.setdefault(chosen.get(pk, settings.LANGUAGE_CODE), set()).add(email)
+    return {language: sorted(emails) for language, emails in sorted(by_language.items())}
 
 
 def _send(ticket: Ticket, kind: str, message: TicketMessage | None, *, to: list[str],
@@ -137,8 +146,6 @@ def ticket_email(ticket_id: int, kind: str, message_id: int | None = None) -> in
                 staff=False,
             )  # fmt: skip
     if kind in ("opened", "customer_reply", "missed"):
-        sent += _send(
-            ticket, kind, message, to=_staff_emails(ticket), language=settings.LANGUAGE_CODE,
-            staff=True,
-        )  # fmt: skip
+        for language, to in _staff_emails(ticket).items():
+            sent += _send(ticket, kind, message, to=to, language=language, staff=True)
     return sent

@@ -97,7 +97,8 @@ def test_a_ticket_from_the_customer_through_the_queue_to_resolution(pages, celer
             data = (subject, node.hostname, order.number, ticket.reference, "NCCL", "NCCL_DEBUG",
                     "INFO", "NCCL_ALGO", "Ring", "Log attached: ring 0 stalls.",
                     "NCCL hangs after step 300.", "Please run with NCCL_DEBUG=INFO.",
-                    "Pinned NCCL_ALGO=Ring.", "support", "customer")  # fmt: skip
+                    "Pinned NCCL_ALGO=Ring.", "support", "customer",  # and the contract
+                    *order.contracts.values_list("number", flat=True))  # fmt: skip
             words = english_words(customer.content(), data=data)
             assert words == [], words
             staff_data = (*data, demo["org"].name, demo["customer"].email, "on shift",

@@ -220,7 +220,8 @@ def test_calendar_week_price_is_one_node_for_seven_days(client, demo):
         start_date=timezone.localdate(),
         items=[ItemSpec(kind="node", quantity=Decimal(1), node_type_id=e5.pk)],
     )
-    assert prices[0] == money(priced.net_total, "CNY")
+    assert prices[0] == money(priced.net_total)  # the currency is named once, in the label
+    assert "One node for the week (CNY)" in section(html, f'data-calendar="SZ/{e5.code}"')
 
 
 def _price_book(site, *node_types):

@@ -269,7 +269,7 @@ def test_the_page_for_ops_in_both_languages_and_refused_to_others(
     typed = ("order:page-", "quote:page-", "page-", "Fleet PG", "fleet maintenance")
     assert not english_words(
         zh.content.decode(),
-        data=(*typed, "Asia/Shanghai", "ops"),  # the user name
+        data=(*typed, "ops"),  # the user name
         allowed=TECHNICAL | {"SU", "PG", "SZ"},  # site codes
     )
     bad = client.get(_url(zoom="decade"))
@@ -277,3 +277,32 @@ def test_the_page_for_ops_in_both_languages_and_refused_to_others(
     for username in ("finance", "customer"):
         client.force_login(get_user_model().objects.get(username=username))
         assert client.get(_url()).status_code == 403
+
+
+def test_the_calendar_names_its_zone_and_zoom_and_shows_conflicts_only_when_there_are_some(
+    client, demo
+):
+    """The reviewer's Chinese calendar: "(Asia/Shanghai)" instead of 北京时间, the zoom
+    "个月" (the duration unit), and "本页有 0 处冲突" in red."""
+    client.force_login(get_user_model().objects.get(username="ops"))
+    site = demo["sz"].pk
+    zh = client.get(_url("zh-hans", zoom="month", site=site)).content.decode()
+    assert "（北京时间，UTC+08:00）" in zh and "Asia/Shanghai" not in zh
+    assert 'data-zoom="month">月</a>' in zh and '<option value="month" selected>月</option>' in zh
+    assert "个月" not in zh
+    assert '<span class="muted" id="conflict-count">本页有 0 处冲突</span>' in zh
+    en = client.get(_url(zoom="month", site=site)).content.decode()
+    assert "(China Standard Time, UTC+08:00)" in en and 'data-zoom="month">month</a>' in en
+    # The duration unit keeps its own word.
+    with translation.override("zh-hans"):
+        assert translation.gettext("month") == "个月"
+    # A node going faulty under a firm booking: the count stands out.
+    order = make_order(demo, term="month", duration=1)
+    orders.invoice_mark_paid_by_transfer(
+        invoice=order.invoices.get(), reference="T-1", actor=demo["admin"]
+    )
+    node = Reservation.objects.filter(group=order.reservation_group).first().node
+    inventory_services.node_mark_faulty(node=node, actor=demo["admin"], reason="XID 79")
+    start = order.start_at.date().isoformat()
+    zh = client.get(_url("zh-hans", zoom="month", site=site, start=start)).content.decode()
+    assert '<span class="conflicts" id="conflict-count">本页有 1 处冲突</span>' in zh

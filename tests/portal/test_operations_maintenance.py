@@ -322,3 +322,25 @@ def test_the_sweep_tells_due_plans_and_completes_ended_ones(booked, demo):
     assert ended == 1 and plan.status == MaintenanceStatus.COMPLETED
     assert plan.windows.get().end_at == plan.end_at  # the window stays: it happened
     assert plan.events.order_by("created_at", "id").last().reason == "The window ended."
+
+
+def test_the_chinese_plan_page_names_the_zone_and_the_scope_in_chinese_punctuation(
+    ops_client, booked, demo
+):
+    order, nodes = booked
+    start = order.end_at + timedelta(days=3)
+    plan = inventory_services.maintenance_plan_create(
+        title="Cabling",
+        scope="rack",
+        rack=nodes[0].rack,
+        start_at=start,
+        end_at=start + timedelta(hours=3),
+        actor=demo["admin"],
+    )
+    html = ops_client.get(_url("operations:maintenance_detail", plan.pk, lang="zh-hans"))
+    html = html.content.decode()
+    assert "（北京时间，UTC+08:00）" in html and "Asia/Shanghai" not in html
+    assert "<h1>维护：Cabling</h1>" in html
+    assert f"<dd>一个机柜：{nodes[0].rack}</dd>" in html  # the scope, then the rack
+    en = ops_client.get(_url("operations:maintenance_detail", plan.pk)).content.decode()
+    assert "(China Standard Time, UTC+08:00)" in en and f": {nodes[0].rack}</dd>" in en

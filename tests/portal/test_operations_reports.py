@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo
@@ -177,3 +178,20 @@ def test_the_page_charts_and_csv_for_finance_and_ops_only(client, demo):
     for username in ("sales", "customer"):
         client.force_login(users.get(username=username))
         assert client.get(_url()).status_code == 403
+
+
+def test_the_chinese_page_titles_its_charts_in_chinese(client, demo):
+    """The reviewer saw "reserved / available node-hours" and "CNY: revenue per month"
+    on the Chinese page: the titles were gettext calls inside f-strings, which
+    ``makemessages`` never extracts."""
+    client.force_login(get_user_model().objects.get(username="finance"))
+    order = make_order(demo, term="month", duration=1)  # months with revenue to chart
+    first = order.created_at.date().replace(day=1)
+    period = {"first": first.isoformat(), "last": (first + timedelta(days=62)).isoformat()}
+    html = client.get(_url("zh-hans", by="month", **period)).content.decode()
+    assert "：已预订节点小时 / 可用节点小时</text>" in html
+    assert "CNY：每月收入</text>" in html
+    assert "node-hours" not in html and "revenue per month" not in html
+    assert re.search(r"<title>\d{4}-\d{2} · 已签订：", html)  # a bar: period · series：value
+    en = client.get(_url("en", by="month", **period)).content.decode()
+    assert "CNY: revenue per month</text>" in en

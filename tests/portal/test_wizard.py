@@ -100,3 +100,44 @@ def test_a_plan_with_data_parallel_degree_1_carries_no_zero_stage(client, demo_s
     assert (a100.tp, a100.dp, a100.zero) == (4, 1, None)
     if result.cheapest is a100:
         assert "ZeRO-2 was asked for" in response.content.decode()
+
+
+def test_a_72b_model_is_named_70_to_100b_and_follows_the_30_to_70b_rule(client, demo_sz):
+    """The reviewer saw band "70-100B" beside the "30–70B" rule for Qwen2 72B (72.7B) and
+    Llama 3 70B (70.6B): one table (``inventory.sizing.shape.SIZE_BANDS``) now gives the
+    band its name and its rule, and the page says that the 30–70B rule applies."""
+    for arch in ("qwen2-72b", "llama3-70b"):
+        response = wizard(client, **base(demo_sz, params_billion="", arch=arch))
+        html = response.content.decode()
+        result = response.context["result"]
+        assert result.band == "70-100B"
+        assert '<dd id="size-band">70–100B (the 30–70B rule applies)</dd>' in html
+        assert result.plans and all(
+            p.band_rule.startswith("70–100B: the 30–70B rule applies below 100B")
+            for p in result.plans
+        )
+    middle = wizard(client, **base(demo_sz, params_billion="50")).content.decode()
+    assert '<dd id="size-band">30–70B</dd>' in middle and "30–70B: full NVLink" in middle
+    large = wizard(client, **base(demo_sz)).content.decode()
+    assert '<dd id="size-band">100B and up</dd>' in large and "100B and up: multi-node" in large
+    with override("zh-hans"):
+        url = reverse("wizard")
+    zh = client.get(url, base(demo_sz, params_billion="", arch="qwen2-72b")).content.decode()
+    assert '<dd id="size-band">70–100B（适用 30–70B 规则）</dd>' in zh
+
+
+def test_the_explanations_speak_of_the_common_rule_of_thumb_never_the_seeds(client, demo_sz):
+    pages = [
+        wizard(client, **base(demo_sz, mode="infer", params_billion="70")),
+        wizard(client, **base(demo_sz, zero_stage="1")),  # the 100B+ note on ZeRO-3
+        wizard(client, **base(demo_sz, params_billion="", arch="llama3-70b")),
+    ]
+    texts = [p.content.decode() for p in pages]
+    assert "The common rule of thumb (parameters × bytes × 3.5) is for training" in texts[0]
+    assert "At 100B+ the usual practice pairs 3D parallelism" in texts[1]
+    for html in texts:
+        assert "seeds" not in html.replace("seed-examples", "")  # the section's CSS class
+    with override("zh-hans"):
+        url = reverse("wizard")
+    zh = client.get(url, base(demo_sz, mode="infer", params_billion="70")).content.decode()
+    assert "常用的经验公式（参数量 × 字节数 × 3.5）针对训练" in zh

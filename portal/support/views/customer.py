@@ -86,6 +86,7 @@ def _context(ticket: Ticket, form: ReplyForm) -> dict[str, object]:
     return {
         "ticket": ticket,
         "clocks": selectors.ticket_clocks(ticket),
+        "contract": selectors.ticket_contract(ticket),
         "conversation": selectors.ticket_messages(ticket, staff=False),
         "history": selectors.ticket_history(ticket, staff=False),
         "diagnostics": selectors.diagnostics(ticket),

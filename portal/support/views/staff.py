@@ -73,6 +73,7 @@ def _page(request: HttpRequest, ticket: Ticket, status: int = 200, **forms: obje
     context: dict[str, object] = {
         "ticket": ticket,
         "clocks": selectors.ticket_clocks(ticket),
+        "contract": selectors.ticket_contract(ticket),
         "conversation": selectors.ticket_messages(ticket, staff=True),
         "history": selectors.ticket_history(ticket, staff=True),
         "diagnostics": selectors.diagnostics(ticket),
