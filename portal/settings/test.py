@@ -20,6 +20,8 @@ else:
 CELERY_TASK_ALWAYS_EAGER = False
 # seed_demo's signed contract costs two PDF renderings: only the tests that want it.
 PORTAL_SEED_DEMO_CONTRACT = False
+# Nor its running order (a paid order the workers of some tests would provision).
+PORTAL_SEED_DEMO_RUNNING_ORDER = False
 # Argon2 still, at minimal cost: the suite creates many users.
 PASSWORD_HASHERS = [
     "portal.hashers.CheapArgon2PasswordHasher",
