@@ -252,10 +252,15 @@ class ProvisioningRunAdmin(SiteTimeZoneMixin, ReadOnlyAdmin):
 
     site_path = "order__site"
     site_time_fields = ("started_at", "finished_at")
-    list_display = ("pk", "order", "kind", "status", "started_at", "finished_at", "run_page")
+    list_display = ("number", "order", "kind", "status", "started_at", "finished_at", "run_page")
+    list_display_links = ("number",)
     list_select_related = ("order", "order__site")
     list_filter = ("status", "kind", "order__site")
     search_fields = ("order__number",)
+
+    @admin.display(description=gettext_lazy("number"), ordering="pk")
+    def number(self, obj: ProvisioningRun) -> int:
+        return obj.pk
 
     @admin.display(description=gettext_lazy("run page"))
     def run_page(self, obj: ProvisioningRun) -> str:
