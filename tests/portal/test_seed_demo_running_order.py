@@ -19,7 +19,7 @@ from billing.models import Invoice, Order, OrderStatus, ProvisioningRelease
 from billing.orders.selectors import order_nodes
 from billing.pricing import periods
 from billing.pricing.periods import site_today
-from inventory.models import Reservation, ReservationStatus
+from inventory.models import Node, NodeStatus, Reservation, ReservationStatus
 from portal.management.commands.seed_demo import DEMO_BOOKING
 from provisioning.models import ProvisioningRun, RunKind
 from provisioning.runs import provisioning_start_due
@@ -27,9 +27,9 @@ from provisioning.runs import provisioning_start_due
 pytestmark = pytest.mark.django_db
 
 
-def seed() -> str:
+def seed(**streams: io.StringIO) -> str:
     out = io.StringIO()
-    call_command("seed_demo", stdout=out)
+    call_command("seed_demo", stdout=out, **streams)
     return out.getvalue()
 
 
@@ -99,3 +99,15 @@ def test_a_demo_order_that_ended_is_followed_by_a_new_one(demo, settings):
     new = running.demo_running_order()
     assert new.pk != old.pk and new.status == OrderStatus.PAID
     assert running.demo_running_order().pk == new.pk
+
+
+def test_seed_demo_goes_on_without_the_order_when_no_h100_node_is_free(demo, settings):
+    settings.PORTAL_SEED_DEMO_RUNNING_ORDER = True
+    Node.objects.filter(site=demo["sz"], node_type=demo["h100"]).update(
+        status=NodeStatus.MAINTENANCE
+    )
+    err = io.StringIO()
+    out = seed(stderr=err)
+    assert "no running demo order" in err.getvalue()
+    assert "Demo data ready" in out
+    assert not demo_orders(demo["org"]).exists()
