@@ -119,12 +119,16 @@ class OrganisationForm(forms.Form):
         max_length=64,
         required=False,
         help_text=_(
-            "For the fapiao. In China: the 18-character unified social credit code "
-            "(统一社会信用代码)."
+            "Printed on contracts and the fapiao. In China: the 18-character unified social "
+            "credit code (统一社会信用代码); in Hong Kong: the 8-digit business registration "
+            "number."
         ),
     )
     billing_address = forms.CharField(
-        label=_("Billing address"), required=False, widget=forms.Textarea(attrs={"rows": 3})
+        label=_("Billing address"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_("The registered address of your legal entity, printed on contracts."),
     )
     billing_email = forms.EmailField(
         label=_("Billing email"),

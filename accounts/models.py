@@ -92,10 +92,22 @@ class Organisation(models.Model):
         """The buyer's name on the fapiao."""
         return self.fapiao_title or self.legal_name or self.name
 
+    def legal_entity_missing(self) -> list[str]:
+        """What a contract needs to name the customer's legal entity and is not on file
+        (translated, in the order of the organisation form): the legal name, the
+        registration number (China: a valid 统一社会信用代码; Hong Kong: the business
+        registration number) and the registered address. Empty when complete."""
+        return legal_entity_missing(
+            legal_name=self.legal_name,
+            country=self.country,
+            tax_id=self.tax_id,
+            address=self.billing_address,
+        )
+
     @property
     def legal_details_complete(self) -> bool:
-        """Whether the legal details are given (legal name, and a tax ID in China)."""
-        return bool(self.legal_name and (self.tax_id or self.country != "CN"))
+        """Whether the legal entity is on file (``legal_entity_missing`` is empty)."""
+        return not self.legal_entity_missing()
 
 
 class MemberRole(models.TextChoices):
@@ -166,6 +178,10 @@ COUNTRY_CHOICES: list[tuple[str, str | Promise]] = [
 USCC_RE = re.compile(r"[0-9A-HJ-NP-RTUW-Y]{18}")
 USCC_ALPHABET = "0123456789ABCDEFGHJKLMNPQRTUWXY"  # value = position (31 characters)
 USCC_WEIGHTS = (1, 3, 9, 27, 19, 26, 16, 17, 20, 29, 25, 13, 8, 24, 10, 30, 28)
+# Hong Kong business registration number: the first 8 digits of the BR certificate's
+# number, optionally with the 3-digit branch number (the rest of the certificate's number
+# is its expiry and a check digit, which change on renewal).
+HK_BR_RE = re.compile(r"\d{8}(-\d{3})?")
 
 
 def uscc_check_character(first17: str) -> str:
@@ -176,9 +192,10 @@ def uscc_check_character(first17: str) -> str:
 
 
 def tax_id_normalise(*, country: str, tax_id: str) -> str:
-    """How a tax ID is stored: trimmed; for China, upper-case without spaces."""
+    """How a tax ID is stored: trimmed; for China and Hong Kong, upper-case without
+    spaces."""
     tax_id = tax_id.strip()
-    if country == "CN":
+    if country in ("CN", "HK"):
         tax_id = "".join(tax_id.split()).upper()
     return tax_id
 
@@ -186,7 +203,9 @@ def tax_id_normalise(*, country: str, tax_id: str) -> str:
 def tax_id_problem(*, country: str, tax_id: str) -> str | None:
     """Why a (normalised) tax ID is not acceptable for a country, or ``None``.
 
-    Only China's unified social credit code has a checked format; other countries' tax
+    China's unified social credit code is checked with its check character (GB
+    32100-2015), a Hong Kong business registration number by its form (8 digits, with an
+    optional 3-digit branch number: it has no published check digit); other countries'
     numbers are accepted as given.
     """
     if country == "CN" and tax_id and not USCC_RE.fullmatch(tax_id):
@@ -199,7 +218,36 @@ def tax_id_problem(*, country: str, tax_id: str) -> str | None:
             "This unified social credit code (统一社会信用代码) has a typing error: its last "
             "character does not match the other 17. Copy it from the business licence."
         )
+    if country == "HK" and tax_id and not HK_BR_RE.fullmatch(tax_id):
+        return gettext(
+            "A Hong Kong business registration number has 8 digits (the first 8 of the "
+            "business registration certificate's number, e.g. 12345678 or "
+            "12345678-000)."
+        )
     return None
+
+
+def registration_label(country: str) -> str:
+    """What the registration number is called for an organisation of ``country``."""
+    if country == "CN":
+        return gettext("unified social credit code (统一社会信用代码)")
+    if country == "HK":
+        return gettext("business registration number (BR)")
+    return gettext("company registration or tax number")
+
+
+def legal_entity_missing(*, legal_name: str, country: str, tax_id: str, address: str) -> list[str]:
+    """What is missing (or invalid) to name a legal entity on a contract: its legal name,
+    registration number and registered address (``Organisation.legal_entity_missing``)."""
+    missing = []
+    if not legal_name.strip():
+        missing.append(gettext("legal name"))
+    normalised = tax_id_normalise(country=country, tax_id=tax_id)
+    if not normalised or tax_id_problem(country=country, tax_id=normalised):
+        missing.append(registration_label(country))
+    if not address.strip():
+        missing.append(gettext("registered address"))
+    return missing
 
 
 # --- Accounts -----------------------------------------------------------------------------

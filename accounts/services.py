@@ -32,7 +32,7 @@ from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from accounts import selectors, throttle, tokens
+from accounts import selectors, signals, throttle, tokens
 from accounts.models import (
     CustomerProfile,
     Invitation,
@@ -376,6 +376,11 @@ def organisation_update(
     except ValidationError as exc:
         raise DomainError(" ".join(exc.messages)) from exc
     organisation.save()
+    if organisation.legal_details_complete:
+        # Contracts that waited for the legal entity can be drafted now (billing listens).
+        signals.legal_entity_completed.send(
+            sender=Organisation, organisation=organisation, actor=actor
+        )
     return organisation
 
 

@@ -383,11 +383,17 @@ def organisation_settings(request: HttpRequest) -> HttpResponse:
             form.add_error(None, exc.message)
         else:
             messages.success(request, _("The organisation's details are saved."))
-            return redirect("accounts:organisation_settings")
+            # Back to the page that sent the user here (an order waiting for them).
+            return HttpResponseRedirect(_next_url(request, "accounts:organisation_settings"))
     return render(
         request,
         "accounts/organisation_settings.html",
-        {"form": form, "organisation": organisation},
+        {
+            "form": form,
+            "organisation": organisation,
+            "next": _safe_next(request, request.POST.get("next") or request.GET.get("next", "")),
+            "legal_missing": organisation.legal_entity_missing(),
+        },
         status=400 if form.is_bound and form.errors else 200,
     )
 

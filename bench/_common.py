@@ -96,6 +96,34 @@ def setup_django(url: str) -> None:
     django.setup()
 
 
+@contextmanager
+def bench_database(
+    url: str, *, keep: bool = False, timings: dict[str, float] | None = None
+) -> Iterator[str]:
+    """A benchmark's own database for the ``with`` block: ``url`` created afresh, Django
+    set up on it and migrated (timed as ``migrate``, into ``timings`` when given);
+    afterwards its connections closed and the database dropped, unless ``keep``. Yields
+    ``url``."""
+    print(f"bench database: {url.rsplit('@', 1)[-1]}", flush=True)
+    recreate_database(url)
+    try:
+        setup_django(url)
+        from django.core.management import call_command
+        from django.db import connections
+
+        try:
+            with stopwatch("migrate", timings):
+                call_command("migrate", verbosity=0)
+            yield url
+        finally:
+            connections.close_all()
+    finally:
+        if keep:
+            print(f"kept database {url.rsplit('/', 1)[-1]}")
+        else:
+            drop_database(url)
+
+
 def _text_defaults(table: str, columns: list[str]) -> dict[str, str]:
     """``{column: default}`` of the model's NOT NULL text columns missing from ``columns``
     (fields added since a benchmark was written, e.g. a blank ``CharField``)."""

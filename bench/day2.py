@@ -13,6 +13,11 @@ over Redis against PostgreSQL running the health evaluation (enqueued every
    time with each hardware step's replayed time replaced by the hardware time it stands
    for; detection, queueing, validation and hand-over as they ran). p95 of each; goals:
    detection ≤ 60 s, replacement ≤ 10 min.
+   Then ``--pairs`` times two faults at once: XID 79 on one serving node and
+   ``--pair-gap`` seconds later on another of the same order; both replaced in parallel
+   (``pair_replacement_minutes``, each on the simulated clock; goal: each ≤ 10 min) and
+   ``pairs_overlapped``: how many pairs had the second replacement run started before
+   the first was handed over (goal: every pair).
 2. ``false_replacements_24h``: the noise of a simulated day replayed on every serving
    node (one correctable ECC error, one missed scrape, a 30-second utilisation dip) under
    ``--noise-evaluations`` evaluations: replacements opened (goal 0). The day itself is not
@@ -108,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--pairs", type=int, default=1, help="two faults at once, times")
+    parser.add_argument("--pair-gap", type=float, default=10.0, help="between them (s)")
     parser.add_argument("--scrape", type=float, default=5.0, help="scrape interval (s)")
     parser.add_argument("--evaluate", type=float, default=5.0, help="evaluation interval (s)")
     parser.add_argument("--scale", type=float, default=0.01, help="simulated time scale")
@@ -163,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_provisioning.acceptance = acceptance  # type: ignore[attr-defined]
     call_command("migrate", verbosity=0)
     call_command("seed_demo", stdout=io.StringIO())
-    add_nodes(args.nodes + args.trials + 8)
+    add_nodes(args.nodes + args.trials + 2 * args.pairs + 8)
 
     from core.queues import ALL as QUEUES
 
@@ -261,6 +268,49 @@ def main(argv: list[str] | None = None) -> int:
         result["detection_s"] = [round(d, 2) for d in detections]
         result["replacement_minutes"] = [round(r, 2) for r in replacements]
 
+        # 1b. Two faults of the order at once: healed in parallel, each within the budget.
+        pair_minutes: list[float] = []
+        overlapped = 0
+        for pair in range(args.pairs):
+            victims = [rn.node for rn in serving()[:2]]
+            simulated.fault_inject(node=victims[0], kind="xid", gpu=pair % 8, value=79)
+            time.sleep(args.pair_gap)
+            simulated.fault_inject(node=victims[1], kind="xid", gpu=pair % 8, value=79)
+
+            def both_opened(victims=victims):  # noqa: ANN001, ANN202
+                found = list(HealthIncident.objects.filter(node__in=victims, rule="xid_79"))
+                if len(found) < 2:
+                    evaluate()
+                    time.sleep(args.evaluate)
+                    return None
+                return sorted(found, key=lambda incident: incident.observed_at)
+
+            pks = [i.pk for i in wait(both_opened, 300, f"pair {pair}: detection", interval=0)]
+
+            def both_done(pks=pks):  # noqa: ANN001, ANN202
+                done = list(
+                    HealthIncident.objects.filter(pk__in=pks, status=IncidentStatus.REPLACED)
+                    .select_related("replacement_run")
+                    .order_by("observed_at")
+                )
+                return done if len(done) == 2 else None
+
+            first, second = wait(both_done, 600, f"pair {pair}: replacements")
+            for done in (first, second):
+                sim = health_selectors.replacement_simulated_seconds(done, time_scale=args.scale)
+                pair_minutes.append((sim or 0.0) / 60)
+            runs = (first.replacement_run, second.replacement_run)
+            if runs[0] and runs[1] and runs[1].started_at and runs[0].finished_at:
+                overlapped += runs[1].started_at < runs[0].finished_at
+            print(
+                f"pair {pair}: {victims[0].hostname} and {victims[1].hostname} replaced in "
+                f"{pair_minutes[-2]:.2f} and {pair_minutes[-1]:.2f} simulated min",
+                flush=True,
+            )
+            wait(all_up, 120, "the spares scraped", interval=1)
+        result["pair_replacement_minutes"] = [round(m, 2) for m in pair_minutes]
+        result["pairs_overlapped"] = overlapped
+
         # 2. A day's noise.
         before = HealthIncident.objects.filter(action="replace").count()
         for rn in serving():
@@ -309,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
             "replacement_minutes_p95": result["replacement_minutes_p95"]  # type: ignore[operator]
             <= GOAL_REPLACEMENT_MIN,
             "false_replacements_24h": result["false_replacements_24h"] == 0,
+            "pair_replacement_minutes": all(m <= GOAL_REPLACEMENT_MIN for m in pair_minutes),
+            "pairs_overlapped": overlapped == args.pairs,
         }
     except BaseException:
         for log in (web_log, worker_log):

@@ -5,7 +5,7 @@ Builds two fleets in a throw-away database (``portal_bench_operations``) with
 with its cleaning, a hold expiring within a day; every 25th node a maintenance window,
 every 40th faulty): 200 nodes at one site and 2,000 at another. Then:
 
-- ``queries_200`` / ``queries_2000``: the queries ``portal.operations.selectors.
+- ``queries_200`` / ``queries_2000``: the queries ``portal.operations.calendar.
   calendar_window`` makes for all the nodes of each site over 90 days (they must be
   equal: the count does not grow with the nodes shown);
 - ``selector_ms_p50``: its time for 2,000 nodes × 90 days (every row and bar built);
@@ -36,11 +36,9 @@ if __package__ in {None, ""}:  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import (
+    bench_database,
     bench_database_url_for,
-    drop_database,
     median,
-    recreate_database,
-    setup_django,
     stopwatch,
     summary,
     vacuum_analyze,
@@ -57,7 +55,7 @@ def measure(*, small: int, large: int, runs: int, warmup: int) -> dict[str, Any]
     from django.utils import timezone
 
     from inventory.models import Reservation
-    from portal.operations import selectors
+    from portal.operations.calendar import calendar_window
     from portal.operations.selectors import SHOWN_RESERVATION_STATUSES
     from tests.factories import operations_fleet
 
@@ -71,7 +69,7 @@ def measure(*, small: int, large: int, runs: int, warmup: int) -> dict[str, Any]
     small_site, large_site = few[0].site_id, many[0].site_id
 
     def calendar(site_id: int) -> Any:
-        return selectors.calendar_window(start=start, end=end, site_id=site_id)
+        return calendar_window(start=start, end=end, site_id=site_id)
 
     counted: list[int] = []
     with CaptureQueriesContext(connection) as ctx:
@@ -130,26 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_LOG_LEVEL", "WARNING")
-    url = bench_database_url_for("operations")
     started = time.perf_counter()
-    print(f"bench database: {url.rsplit('@', 1)[-1]}", flush=True)
-    recreate_database(url)
     out: dict[str, Any] = {}
-    try:
-        setup_django(url)
-        from django.core.management import call_command
-        from django.db import connections
-
-        with stopwatch("migrate"):
-            call_command("migrate", verbosity=0)
+    with bench_database(bench_database_url_for("operations"), keep=args.keep):
         print(f"[calendar] {args.small:,} and {args.large:,} nodes × {DAYS} days", flush=True)
         out.update(measure(small=args.small, large=args.large, runs=args.runs, warmup=args.warmup))
-        connections.close_all()
-    finally:
-        if args.keep:
-            print(f"kept database {url.rsplit('/', 1)[-1]}")
-        else:
-            drop_database(url)
     out["total_s"] = round(time.perf_counter() - started, 1)
     out["loadavg_1m_end"] = round(os.getloadavg()[0], 2)
     out["goal_met"] = out["queries_equal"]

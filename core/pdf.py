@@ -142,9 +142,11 @@ def render_html(template_name: str, context: dict[str, Any], *, language: str) -
         return render_to_string(
             template_name,
             {
+                # A document may word its page counter in another language (a contract:
+                # the prevailing one, whatever language it was rendered in).
+                "page_counter_css": page_counter_css(),
                 **context,
                 "html_lang": html_lang(language),
-                "page_counter_css": page_counter_css(),
             },
         )
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
-from datetime import UTC, timedelta
+from datetime import UTC
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ from billing.pricing.late_fees import LATE_FEE_PER_DAY
 from billing.pricing.sla import SLA_CREDIT_TABLE, SLA_TARGET
 from billing.pricing.terms import billing_schedule, invoice_issue_days
 from core.documents import DocumentKind, register
-from core.pdf import css_content, normalise_language
+from core.pdf import css_content, normalise_language, page_counter_css
 
 TEMPLATE = "pdf/contract.html"
 AUDIT_TEMPLATE = "pdf/contract_audit.html"
@@ -304,7 +304,6 @@ def contract_context(contract: Contract, *, language: str, sealed: bool = False)
             "issued": timezone.localtime(contract.created_at, tz),
             "start": timezone.localtime(order.start_at, tz),
             "end": timezone.localtime(order.end_at, tz),
-            "last_day": (timezone.localtime(order.end_at, tz) - timedelta(microseconds=1)).date(),
             "term_label": quote.get_term_display(),
             "duration_label": duration_label(quote.term, quote.duration),
             "equipment": equipment,
@@ -338,11 +337,23 @@ def contract_context(contract: Contract, *, language: str, sealed: bool = False)
                 else None
             ),
             "site_timezone": contract.site.timezone,
-            "running_left_css": css_content(f"{the_provider.brand} · {_('Contract')}"),
+            **_margins(contract, prevailing, customer),
+        }
+
+
+def _margins(contract: Contract, prevailing: str, customer: dict[str, Any]) -> dict[str, Any]:
+    """The running header, footer and page counter, in the contract's prevailing language
+    (the language its first text is in), whatever language it is rendered in."""
+    with translation.override(prevailing):
+        the_provider = provider(prevailing, contract.site)
+        title = _("Service contract")
+        return {
+            "running_left_css": css_content(f"{the_provider.brand} · {title}"),
             "running_right_css": css_content(
                 f"{contract.number} · {customer.get('legal_name', '')}"
             ),
             "footer_left_css": css_content(f"{the_provider.name} · {the_provider.website}"),
+            "page_counter_css": page_counter_css(),
         }
 
 

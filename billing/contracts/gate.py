@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -28,6 +29,7 @@ from billing.models import (
     ORDER_IN_SERVICE_STATUSES,
     Contract,
     Order,
+    OrderStatus,
     ProvisioningRelease,
     Quote,
     Term,
@@ -52,6 +54,41 @@ def needs_contract(quote: Quote) -> bool:
     return not (quote.term == Term.MONTH and quote.duration == 1)
 
 
+def order_status_label(*, status: str, needs_contract: bool, agreed: bool) -> str:
+    """The order's status as the customer reads it: before it is released for
+    provisioning, what is still missing (the contract or the standard terms, the payment,
+    or both); after, its lifecycle status. The one label of every page and the API."""
+    if status == OrderStatus.AWAITING_PAYMENT:
+        if agreed:
+            return _("awaiting payment")
+        if needs_contract:
+            return _("awaiting contract and payment")
+        return _("awaiting terms and payment")
+    if status == OrderStatus.PAID and not agreed:
+        return _("paid, awaiting contract") if needs_contract else _("paid, awaiting terms")
+    return str(OrderStatus(status).label)
+
+
+def orders_with_agreement(orders: QuerySet[Order]) -> QuerySet[Order]:
+    """``orders`` with what ``listed_status_label`` needs, in the same query (lists)."""
+    return orders.select_related("quote__created_by").annotate(
+        contract_signed=Exists(
+            Contract.objects.filter(
+                order=OuterRef("pk"), amends__isnull=True, status__in=CONTRACT_SIGNED
+            )
+        ),
+        terms_accepted=Exists(TermsAcceptance.objects.filter(order=OuterRef("pk"))),
+    )
+
+
+def listed_status_label(order: Order) -> str:
+    """``order_status_label`` of an order from ``orders_with_agreement``."""
+    contract_needed = needs_contract(order.quote)
+    signed = bool(getattr(order, "contract_signed", False))
+    agreed = signed if contract_needed else signed or bool(getattr(order, "terms_accepted", False))
+    return order_status_label(status=order.status, needs_contract=contract_needed, agreed=agreed)
+
+
 @dataclass(frozen=True)
 class GateState:
     paid: bool
@@ -63,6 +100,15 @@ class GateState:
     # When the provisioning run begins (recorded at release; planned before it).
     provision_at: datetime | None = None
     lead_time_hours: int = 0
+    status: str = ""  # the order's lifecycle status
+    # What the organisation must add before the contract can be drafted (translated).
+    legal_missing: tuple[str, ...] = ()
+
+    @property
+    def status_label(self) -> str:
+        return order_status_label(
+            status=self.status, needs_contract=self.needs_contract, agreed=self.agreed
+        )
 
     @property
     def missing(self) -> list[str]:
@@ -96,6 +142,10 @@ def gate_state(order: Order) -> GateState:
         released=release is not None,
         provision_at=provision_at,
         lead_time_hours=order.site.lead_time_hours,
+        status=order.status,
+        legal_missing=tuple(order.organisation.legal_entity_missing())
+        if contract_needed and contract is None
+        else (),
     )
 
 

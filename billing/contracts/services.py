@@ -28,7 +28,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from accounts.models import MemberRole, Membership
+from accounts.models import MemberRole, Membership, Organisation, legal_entity_missing
 from billing.contracts import documents as contract_documents
 from billing.contracts import signatures
 from billing.contracts.chain import GENESIS, entry_hash
@@ -44,6 +44,7 @@ from billing.models import (
     ContractSignatory,
     ContractStatus,
     Order,
+    OrderStatus,
     SigningCode,
 )
 from billing.pricing.periods import site_today
@@ -120,12 +121,41 @@ def audit_verify(contract: Contract) -> bool:
 # --- Drafting ---------------------------------------------------------------------------
 
 
+class LegalEntityMissing(DomainError):
+    """A contract cannot name the customer: its legal name, registration number or
+    registered address is not on file (``Organisation.legal_entity_missing``)."""
+
+    def __init__(self, missing: list[str]) -> None:
+        self.missing = missing
+        super().__init__(legal_entity_message(missing))
+
+
+def legal_entity_message(missing: list[str]) -> str:
+    """What the customer reads when the contract waits for the organisation's details."""
+    return _(
+        "The contract must name your organisation's legal entity: add its %(missing)s in "
+        "the organisation's profile first."
+    ) % {"missing": _(", ").join(missing)}
+
+
+def parties_missing(contract: Contract) -> list[str]:
+    """What the contract's customer party lacks (a contract drafted before the legal
+    entity was required)."""
+    customer = contract.parties.get("customer", {})
+    return legal_entity_missing(
+        legal_name=str(customer.get("legal_name", "")),
+        country=str(customer.get("country", "")),
+        tax_id=str(customer.get("tax_id", "")),
+        address=str(customer.get("address", "")),
+    )
+
+
 def _parties(order: Order) -> dict[str, Any]:
     org = order.organisation
     return {
         "customer": {
             "name": org.name,
-            "legal_name": org.legal_name or org.name,
+            "legal_name": org.legal_name,
             "tax_id": org.tax_id,
             "address": org.billing_address,
             "country": org.country,
@@ -145,6 +175,9 @@ def contract_draft(
     existing = order.contracts.filter(amends=amends).exclude(status=ContractStatus.CANCELLED)
     if amends is None and existing.exists():
         return existing.first()
+    missing = order.organisation.legal_entity_missing()
+    if missing:
+        raise LegalEntityMissing(missing)
     quote = order.quote
     contract = Contract.objects.create(
         number=next_number(kind="C", site=order.site, year=site_today(order.site).year),
@@ -176,10 +209,61 @@ def contract_draft(
 
 
 def contract_draft_if_needed(*, order: Order, actor: Actor = None) -> Contract | None:
-    """Called when an order is created: a contract for sales quotes and long terms."""
+    """Called when an order is created: a contract for sales quotes and long terms. When
+    the organisation's legal entity is not on file yet, the order keeps its hold and the
+    contract waits (``contracts_draft_waiting`` drafts it once the details are saved)."""
     if not needs_contract(order.quote):
         return None
-    return contract_draft(order=order, actor=actor)
+    try:
+        return contract_draft(order=order, actor=actor)
+    except LegalEntityMissing:
+        lifecycle.record_note(
+            [order],
+            actor=actor,
+            reason=Text(
+                "The contract is drafted once the organisation's legal name, registration "
+                "number and registered address are on file."
+            ),
+        )
+        return None
+
+
+#: Orders whose contract may still be drafted (before payment, or paid and not released).
+DRAFTABLE_ORDER_STATUSES = (OrderStatus.AWAITING_PAYMENT, OrderStatus.PAID)
+
+
+def contracts_draft_waiting(*, organisation: Organisation, actor: Actor = None) -> list[Contract]:
+    """Draft the contracts that waited for the organisation's legal entity (its live
+    orders that need one and have none); nothing while details are still missing. An
+    unsigned contract drafted without the entity (before it was required) is cancelled
+    and drafted again, so that the PDF to sign names it. Safe to call any number of
+    times."""
+    if organisation.legal_entity_missing():
+        return []
+    drafted = []
+    stale = Contract.objects.filter(
+        organisation=organisation,
+        status=ContractStatus.DRAFTED,
+        amends__isnull=True,
+        order__status__in=DRAFTABLE_ORDER_STATUSES,
+    )
+    for contract in stale:
+        if parties_missing(contract):
+            lifecycle.transition(
+                contract,
+                to=ContractStatus.CANCELLED,
+                actor=actor,
+                reason=Text("Drafted again with the organisation's legal entity."),
+            )
+    orders = (
+        Order.objects.filter(organisation=organisation, status__in=DRAFTABLE_ORDER_STATUSES)
+        .exclude(contracts__status__in=[s for s in ContractStatus if s != ContractStatus.CANCELLED])
+        .select_related("quote__created_by", "organisation", "site")
+    )
+    for order in orders:
+        if needs_contract(order.quote):
+            drafted.append(contract_draft(order=order, actor=actor))
+    return drafted
 
 
 def contract_document_rendered(*, contract: Contract, document: ContractDocument) -> None:
@@ -204,6 +288,9 @@ def contract_document_rendered(*, contract: Contract, document: ContractDocument
 def _check_signer(contract: Contract, user: Actor) -> None:
     if user is None or not user.is_authenticated:
         raise DomainError(_("Log in to sign."))
+    missing = parties_missing(contract)
+    if missing:
+        raise LegalEntityMissing(missing)
     ok = Membership.objects.filter(
         user=user, organisation=contract.organisation, role__in=SIGNERS
     ).exists()
@@ -298,6 +385,11 @@ def _verify_code(contract: Contract, user: Actor, code: str) -> SigningCode | st
         .order_by("-created_at", "-pk")
         .first()
     )
+    if row is None and not SigningCode.objects.filter(contract=contract, user=user).exists():
+        return _(
+            "No code has been sent to you for this contract yet: press “Email me a one-time "
+            "code”, then type the 6 digits from the email."
+        )
     if row is None or row.expires_at <= now:
         return _("The code has expired or was used: ask for a new one.")
     if row.attempts >= CODE_MAX_ATTEMPTS:

@@ -22,7 +22,7 @@ from billing.pricing.periods import site_today
 from billing.quotes import services as quote_services
 from inventory.models import NodeType, Site
 
-DEMO_NOTE = "Demo: the signed contract of seed_demo."
+DEMO_NOTE = "Two A100 nodes for two quarters, as discussed with your account manager."
 
 
 def demo_signed_contract() -> Contract:

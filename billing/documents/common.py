@@ -10,9 +10,10 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist
 from django.utils import translation
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import ngettext, pgettext
 
 from billing.models import (
     QuoteLine,
@@ -20,6 +21,7 @@ from billing.models import (
     SellerEntity,
     Term,
 )
+from inventory.models import Fabric
 
 # --- The quote's context ----------------------------------------------------------------
 
@@ -44,6 +46,27 @@ def seller_for(site: Any) -> SellerEntity | None:
     if site is None:
         return None
     return SellerEntity.objects.filter(site=site).first()
+
+
+def issues_payment_requests(site: Any) -> bool:
+    """Whether the site's payment documents are payment requests (付款通知书: a mainland
+    seller, only the tax system issues the 发票) rather than invoices (Hong Kong). The
+    one rule of the PDF, the pages, the emails and the admin."""
+    if site is None:
+        return True
+    try:
+        seller = site.seller  # the site's one seller entity (cached when selected with it)
+    except ObjectDoesNotExist:  # a site without a seller entity yet: the provider block
+        return True
+    return bool(seller.issues_fapiao)
+
+
+def payment_document_name(invoice: Any) -> str:
+    """``payment request I-SZ-2026-000001`` or ``invoice I-HK-…``, as a sentence names
+    the document (``issues_payment_requests``)."""
+    if issues_payment_requests(invoice.order.site if invoice.order_id else None):
+        return _("payment request %(n)s") % {"n": invoice.number}
+    return _("invoice %(n)s") % {"n": invoice.number}
 
 
 def provider(language: str, site: Any = None) -> Provider:
@@ -216,3 +239,37 @@ def node_specs(node_type: Any) -> list[tuple[str, str]]:
         (_("Storage"), node_type.storage),
     ]
     return rows
+
+
+# --- Where the nodes sit ----------------------------------------------------------------------
+
+
+def placement_text(group: dict[str, Any]) -> str:
+    """One placement group in words, the one sentence every page and document prints
+    (the order and quote pages, the quote and estimate PDFs, the contract's equipment
+    table): "2 nodes in 1 scalable unit, 8 rail switches, in 1 rack, InfiniBand NDR
+    400G" for rail-optimised node types (a scalable unit is what "one leaf" means for
+    them), "2 nodes under 1 leaf switch, in 1 rack, RoCE v2" for the others."""
+    code = group.get("fabric_code", "")
+    fabric = str(Fabric(code).label) if code in Fabric.values else group.get("fabric", "")
+    count = int(group.get("count", 0) or 0)
+    leaves = len(group.get("leaves", []))
+    racks = int(group.get("racks", 0) or 0)
+    units = int(group.get("units", 0) or 0)
+    if units:
+        rails = int(group.get("rails", 0) or 0)
+        where = pgettext("placement", "%(units)s, %(rails)s") % {
+            "units": ngettext("in %(n)s scalable unit", "in %(n)s scalable units", units)
+            % {"n": units},
+            "rails": ngettext("%(n)s rail switch", "%(n)s rail switches", rails) % {"n": rails},
+        }
+    else:
+        where = ngettext("under %(n)s leaf switch", "under %(n)s leaf switches", leaves) % {
+            "n": leaves
+        }
+    return _("%(nodes)s %(leaves)s, %(racks)s, %(fabric)s") % {
+        "nodes": ngettext("%(n)s node", "%(n)s nodes", count) % {"n": count},
+        "leaves": where,
+        "racks": ngettext("in %(n)s rack", "in %(n)s racks", racks) % {"n": racks},
+        "fabric": fabric,
+    }

@@ -22,7 +22,6 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone, translation
 
-from billing import stripe_api
 from billing.documents.common import bank_details
 from billing.dunning import services as dunning
 from billing.invoicing import documents as invoice_documents
@@ -38,6 +37,8 @@ from billing.models import (
     SuspensionStatus,
 )
 from billing.pricing import late_fees
+from billing.pricing.terms import online_methods_text
+from core.timezones import period_text
 
 
 def recipients(order: Order) -> list[str]:
@@ -142,7 +143,8 @@ def _payment_context(invoice: Invoice, order: Order) -> dict[str, Any]:
         "reference": invoice.bank_reference,
         "pay_link": settings.PORTAL_BASE_URL + reverse("order_pay", args=[order.number]),
         # Card, Alipay and WeChat Pay are offered only where Stripe's keys are set.
-        "card_configured": stripe_api.is_configured(),
+        "online_methods": (online := online_methods_text()),
+        "card_configured": bool(online),
     }
 
 
@@ -160,9 +162,9 @@ def invoice_issued_email_send(*, invoice_id: int) -> str:
         return {
             **_payment_context(invoice, order),
             "due": _local(order, invoice.due_at),
-            "period_from": _local(order, invoice.period_start) if invoice.period_start else "",
-            "period_to": _local(order, invoice.period_end - timedelta(microseconds=1))
-            if invoice.period_end
+            # The billing period by its first and last day (how every document shows it).
+            "period": period_text(invoice.period_start, invoice.period_end, tz)
+            if invoice.period_start and invoice.period_end
             else "",
             "credited": invoice.amount_credited,
             "issued": timezone.localtime(invoice.issued_at, tz).strftime("%Y-%m-%d"),

@@ -20,7 +20,7 @@ unique (invoice, language) row decides which rendering is kept.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,7 @@ from billing.models import (
     PaymentStatus,
     QuoteLine,
 )
+from billing.pricing.terms import online_methods_text
 from billing.quotes.documents import single_rate, tax_notes
 from core.documents import DocumentKind, register
 from core.pdf import css_content, normalise_language
@@ -179,8 +180,6 @@ def invoice_context(invoice: Invoice, *, language: str) -> dict[str, Any]:
     tz = site.tzinfo
     start_at = invoice.period_start or order.start_at
     end_at = invoice.period_end or order.end_at
-    first_day = timezone.localtime(start_at, tz).date()
-    last_day = (timezone.localtime(end_at, tz) - timedelta(microseconds=1)).date()
     with translation.override(language):
         the_provider = provider(language, site)
         party = invoice.organisation.legal_name or invoice.organisation.name
@@ -197,8 +196,8 @@ def invoice_context(invoice: Invoice, *, language: str) -> dict[str, Any]:
             "provider": the_provider,
             "issued": timezone.localtime(invoice.issued_at, tz),
             "due": timezone.localtime(invoice.due_at, tz),
-            "first_day": first_day,
-            "last_day": last_day,
+            "period_start": start_at,
+            "period_end": end_at,
             "paid": timezone.localtime(invoice.paid_at, tz) if invoice.paid_at else None,
             "is_paid": invoice.status == InvoiceStatus.PAID,
             "is_void": invoice.status == InvoiceStatus.VOID,
@@ -213,6 +212,8 @@ def invoice_context(invoice: Invoice, *, language: str) -> dict[str, Any]:
             "amount_in_words": amount_in_words,
             "bank": bank_details(site, language),
             "is_payment_request": the_provider.issues_fapiao,
+            # Only the online methods this portal takes (none without Stripe's keys).
+            "online_methods": online_methods_text(),
             "fapiao_type": invoice.organisation.get_fapiao_type_display(),
             "fapiao": _fapiao(invoice),
             "running_left_css": css_content(

@@ -28,7 +28,7 @@ __all__ = [
 
 
 class OrderStatus(models.TextChoices):
-    AWAITING_PAYMENT = "awaiting_payment", _("awaiting contract and payment")
+    AWAITING_PAYMENT = "awaiting_payment", _("awaiting payment")
     PAID = "paid", _("paid")
     PROVISIONING = "provisioning", _("provisioning")
     VALIDATING = "validating", _("validating")

@@ -110,16 +110,14 @@ TAX_CLASSIFICATION: dict[str, tuple[str, str]] = {
 
 
 def tax_category_reason(category: str) -> str:
-    """Why a category is taxed as it is (the note under the document's lines)."""
+    """Why a category is taxed as it is (the note under the document's lines, after the
+    category's label and rate: the label is not repeated here)."""
     reasons = {
         TaxCategory.IT_SERVICE: gettext(
-            "IDC / IT service: the provider operates the servers, network and data centre "
-            "for you (信息技术服务)."
+            "The provider operates the servers, network and data centre for you."
         ),
-        TaxCategory.EQUIPMENT_LEASE: gettext(
-            "Equipment lease: hardware leased for the customer's own control (有形动产租赁)."
-        ),
-        TaxCategory.TELECOM: gettext("Basic telecom: bandwidth and traffic (基础电信服务)."),
+        TaxCategory.EQUIPMENT_LEASE: gettext("Hardware leased for the customer's own control."),
+        TaxCategory.TELECOM: gettext("Bandwidth and traffic."),
     }
     return reasons.get(category, "")
 

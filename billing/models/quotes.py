@@ -23,7 +23,7 @@ from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Organisation, tax_id_problem
 from billing.models.pricebooks import PriceBook, TaxCategory, Term, fraction_field
-from billing.pricing.periods import end_of_day
+from billing.pricing.periods import end_of_day, quote_expiry
 from core.lifecycle import Lifecycle
 from core.models import LifecycleEvent, StoredDocument
 from core.money import money_field
@@ -262,10 +262,19 @@ class Quote(models.Model):
     @property
     def expiry(self) -> Any:
         """The quote's real expiry: when it stops being open and its holds end (set when
-        sent: the end of the validity day, never past the rental's first day)."""
+        sent: the end of the validity day, never past the last moment accepting can
+        still meet the start, ``billing.pricing.periods.quote_expiry``)."""
         if self.expires_at is not None:
             return self.expires_at
-        return end_of_day(site=self.site, day=min(self.valid_until, self.start_date))
+        return quote_expiry(
+            site=self.site, valid_until=self.valid_until, start_date=self.start_date
+        )
+
+    @property
+    def validity_shortened(self) -> bool:
+        """Whether the quote closes before the end of its validity date: accepting later
+        could no longer meet the start (``quote_expiry``)."""
+        return bool(self.expiry < end_of_day(site=self.site, day=self.valid_until))
 
     @property
     def expiry_text(self) -> str:

@@ -63,8 +63,8 @@ def _check_open(quote: Quote) -> None:
         )
     if quote.expires_at and timezone.now() >= quote.expires_at:
         raise DomainError(
-            _("Quote %(number)s expired on %(day)s.")
-            % {"number": quote.number, "day": quote.valid_until.isoformat()}
+            _("Quote %(number)s expired at %(when)s.")
+            % {"number": quote.number, "when": quote.expiry_text}
         )
 
 

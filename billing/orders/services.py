@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 from accounts.models import SshPublicKey
 from billing.contracts.gate import order_release_for_provisioning
 from billing.contracts.services import contract_draft_if_needed
+from billing.documents.common import payment_document_name
 from billing.documents.numbers import next_number
 from billing.dunning.services import dunning_invoice_paid
 from billing.invoicing import ledger
@@ -45,6 +46,7 @@ from billing.pricing.terms import (
 )
 from core import jobs, lifecycle
 from core.errors import DomainError
+from core.money import money_text
 from core.texts import Plural, Text
 from core.types import Actor
 from inventory import services as inventory_services
@@ -323,19 +325,17 @@ class TransferRecorded:
         parts = []
         for invoice, amount in self.applied:
             if invoice.status == InvoiceStatus.PAID:
-                text = _("%(amount)s %(cur)s on invoice %(n)s, which is now paid in full") % {
-                    "amount": amount,
-                    "cur": self.currency,
-                    "n": invoice.number,
+                text = _("%(amount)s on %(document)s, which is now paid in full") % {
+                    "amount": money_text(amount, self.currency),
+                    "document": payment_document_name(invoice),
                 }
                 if invoice.order.status in ORDER_PAID_STATUSES and invoice.period_seq == 1:
                     text += _(" (order %(o)s is confirmed)") % {"o": invoice.order.number}
             else:
-                text = _("%(amount)s %(cur)s on invoice %(n)s; %(left)s %(cur)s still due") % {
-                    "amount": amount,
-                    "cur": self.currency,
-                    "n": invoice.number,
-                    "left": invoice.amount_due,
+                text = _("%(amount)s on %(document)s; %(left)s still due") % {
+                    "amount": money_text(amount, self.currency),
+                    "document": payment_document_name(invoice),
+                    "left": money_text(invoice.amount_due, self.currency),
                 }
             parts.append(text)
         return _("Bank transfer %(ref)s recorded: %(parts)s.") % {

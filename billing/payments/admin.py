@@ -19,6 +19,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from billing.documents.common import payment_document_name
 from billing.invoicing.exports import fapiao_csv_response
 from billing.models import (
     Invoice,
@@ -184,9 +185,11 @@ class InvoiceAdmin(SiteTimeZoneMixin, ReadOnlyAdmin):
             )
         context = {
             **self.admin_site.each_context(request),
-            "title": _("Mark invoice %(n)s paid by bank transfer") % {"n": invoice.number},
+            "title": _("Mark %(document)s paid by bank transfer")
+            % {"document": payment_document_name(invoice)},
             "opts": self.model._meta,
             "invoice": invoice,
+            "document_name": payment_document_name(invoice),
             "form": form,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
         }

@@ -18,12 +18,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.models import Membership
 from billing import stripe_api
+from billing.contracts import gate
 from billing.documents import common as document_common
+from billing.documents.common import issues_payment_requests
 from billing.models import InvoiceStatus, Order, OrderStatus
 from billing.orders import selectors as order_selectors
 from billing.payments import services as payments
 from billing.payments import webhooks
-from billing.pricing.terms import CARD_METHODS, payment_methods_offered, payment_methods_text
+from billing.pricing.terms import online_methods_text
 from core.errors import DomainError
 
 
@@ -50,10 +52,10 @@ def _context(order: Order) -> dict[str, Any]:
         "invoice": invoice,
         "due": due,  # shown in the site's timezone
         "site_timezone": order.site.timezone,
+        # What is still missing (contract or terms, payment), as on the order's page.
+        "order_status_label": gate.gate_state(order).status_label,
         # Mainland sellers send payment requests (付款通知书), Hong Kong ones invoices.
-        "payment_request": bool(
-            getattr(getattr(order.site, "seller", None), "issues_fapiao", False)
-        ),
+        "payment_request": issues_payment_requests(order.site),
         "payable": later
         or (
             order.status == OrderStatus.AWAITING_PAYMENT
@@ -71,10 +73,8 @@ def order_pay(request: HttpRequest, number: str) -> HttpResponse:
     context = _context(order)
     context.update(
         {
-            "card_configured": stripe_api.is_configured(),
-            "online_methods": payment_methods_text(
-                [m for m in payment_methods_offered() if m in CARD_METHODS]
-            ),
+            "online_methods": (online := online_methods_text()),
+            "card_configured": bool(online),
             "not_configured_message": payments.not_configured_message(),
             "bank": document_common.bank_details(order.site, translation.get_language() or "en"),
         }

@@ -41,6 +41,24 @@ def end_of_day(*, site: Place, day: date) -> datetime:
     return datetime.combine(day + timedelta(days=1), time.min, tzinfo=site.tzinfo)
 
 
+def acceptance_deadline(*, site: LeadPlace, start_date: date) -> datetime:
+    """The last moment a quote starting on ``start_date`` can be accepted and the rental
+    still begin on time: the start's midnight (site time) less the site's lead time, when
+    provisioning must begin. A bank transfer's hold ends there too (``hold_terms``)."""
+    start = datetime.combine(start_date, time.min, tzinfo=site.tzinfo)
+    return start - timedelta(hours=site.lead_time_hours)
+
+
+def quote_expiry(*, site: LeadPlace, valid_until: date, start_date: date) -> datetime:
+    """When a sent quote (and its hold) expires: the end of its validity day, but never
+    after ``acceptance_deadline``: a quote is never open on a day when accepting it could
+    no longer meet its own start."""
+    return min(
+        end_of_day(site=site, day=valid_until),
+        acceptance_deadline(site=site, start_date=start_date),
+    )
+
+
 def site_today(site: Place, *, now: datetime | None = None) -> date:
     """Today in the site's time zone."""
     return (now or datetime.now(tz=UTC)).astimezone(site.tzinfo).date()

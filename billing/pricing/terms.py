@@ -17,7 +17,7 @@ from billing.models import (
     PaymentMethod,
 )
 from billing.pricing import schedule
-from billing.pricing.periods import earliest_start_date, rental_period
+from billing.pricing.periods import acceptance_deadline, earliest_start_date
 from inventory.models import Site
 
 CARD_HOLD = timedelta(minutes=30)
@@ -70,8 +70,7 @@ def hold_terms(
     due = quote_expires_at or now + SELF_SERVICE_TRANSFER_HOLD
     if self_service:
         due = min(due, now + SELF_SERVICE_TRANSFER_HOLD)
-    start_at, _end = rental_period(site=site, start_date=start_date, term="day", duration=1)
-    latest = start_at - timedelta(hours=site.lead_time_hours)
+    latest = acceptance_deadline(site=site, start_date=start_date)
     due = min(due, latest)
     if due < now + TRANSFER_MIN_WINDOW:
         moved = earliest_start_date(site, now=now + TRANSFER_MIN_WINDOW)
@@ -163,14 +162,14 @@ def acceptance_refusal(
     offered only when Stripe is configured)."""
     now = now or timezone.now()
     methods = payment_methods_offered() if methods is None else methods
-    if quote_expires_at <= now:
-        return _("The quote's validity has passed: set a later validity date.")
     earliest = min(earliest_start_for(site, [m], now=now) for m in methods)
     if start_date < earliest:
         return _(
             "The customer could not accept this quote: the earliest start the customer "
             "can pay for in time (%(methods)s) is %(date)s. Move the start date."
         ) % {"methods": payment_methods_text(methods), "date": earliest.isoformat()}
+    if quote_expires_at <= now:
+        return _("The quote's validity has passed: set a later validity date.")
     if any(m in CARD_METHODS for m in methods):
         return ""
     terms = hold_terms(
@@ -212,6 +211,13 @@ def payment_methods_offered() -> list[str]:
     if stripe_api.is_configured():
         online = [m for m in stripe_api.payment_methods() if m in CARD_METHODS]
     return [*online, PaymentMethod.BANK_TRANSFER]
+
+
+def online_methods_text() -> str:
+    """``card, Alipay or WeChat Pay``: the online methods offered, in a sentence; empty
+    where Stripe is not configured (then only bank transfer is offered). The one source
+    of the pay page, the payment emails and the payment documents."""
+    return payment_methods_text([m for m in payment_methods_offered() if m in CARD_METHODS])
 
 
 def payment_methods_text(methods: list[str]) -> str:

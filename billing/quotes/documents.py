@@ -15,7 +15,7 @@ shares are in ``billing.documents.common``.
 from __future__ import annotations
 
 import logging
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -32,6 +32,7 @@ from billing.documents.common import (
     line_note,
     node_specs,
     periods_text,
+    placement_text,
     provider,
     quantity_text,
 )
@@ -59,7 +60,6 @@ from billing.pricing.terms import (
 )
 from core.documents import DocumentKind, register
 from core.pdf import css_content
-from inventory.models import Fabric
 
 logger = logging.getLogger(__name__)
 
@@ -126,41 +126,16 @@ def _placement(quote: Quote) -> dict[str, str]:
 
 
 def placement_texts(placement: dict[str, Any]) -> dict[str, str]:
-    """Node type code -> the placement in words, from a placement record's groups."""
-    out: dict[str, str] = {}
-    for g in placement.get("groups", []):
-        code = g.get("fabric_code", "")
-        fabric = str(Fabric(code).label) if code in Fabric.values else g.get("fabric", "")
-        leaves = len(g.get("leaves", []))
-        racks = int(g.get("racks", 0))
-        nodes = ngettext("%(n)s node", "%(n)s nodes", g.get("count", 0)) % {"n": g.get("count", 0)}
-        units = int(g.get("units", 0) or 0)
-        if units:
-            # Rail-optimised: say what the customer gets, a scalable unit and its rails.
-            where = (
-                ngettext("in %(n)s scalable unit", "in %(n)s scalable units", units) % {"n": units}
-                + ", "
-                + ngettext("%(n)s rail switch", "%(n)s rail switches", int(g.get("rails", 0)))
-                % {"n": int(g.get("rails", 0))}
-            )
-        else:
-            where = ngettext("under %(n)s leaf switch", "under %(n)s leaf switches", leaves) % {
-                "n": leaves
-            }
-        out[g.get("node_type", "")] = _("%(nodes)s %(leaves)s, %(racks)s, %(fabric)s") % {
-            "nodes": nodes,
-            "leaves": where,
-            "racks": ngettext("in %(n)s rack", "in %(n)s racks", racks) % {"n": racks},
-            "fabric": fabric,
-        }
-    return out
+    """Node type code -> the placement in words, from a placement record's groups (the
+    one sentence ``placement_text`` writes for every page and document)."""
+    return {g.get("node_type", ""): placement_text(g) for g in placement.get("groups", [])}
 
 
-def _last_day(quote: Quote) -> date:
-    _start, end = rental_period(
+def _rental_period(quote: Quote) -> tuple[datetime, datetime]:
+    """The quote's rental as stored, ``[start, end)`` (shown by ``period_text``)."""
+    return rental_period(
         site=quote.site, start_date=quote.start_date, term=quote.term, duration=quote.duration
     )
-    return (end - timedelta(days=1)).date()
 
 
 def quote_holds(quote: Quote) -> list[dict[str, Any]]:
@@ -323,7 +298,9 @@ def quote_context(quote: Quote, *, language: str) -> dict[str, Any]:
             "is_final": quote.status in QUOTE_SENT_STATUSES,
             "term_label": quote.get_term_display(),
             "duration_label": duration_label(quote.term, quote.duration),
-            "end_date": _last_day(quote),
+            "period_start": (period := _rental_period(quote))[0],
+            "period_end": period[1],
+            "site_timezone": quote.site.timezone,
             "configurations": configurations,
             "configuration_rows": _configuration_rows(configurations),
             "lines": priced,

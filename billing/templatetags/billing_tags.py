@@ -12,22 +12,16 @@ from django.utils.translation import ngettext
 
 from billing.documents import common as document_common
 from billing.pricing import engine as pricing
-from inventory.models import Fabric
+from core.money import money_text
 
 register = template.Library()
-
-SYMBOLS = {"CNY": "¥", "HKD": "HK$", "USD": "US$"}
 
 
 @register.filter
 def money(value: Decimal | str | None, currency: str = "") -> str:
-    """``¥1,234,567.00``: two places, thousands separators, the currency's symbol."""
-    if value is None or value == "":
-        return ""
-    amount = Decimal(value)
-    sign = "-" if amount < 0 else ""
-    symbol = SYMBOLS.get(currency, f"{currency} " if currency else "")
-    return f"{sign}{symbol}{abs(amount):,.2f}"
+    """``¥1,234,567.00``: two places, thousands separators, the currency's symbol
+    (``core.money.money_text``)."""
+    return money_text(value, currency)
 
 
 @register.filter
@@ -66,25 +60,10 @@ def line_periods(line: Any) -> str:
 
 
 @register.filter
-def fabric_label(group: dict[str, Any]) -> str:
-    """A placement group's fabric in the page's language (the stored label was written
-    in the language of whoever placed it)."""
-    code = group.get("fabric_code", "")
-    return str(Fabric(code).label) if code in Fabric.values else group.get("fabric", "")
-
-
-@register.filter
 def gpu_count(n: int) -> str:
     """``1 GPU``, ``24 GPUs``."""
     n = int(n or 0)
     return ngettext("%(n)s GPU", "%(n)s GPUs", n) % {"n": n}
-
-
-@register.filter
-def rack_count(n: int) -> str:
-    """``1 rack``, ``2 racks`` (a placement text's rack count, as ngettext words it)."""
-    n = int(n or 0)
-    return ngettext("%(n)s rack", "%(n)s racks", n) % {"n": n}
 
 
 @register.filter
@@ -164,3 +143,10 @@ def per_gpu(per_node_month: Decimal | str | None, gpus: int | None) -> Any:
     return pricing.gpu_equivalent(
         amount=Decimal(str(per_node_month)), gpus=int(gpus or 0), months=Decimal(1)
     )
+
+
+@register.filter
+def placement_text(group: dict[str, Any]) -> str:
+    """A placement group in words: the one sentence of the pages and the PDFs
+    (``billing.documents.common.placement_text``)."""
+    return document_common.placement_text(group or {})

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
+from django.utils.translation import gettext
 
 from core import texts
 
@@ -17,3 +18,9 @@ register = template.Library()
 @register.filter
 def reader(value: Any) -> str:
     return texts.in_reader_language(value)
+
+
+@register.filter
+def listing(values: Any) -> str:
+    """``a, b, c`` in the page's language (Chinese: ``a、b、c``): items of a sentence."""
+    return gettext(", ").join(str(v) for v in values or ())

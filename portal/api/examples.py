@@ -662,7 +662,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "response": {**ENDPOINT_SECRET, "previous_secret_until": "2026-12-29T10:15:00+08:00"},
     },
     "webhook_event_types_list": {
-        "response": [{"type": "order.ready", "description": "an order's cluster was delivered"}]
+        "response": [
+            {
+                "type": "order.ready",
+                "description": "an order's cluster was delivered",
+                "payload_schema": "#/components/schemas/OrderReadyWebhook",
+            }
+        ]
     },
     "webhook_deliveries_list": {"response": page(DELIVERY)},
     "webhook_deliveries_replay": {

@@ -4,7 +4,7 @@ request's language."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.utils.translation import gettext as _
@@ -362,15 +362,27 @@ class TermsAcceptSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
 
 
-class InvoiceSerializer(serializers.ModelSerializer):
+# A document of an order (invoice, credit note, contract): the order's number and the
+# address of the document's PDF in this API, ``/api/v1/<pdf_path>/<number>/pdf/``. (A
+# comment, not a docstring: the schema would give it to each document as its description.)
+class OrderDocumentSerializer(serializers.ModelSerializer):
+    pdf_path: ClassVar[str]
+
     order = serializers.CharField(source="order.number")
+    pdf_url = serializers.SerializerMethodField()
+
+    def get_pdf_url(self, document: Invoice | CreditNote | Contract) -> str:
+        return f"/api/v1/{self.pdf_path}/{document.number}/pdf/"
+
+
+class InvoiceSerializer(OrderDocumentSerializer):
+    pdf_path = "invoices"
     status_label = serializers.CharField(source="get_status_display")
     net_total = money()
     vat_total = money()
     gross_total = money()
     amount_paid = money()
     amount_due = money()
-    pdf_url = serializers.SerializerMethodField()
 
     class Meta:
         model = Invoice
@@ -395,15 +407,11 @@ class InvoiceSerializer(serializers.ModelSerializer):
             "pdf_url",
         ]
 
-    def get_pdf_url(self, invoice: Invoice) -> str:
-        return f"/api/v1/invoices/{invoice.number}/pdf/"
 
-
-class CreditNoteSerializer(serializers.ModelSerializer):
+class CreditNoteSerializer(OrderDocumentSerializer):
+    pdf_path = "credit-notes"
     invoice = serializers.CharField(source="invoice.number")
-    order = serializers.CharField(source="order.number")
     gross_total = money()
-    pdf_url = serializers.SerializerMethodField()
 
     class Meta:
         model = CreditNote
@@ -418,15 +426,11 @@ class CreditNoteSerializer(serializers.ModelSerializer):
             "pdf_url",
         ]
 
-    def get_pdf_url(self, note: CreditNote) -> str:
-        return f"/api/v1/credit-notes/{note.number}/pdf/"
 
-
-class ContractSerializer(serializers.ModelSerializer):
-    order = serializers.CharField(source="order.number")
+class ContractSerializer(OrderDocumentSerializer):
+    pdf_path = "contracts"
     status_label = serializers.CharField(source="get_status_display")
     signing_url = serializers.SerializerMethodField()
-    pdf_url = serializers.SerializerMethodField()
 
     class Meta:
         model = Contract
@@ -448,9 +452,6 @@ class ContractSerializer(serializers.ModelSerializer):
         """The dashboard page where a member signs (with a one-time code by email)."""
         language = self.context.get("language", "en")
         return f"/{language}/account/orders/{contract.order.number}/contract/"
-
-    def get_pdf_url(self, contract: Contract) -> str:
-        return f"/api/v1/contracts/{contract.number}/pdf/"
 
 
 class BankTransferSerializer(serializers.Serializer):
@@ -737,6 +738,10 @@ class ContractVerificationSerializer(serializers.Serializer):
 class EventTypeSerializer(serializers.Serializer):
     type = serializers.CharField()
     description = serializers.CharField()
+    payload_schema = serializers.CharField(
+        help_text="The delivery body's schema in this API's OpenAPI document (its `webhooks` "
+        "hold the same, with an example)."
+    )
 
 
 class TicketOpenSerializer(serializers.Serializer):

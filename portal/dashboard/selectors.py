@@ -11,7 +11,7 @@ it shows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import date, datetime, tzinfo
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 
 from accounts.models import Membership, Organisation, SshPublicKey
 from accounts.selectors import display_name
+from billing.contracts import gate
 from billing.dunning import services as dunning
 from billing.invoicing import ledger
 from billing.invoicing import services as invoicing
@@ -41,6 +42,7 @@ from billing.models import (
     SuspensionEvent,
     UsageRecord,
 )
+from core.timezones import period_days
 from inventory.models import Reservation
 from provisioning.models import ValidationRun, ValidationRunStatus
 from provisioning.validation import selectors as validation_selectors
@@ -51,10 +53,7 @@ MEMBERS_SHOWN = 8
 
 def local_period(start_at: datetime, end_at: datetime, tz: tzinfo) -> tuple[date, date]:
     """The first and the last day of the half-open range ``[start_at, end_at)`` in ``tz``."""
-    return (
-        start_at.astimezone(tz).date(),
-        (end_at.astimezone(tz) - timedelta(microseconds=1)).date(),
-    )
+    return period_days(start_at, end_at, tz)
 
 
 def _with_periods(orders: list[Order]) -> list[Order]:
@@ -71,16 +70,19 @@ def _with_periods(orders: list[Order]) -> list[Order]:
 def order_list_for_org(organisation: Organisation) -> list[Order]:
     """The organisation's orders, newest first, with their site and invoices loaded.
 
-    Each order gets ``first_day`` / ``last_day`` (its period in the site's time zone).
+    Each order gets ``first_day`` / ``last_day`` (its period in the site's time zone) and
+    ``status_label`` (``billing.contracts.gate.order_status_label``).
     """
     orders = list(
-        Order.objects.filter(organisation=organisation)
+        gate.orders_with_agreement(Order.objects.filter(organisation=organisation))
         .select_related("site")
         .prefetch_related(
             Prefetch("invoices", queryset=Invoice.objects.order_by("issued_at", "pk"))
         )
         .order_by("-created_at", "-pk")
     )
+    for order in orders:  # what is still missing, as on the order's page
+        order.status_label = gate.listed_status_label(order)
     return _with_periods(orders)
 
 

@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Organisation
 from inventory.models import MaintenanceScope, Node, NodeStatus, NodeType, Rack, Site, Switch
-from portal.operations.selectors import ZOOM_DAYS
+from portal.operations.calendar import ZOOM_DAYS
 
 ZOOM_CHOICES = [
     ("day", _("day")),

@@ -30,6 +30,7 @@ from inventory import selectors as inventory_selectors
 from inventory import services as inventory_services
 from inventory.models import MaintenancePlan, MaintenanceScope
 from portal.operations import charts, forms, reports, selectors, services
+from portal.operations.calendar import ZOOM_DAYS, calendar_window
 from portal.support import selectors as support_selectors
 from provisioning.views import staff_permission_required
 
@@ -86,7 +87,7 @@ def calendar(request: HttpRequest) -> HttpResponse:
     zoom, start, end = form.window()
     data = form.cleaned_data
     with timezone.override(start.tzinfo):
-        cal = selectors.calendar_window(
+        cal = calendar_window(
             start=start,
             end=end,
             site_id=data["site"].pk if data.get("site") else None,
@@ -98,7 +99,7 @@ def calendar(request: HttpRequest) -> HttpResponse:
         )
     params = {k: v for k, v in request.GET.items() if k not in ("page", "start")}
     params.setdefault("zoom", zoom)
-    days = selectors.ZOOM_DAYS[zoom]
+    days = ZOOM_DAYS[zoom]
 
     def link(**changes: Any) -> str:
         return "?" + urlencode({**params, **changes})

@@ -27,6 +27,9 @@ SPECTACULAR_SETTINGS = {
         "(`application/problem+json`) in the request's `Accept-Language` (en, zh-Hans)."
     ),
     "VERSION": "1.0.0",
+    # 3.1 for its ``webhooks``: every outgoing event's body, with an example.
+    "OAS_VERSION": "3.1.0",
+    "WEBHOOKS": "portal.api.webhook_payloads.WEBHOOKS",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],

@@ -12,9 +12,16 @@ CELERY_BROKER_URL = secret("CELERY_BROKER_URL", default=REDIS_URL or "filesystem
 CELERY_RESULT_BACKEND = secret(
     "CELERY_RESULT_BACKEND", default=REDIS_URL or f"file://{_CELERY_DIR / 'results'}"
 )
-# Longest hard time limit of any task, in seconds. A Redis broker redelivers a message that
-# was not acknowledged within the visibility timeout; tasks acknowledge late, so the
-# timeout must outlast the longest task or a running task would be started twice.
+# Longest hard time limit of any task that does not renew a lease, in seconds. A Redis
+# broker hands a message out again when it was not acknowledged within the visibility
+# timeout; tasks acknowledge late, so the timeout outlasts every such task (or a running
+# one would be started twice) and is not much longer (a message lost with a killed worker
+# comes back after it). The one task that may run longer, validation with the 24-hour
+# burn-in, holds a lease in PostgreSQL that it renews while it works
+# (provisioning/runs/leases.py): a copy handed out again finds the lease held and returns
+# at once; when the holder dies, its step is taken over once the lease runs out
+# (PORTAL_PROVISIONING_LEASE_S), whatever the visibility timeout. So the timeout stays
+# modest and does not depend on the burn-in's length.
 CELERY_LONGEST_TASK_S = 2 * 3600
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env.int(
@@ -25,6 +32,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_connect_timeout": 5,
     "socket_timeout": 15,
 }
+# A long step's lease (s): renewed by the step every fifth of it, so a worker killed in
+# the middle of a 24-hour burn-in leaves its step to be taken over this long after.
+PORTAL_PROVISIONING_LEASE_S = env.float("PORTAL_PROVISIONING_LEASE_S", default=300.0)
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_CELERY_DIR / "queue"),

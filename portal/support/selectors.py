@@ -15,6 +15,7 @@ from django.utils.translation import gettext
 
 from accounts.models import Organisation
 from billing.models import Order, OrderStatus
+from core.errors import DomainError
 from inventory.models import (
     MaintenanceStatus,
     MaintenanceWindow,
@@ -48,6 +49,7 @@ from provisioning.models import (
     ValidationRun,
 )
 from provisioning.telemetry import panel
+from provisioning.telemetry.prometheus import PrometheusUnavailable
 
 DIAGNOSTIC_INCIDENTS = 5
 DIAGNOSTIC_ALERTS = 3
@@ -102,6 +104,66 @@ def gpu_locate(organisation: Organisation, serial: str) -> GPU:
                 node = Node.objects.get(hostname=gpu["node"])
                 return GPU(order=order, node=node, index=gpu["gpu"], serial=serial)
     raise GPUNotFound(serial)
+
+
+class TicketTargetInvalid(DomainError):
+    """What a ticket would be about does not hold together. ``field`` names the input at
+    fault (``None``: the combination of them)."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class TicketTarget:
+    """What a ticket is about: an order, one of its nodes, one GPU of that node."""
+
+    order: Order | None
+    node: Node | None
+    gpu_serial: str = ""
+    gpu_index: str = ""
+
+
+def ticket_target_resolve(
+    *, organisation: Organisation, order: Order | None, node: Node | None, gpu_serial: str
+) -> TicketTarget:
+    """What a customer's ticket is about (the support page and the API): the order and
+    node they chose and, given a GPU serial, the GPU that reports it from one of the
+    organisation's running orders; its order and node come from monitoring then, and must
+    agree with those chosen. A serial no server of the organisation reports is not found,
+    whether or not another organisation's GPU has it (the answer tells nothing of other
+    organisations). Raises ``TicketTargetInvalid``."""
+    serial = gpu_serial.strip()
+    if not serial:
+        return TicketTarget(order=order, node=node)
+    try:
+        gpu = gpu_locate(organisation, serial)
+    except GPUNotFound:
+        raise TicketTargetInvalid(
+            gettext("No GPU with serial %(serial)s reports from your organisation's servers.")
+            % {"serial": serial},
+            field="gpu_serial",
+        ) from None
+    except PrometheusUnavailable:
+        raise TicketTargetInvalid(
+            gettext(
+                "Monitoring does not answer right now, so the serial cannot be looked up: "
+                "choose the node instead and write the serial in the description."
+            ),
+            field="gpu_serial",
+        ) from None
+    if node is not None and node.pk != gpu.node.pk:
+        raise TicketTargetInvalid(
+            gettext("GPU %(serial)s is in %(host)s, not in %(node)s.")
+            % {"serial": serial, "host": gpu.node.hostname, "node": node.hostname}
+        )
+    if order is not None and order.pk != gpu.order.pk:
+        raise TicketTargetInvalid(
+            gettext("GPU %(serial)s serves order %(order)s.")
+            % {"serial": serial, "order": gpu.order.number}
+        )
+    return TicketTarget(order=gpu.order, node=gpu.node, gpu_serial=serial, gpu_index=gpu.index)
 
 
 def utilisation_pointer(code: str) -> str:

@@ -142,7 +142,7 @@ def ticket_open(
 ) -> Ticket:
     """A new ticket with its clocks running and the diagnostics the portal has attached.
     The order must be the organisation's, the node one of the order's, a GPU one of the
-    node's (``selectors.gpu_locate`` finds it by serial)."""
+    node's (``selectors.ticket_target_resolve`` finds it by serial)."""
     subject = _text(subject, what=_("a subject"), limit=200)
     body = _text(body, what=_("what happened"))
     if category not in TicketCategory.values:

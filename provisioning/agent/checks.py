@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -466,20 +467,52 @@ def check_xid(s: Settings) -> CheckResult:
     )
 
 
-def infiniband_devices() -> list[str]:
-    """RDMA devices: ``ibstat -l`` where present, else /sys/class/infiniband."""
+_CA_LINE = re.compile(r"^CA '([^']+)'\s*$")
+_LINK_LAYER_LINE = re.compile(r"^Link layer:\s*(\S+)\s*$")
+_SYSFS = Path("/sys/class/infiniband")
+
+
+def rdma_listing(timeout: float) -> tuple[str, str, dict[str, str]]:
+    """The RDMA devices and the link layer of each one's first port (the port
+    ``ib_write_bw`` measures): ``ibstat`` where present, else the sysfs files as ``grep -H
+    . /sys/class/infiniband/*/ports/*/link_layer`` prints them. Returns the listing's
+    section title and raw text (kept in the check's raw output: the portal counts the
+    fabric NICs from it, ``parsers.parse_ibstat``) and ``{device: link layer}`` (the
+    agent's own reading, only to choose what to measure)."""
+    layers: dict[str, str] = {}
     if which("ibstat"):
-        res = run_cmd(["ibstat", "-l"], 30.0)
-        if res.return_code == 0:
-            return [ln.strip() for ln in res.output.splitlines() if ln.strip()]
-    root = Path("/sys/class/infiniband")
-    return sorted(p.name for p in root.glob("*")) if root.is_dir() else []
+        res = run_cmd(["ibstat"], timeout)
+        device = None
+        for line in res.output.splitlines():
+            if m := _CA_LINE.match(line.strip()):
+                device = m.group(1)
+            elif (m := _LINK_LAYER_LINE.match(line.strip())) and device not in (None, *layers):
+                layers[str(device)] = m.group(1)
+        return f"ibstat exit {res.return_code}", res.output, layers
+    lines = []
+    for path in sorted(_SYSFS.glob("*/ports/*/link_layer")) if _SYSFS.is_dir() else []:
+        value = path.read_text(errors="replace").strip()
+        lines.append(f"{path}:{value}")
+        layers.setdefault(path.parts[-4], value)
+    return "sysfs link_layer", "\n".join(lines), layers
+
+
+def fabric_devices(layers: dict[str, str]) -> list[str]:
+    """What ``ib_write_bw`` measures: the devices whose link layer is InfiniBand; on a
+    node with none (a RoCE fabric), every Ethernet RDMA device, for the report (ibstat
+    cannot tell a RoCE fabric port from a front-end or storage one: no rule counts them).
+    A front-end Ethernet RDMA NIC on an InfiniBand node is never measured nor counted."""
+    ib = [d for d, layer in layers.items() if layer == "InfiniBand"]
+    return ib or [d for d, layer in layers.items() if layer == "Ethernet"]
 
 
 #: The client retries while the server is not listening yet (it opens the device and,
 #: with ``--use_cuda``, a CUDA context first: seconds on a real node; azure_ib_write_bw_
 #: gdr.nhc sleeps 5 s before starting the client).
 IB_CONNECT_RETRY_S = 0.5
+#: The message size of azure_ib_write_bw_gdr.nhc (``MESSAGE_SIZE=8388608``, lines 27-29),
+#: at which its per-SKU thresholds hold.
+IB_MESSAGE_BYTES = 8 * 1024 * 1024
 IB_CONNECT_WINDOW_S = 30.0
 _IB_NOT_LISTENING = ("couldn't connect", "unable to open file descriptor", "failed to connect")
 
@@ -487,7 +520,7 @@ _IB_NOT_LISTENING = ("couldn't connect", "unable to open file descriptor", "fail
 def _ib_loopback(s: Settings, dev: str, port: int, gpu_index: int) -> tuple[str, int | None]:
     """One NIC's loopback: a server and a client ``ib_write_bw`` on ``dev``; the client's
     output and exit status (None: timed out)."""
-    common = ["-d", dev, "-p", str(port), "-s", str(1 << 20), "-D", str(s.ib_seconds)]
+    common = ["-d", dev, "-p", str(port), "-s", str(IB_MESSAGE_BYTES), "-D", str(s.ib_seconds)]
     common += ["-x", "0", "-F", "--report_gbits", f"--use_cuda={gpu_index}"]
     server = subprocess.Popen(  # noqa: S603 - fixed argv, the tool found on PATH
         ["ib_write_bw", *common],  # noqa: S607
@@ -518,24 +551,28 @@ def _ib_loopback(s: Settings, dev: str, port: int, gpu_index: int) -> tuple[str,
 def check_ib_write_bw(s: Settings) -> CheckResult:
     """GPUDirect RDMA loopback per NIC (azure_ib_write_bw_gdr.nhc): a server and a client
     ``ib_write_bw`` on the same device, buffers on GPU ``i % GPUs``; every NIC at once,
-    as the Azure check runs them (its thresholds are measured that way); one section per
-    NIC, in device order."""
+    as the Azure check runs them (its thresholds are measured that way). Only the fabric
+    NICs are measured (:func:`fabric_devices`: InfiniBand link layer). The raw output is
+    the RDMA listing (``### ibstat exit N``) then one section per NIC measured, in device
+    order (``### device NAME exit N``)."""
     if pre := _gpu_only("ib_write_bw", s):
         return pre
-    devices = infiniband_devices()
-    if not devices:
-        return skipped("ib_write_bw", s.device, "no InfiniBand/RoCE device on this host")
+    title, listing, layers = rdma_listing(min(s.timeout, 30.0))
+    if not layers:  # where a rule needs the check (InfiniBand node types) skipped fails
+        said = f" ({title}: {listing.strip()[:200]})" if listing.strip() else ""
+        return skipped("ib_write_bw", s.device, "no InfiniBand/RoCE device on this host" + said)
+    devices = fabric_devices(layers)
     if pre := _tool("ib_write_bw", "ib_write_bw", s):
         return pre
     ngpu = max(1, len(s.gpu_names))
-    with ThreadPoolExecutor(max_workers=len(devices), thread_name_prefix="ib") as pool:
+    with ThreadPoolExecutor(max_workers=max(1, len(devices)), thread_name_prefix="ib") as pool:
         runs = list(
             pool.map(
                 lambda item: _ib_loopback(s, item[1], 18515 + item[0], item[0] % ngpu),
                 enumerate(devices),
             )
         )
-    sections = []
+    sections = [f"### {title}\n{listing}"]
     worst = 0
     for dev, (output, rc) in zip(devices, runs, strict=True):
         sections.append(f"### device {dev} exit {rc}\n{output}")
@@ -547,7 +584,7 @@ def check_ib_write_bw(s: Settings) -> CheckResult:
         raw="\n".join(sections),
         raw_format="ib-write-bw-per-nic",
         return_code=worst,
-        details={"devices": devices},
+        details={"devices": devices, "link_layers": layers},
     )
     if worst:
         check.status = FAILED

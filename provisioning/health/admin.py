@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import Count, Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy
 
 from core.admin_base import LifecycleEventInline, ReadOnlyAdmin
-from inventory.models import Node, NodeStatus
+from inventory import selectors as inventory_selectors
 from provisioning.health import utilisation
 from provisioning.models import (
     HealthIncident,
@@ -30,12 +30,9 @@ class SparePoolAdmin(admin.ModelAdmin):
     list_select_related = ("site", "node_type")
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
-        self._free = {
-            (r["site_id"], r["node_type_id"]): r["n"]
-            for r in Node.objects.values("site_id", "node_type_id").annotate(
-                n=Count("pk", filter=Q(status=NodeStatus.AVAILABLE))
-            )
-        }
+        # Bookable now: a node that shows available under a running booking (a repaired
+        # node about to go back to its customer) or in a maintenance window is no spare.
+        self._free = inventory_selectors.free_counts_now()
         return super().changelist_view(request, extra_context)
 
     @admin.display(description=gettext_lazy("free now"))

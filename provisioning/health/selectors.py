@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.translation import gettext
 
 from billing.models import Order, OrderStatus
-from inventory.models import Node, NodeStatus, Switch
+from inventory import selectors as inventory_selectors
+from inventory.models import Switch
 from provisioning import delivery_kit
 from provisioning.health.rules import RULES_BY_CODE
 from provisioning.health.services import STAFF_FAULT_RULE, incident_evidence, policy_for
@@ -126,12 +126,7 @@ def order_day2(order: Order) -> dict[str, Any]:
 
 def spare_pools() -> list[dict[str, Any]]:
     """Per site and node type: the target and the free nodes now (staff)."""
-    free = {
-        (r["site_id"], r["node_type_id"]): r["n"]
-        for r in Node.objects.filter(status=NodeStatus.AVAILABLE)
-        .values("site_id", "node_type_id")
-        .annotate(n=Count("pk", filter=Q(status=NodeStatus.AVAILABLE)))
-    }
+    free = inventory_selectors.free_counts_now()  # bookable now: not under a booking
     return [
         {"pool": p, "free": free.get((p.site_id, p.node_type_id), 0)}
         for p in SparePool.objects.select_related("site", "node_type")

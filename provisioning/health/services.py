@@ -14,8 +14,14 @@
   details and tells the customer. Each step is a row the SLA facts read: the node's
   faulty event, the ``NodeSwap`` (failed at the fault's time, restored at hand-over,
   hours lost) and the incident's events.
+- Several faults of one order are healed at once: each incident gets its own spare and
+  its own replacement run (the spares chosen one at a time under
+  ``inventory.services.placement_lock``, the reservations' exclusion constraint the last
+  word, so two never take the same node), provisioned and validated in parallel, each
+  handed over as it passes; the delivery kit is computed from the order's slots, so it
+  names every spare handed over so far.
 - ``health_sweep``: deadlines of "ask me first", re-validation outcomes, incidents still
-  waiting for a spare or for another replacement of the order to finish.
+  waiting for a spare.
 - A node staff mark faulty while it serves an order takes the same path
   (``incident_from_staff_fault``).
 """
@@ -58,7 +64,6 @@ from provisioning.models import (
     ValidationRunStatus,
     ValidationTrigger,
 )
-from provisioning.models.runs import ACTIVE_RUN_STATUSES
 from provisioning.runs import run_create, run_start, spare_candidates
 from provisioning.runs.spares import choose_spare
 from provisioning.telemetry import prometheus
@@ -348,8 +353,8 @@ def replacement_start(
     *, incident: HealthIncident, actor: Actor = None, now: datetime | None = None
 ) -> HealthIncident:
     """Spare chosen and booked, failed node faulty, replacement run started. When no spare
-    is free: ``no_spare`` (ops told; the sweep tries again). When another replacement of
-    the order is running: stays ``replacing`` without a run (the sweep starts it after).
+    is free: ``no_spare`` (ops told; the sweep tries again). Another replacement of the
+    same order running does not hold this one up: each incident has its own run.
     Three named steps: ``_replacement_slot`` (may it start now?), ``_spare_book`` (the
     failed node faulty, a spare chosen, the rest of the booking moved onto it) and
     ``_replacement_run_start`` (the swap, the slot and the run)."""
@@ -359,10 +364,15 @@ def replacement_start(
     order = Order.objects.get(pk=incident.order_id)
     with transaction.atomic():
         incident = HealthIncident.objects.select_for_update().get(pk=incident.pk)
-        incident, slot = _replacement_slot(incident, order=order, actor=actor)
+        incident, slot = _replacement_slot(incident, actor=actor)
         if slot is None:
             return incident
-        failed = Node.objects.select_for_update().get(pk=incident.node_id)
+        node = incident.node
+        # One spare choice at a time per site and node type (a booking's placement takes
+        # the same lock): a second fault's choice waits for the first one's commit and
+        # sees its spare taken, instead of losing to it at the exclusion constraint.
+        inventory_services.placement_lock(site_id=node.site_id, node_type_ids=[node.node_type_id])
+        failed = Node.objects.select_for_update().get(pk=slot.node_id)
         spare = _spare_book(incident, order=order, failed=failed, slot=slot, actor=actor, now=now)
         if spare is None:
             if incident.status != IncidentStatus.NO_SPARE:
@@ -386,26 +396,21 @@ REPLACEABLE_STATUSES = (
 
 
 def _replacement_slot(
-    incident: HealthIncident, *, order: Order, actor: Actor
+    incident: HealthIncident, *, actor: Actor
 ) -> tuple[HealthIncident, RunNode | None]:
     """The failed node's slot when its replacement may start now (the incident locked);
-    ``None`` when it already has a run, is over, the node no longer serves the order
-    (resolved) or another replacement of the order runs (queued: ``replacing``)."""
+    ``None`` when it already has a run, is over or the node no longer serves the order
+    (resolved). Other replacements of the order, running or not, change nothing here."""
     if incident.replacement_run_id is not None or incident.status not in REPLACEABLE_STATUSES:
         return incident, None
     slot = serving_slot(incident.node)
+    if slot is None and incident.swap is not None and incident.swap.spare_node is not None:
+        # Its replacement run failed: the spare it brought fills the slot, replaced next.
+        slot = serving_slot(incident.swap.spare_node)
     if slot is None:
         return _move(
             incident, IncidentStatus.RESOLVED, _("The node no longer serves the order."), actor
         ), None
-    if ProvisioningRun.objects.filter(
-        order=order, kind=RunKind.REPLACE, status__in=ACTIVE_RUN_STATUSES
-    ).exists():
-        if incident.status != IncidentStatus.REPLACING:
-            incident = _move(
-                incident, IncidentStatus.REPLACING, _("Queued behind another replacement."), actor
-            )
-        return incident, None
     return incident, slot
 
 
@@ -423,11 +428,13 @@ def _spare_book(
     ``None`` when no spare is free (or the node holds no booking of the order)."""
     evidence = _evidence_text(incident)
     if failed.status not in (NodeStatus.FAULTY, NodeStatus.RETIRED):
-        inventory_services.node_mark_faulty(
-            node=failed,
-            actor=actor,
-            reason=_("Health rule %(rule)s: %(e)s") % {"rule": incident.rule, "e": evidence},
-        )
+        if failed.pk == incident.node_id:
+            why = _("Health rule %(rule)s: %(e)s") % {"rule": incident.rule, "e": evidence}
+        else:  # the spare of a replacement run that failed
+            why = _("The replacement of %(node)s with this spare failed.") % {
+                "node": incident.node.hostname
+            }
+        inventory_services.node_mark_faulty(node=failed, actor=actor, reason=why)
     group = order.reservation_group
     reservation = (
         Reservation.objects.filter(node=failed, group=group, status__in=ACTIVE_RESERVATION_STATUSES)
@@ -524,23 +531,15 @@ def replacement_handover(*, run_id: int) -> HealthIncident | None:
             .first()
         )
         if delivered is not None:
-            RunNode.objects.filter(
-                run__order=run.order_id,
-                run__kind=RunKind.PROVISION,
-                node_id=delivered.node_id,
-                state=RunNodeState.ACTIVE,
-            ).update(
-                ssh_user=delivered.ssh_user,
-                addresses=delivered.addresses,
-                delivered_at=delivered.delivered_at,
-            )
+            _slot_handover(incident, delivered)
         incident = _move(
             incident,
             IncidentStatus.REPLACED,
             _("Spare validated and handed over."),
             handed_over_at=timezone.now(),
         )
-        jobs.enqueue(EMAIL_TASK, incident.pk, "replaced")
+        returned = delivered is not None and delivered.node_id == incident.node_id
+        jobs.enqueue(EMAIL_TASK, incident.pk, "returned" if returned else "replaced")
         _webhook(
             incident,
             NODE_REPLACED,
@@ -548,6 +547,29 @@ def replacement_handover(*, run_id: int) -> HealthIncident | None:
             handed_over_at=incident.handed_over_at.isoformat() if incident.handed_over_at else None,
         )
     return incident
+
+
+def _slot_handover(incident: HealthIncident, delivered: RunNode) -> None:
+    """The order's slot gets the delivered node's access details. When the replacement
+    run swapped its first spare (it failed the quick validation), the slot that spare
+    took at the start is given to the one delivered."""
+    access = {
+        "ssh_user": delivered.ssh_user,
+        "addresses": delivered.addresses,
+        "host_keys": delivered.host_keys,
+        "delivered_at": delivered.delivered_at,
+    }
+    slots = RunNode.objects.filter(
+        run__order=incident.order_id, run__kind=RunKind.PROVISION, state=RunNodeState.ACTIVE
+    )
+    if slots.filter(node_id=delivered.node_id).update(**access):
+        return
+    first = incident.swap.spare_node_id if incident.swap is not None else None
+    taken = slots.select_for_update().filter(node_id=first).first() if first else None
+    if taken is None:
+        return
+    RunNode.objects.filter(pk=taken.pk).update(state=RunNodeState.SWAPPED_OUT)
+    RunNode.objects.create(run_id=taken.run_id, node=delivered.node, slot=taken.slot, **access)
 
 
 def incident_from_staff_fault(*, node_id: int) -> HealthIncident | None:
@@ -570,14 +592,20 @@ def incident_from_staff_fault(*, node_id: int) -> HealthIncident | None:
     return incident_act(incident=incident) if incident else None
 
 
+# A node repaired while its incident still holds it in the order's slot: waiting for a
+# spare, or for the customer's "ask me first" answer (a node staff marked faulty).
+REPAIRABLE_STATUSES = (IncidentStatus.NO_SPARE, IncidentStatus.AWAITING)
+
+
 def node_repaired_return(*, node_id: int) -> HealthIncident | None:
-    """A node that waited for a spare was repaired while its order still holds it: it
-    returns to its customer through a replacement run of its own (the steps and the quick
-    validation), instead of showing free to others while the booking runs."""
+    """A node that waited for a spare (or for the customer's answer) was repaired while
+    its order still holds it: it returns to its customer through a replacement run of its
+    own (the steps and the quick validation), instead of showing free to others while the
+    booking runs."""
     with transaction.atomic():
         incident = (
             HealthIncident.objects.select_for_update()
-            .filter(node_id=node_id, status=IncidentStatus.NO_SPARE)
+            .filter(node_id=node_id, status__in=REPAIRABLE_STATUSES)
             .first()
         )
         if incident is None or incident.order_id is None:
@@ -587,10 +615,6 @@ def node_repaired_return(*, node_id: int) -> HealthIncident | None:
         if node.status != NodeStatus.AVAILABLE or slot is None:
             return None
         order = Order.objects.get(pk=incident.order_id)
-        if ProvisioningRun.objects.filter(
-            order=order, kind=RunKind.REPLACE, status__in=ACTIVE_RUN_STATUSES
-        ).exists():
-            return incident  # the sweep finds it again later
         run = run_create(order=order, kind=RunKind.REPLACE, nodes=[node])
         incident = _move(
             incident,
@@ -602,15 +626,46 @@ def node_repaired_return(*, node_id: int) -> HealthIncident | None:
     return incident
 
 
+def replacement_failed(*, incident_id: int) -> HealthIncident | None:
+    """The incident's replacement run failed or was cancelled (its spare failed the quick
+    validation with no other free, a step kept failing, its deadline passed): the
+    incident waits for a spare again (ops and the customer told); the sweep starts a new
+    replacement of whatever fills the slot now."""
+    with transaction.atomic():
+        incident = (
+            HealthIncident.objects.select_for_update(of=("self",))
+            .select_related("replacement_run")
+            .filter(pk=incident_id, status=IncidentStatus.REPLACING)
+            .first()
+        )
+        run = incident.replacement_run if incident is not None else None
+        if incident is None or run is None or run.status not in FAILED_RUN_STATUSES:
+            return incident
+        incident = _move(
+            incident,
+            IncidentStatus.NO_SPARE,
+            _("Replacement run %(id)s failed: %(why)s") % {"id": run.pk, "why": run.message},
+            replacement_run=None,
+        )
+        jobs.enqueue(EMAIL_TASK, incident.pk, "retry")
+    return incident
+
+
+FAILED_RUN_STATUSES = (RunStatus.FAILED, RunStatus.CANCELLED)
+
+
 def health_sweep(*, now: datetime | None = None) -> dict[str, int]:
-    """Deadlines passed, re-validations finished, replacements waiting for a spare or for
-    the order's other replacement."""
+    """Deadlines passed, re-validations finished, replacements waiting for a spare (or
+    whose start was cut short)."""
     now = now or timezone.now()
-    done = {"deadline": 0, "revalidated": 0, "retried": 0}
+    done = {"deadline": 0, "revalidated": 0, "failed": 0, "retried": 0}
     for incident in HealthIncident.objects.filter(
         status=IncidentStatus.AWAITING, decide_by__lte=now
-    ):
-        replacement_start(incident=incident, now=now)
+    ).select_related("node"):
+        if incident.node.status == NodeStatus.AVAILABLE:
+            node_repaired_return(node_id=incident.node_id)  # repaired meanwhile: it returns
+        else:
+            replacement_start(incident=incident, now=now)
         done["deadline"] += 1
     for incident in HealthIncident.objects.filter(
         status=IncidentStatus.REVALIDATING, validation_run_id__isnull=False
@@ -627,14 +682,20 @@ def health_sweep(*, now: datetime | None = None) -> dict[str, int]:
         incident.action = HealthAction.REPLACE
         incident_act_replace(incident=incident, now=now)
     for incident in HealthIncident.objects.filter(
+        status=IncidentStatus.REPLACING, replacement_run__status__in=FAILED_RUN_STATUSES
+    ):
+        replacement_failed(incident_id=incident.pk)
+        done["failed"] += 1
+    for incident in HealthIncident.objects.filter(
         status__in=(IncidentStatus.REPLACING, IncidentStatus.NO_SPARE),
         replacement_run__isnull=True,
     ).select_related("node"):
         if (
             incident.status == IncidentStatus.NO_SPARE
             and incident.node.status == NodeStatus.AVAILABLE
+            and node_repaired_return(node_id=incident.node_id) is not None
         ):
-            node_repaired_return(node_id=incident.node_id)  # repaired meanwhile: it returns
+            pass  # repaired meanwhile, still in its slot: it returns to its customer
         else:
             replacement_start(incident=incident, now=now)
         done["retried"] += 1

@@ -48,10 +48,12 @@ def _on_write(sender: type, objs: list[Any], **_kwargs: Any) -> None:
             jobs.enqueue(TASK, node_id)
     available = [n.pk for n in objs if getattr(n, "status", None) == NodeStatus.AVAILABLE]
     if available:
-        # Repaired while its order still holds it (no spare was free): back to its
-        # customer. One query per batch of moves; nothing for the usual releases.
+        # Repaired while its order still holds it (no spare was free, or the customer
+        # has not answered "ask me first" yet): back to its customer. One query per batch
+        # of moves; nothing for the usual releases.
         for node_id in HealthIncident.objects.filter(
-            node_id__in=available, status=IncidentStatus.NO_SPARE
+            node_id__in=available,
+            status__in=(IncidentStatus.NO_SPARE, IncidentStatus.AWAITING),
         ).values_list("node_id", flat=True):
             jobs.enqueue(REPAIRED_TASK, node_id)
 

@@ -259,7 +259,14 @@ class HealthIncident(models.Model):
                     status__in=["open", "awaiting", "revalidating", "replacing", "no_spare"]
                 ),
                 name="healthincident_one_open_per_rule",
-            )
+            ),
+            # Each incident its own replacement run: two faults of one order never share
+            # (nor wait for) one run.
+            models.UniqueConstraint(
+                fields=["replacement_run"],
+                condition=Q(replacement_run__isnull=False),
+                name="healthincident_own_replacement_run",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -169,10 +169,14 @@ class ProvisioningRun(models.Model):
         verbose_name = _("provisioning run")
         verbose_name_plural = _("provisioning runs")
         constraints = [
-            # One live run of each kind per order: a retried payment never starts two.
+            # One live provisioning or cleaning run per order: a retried payment never
+            # starts two. Replacement runs are not in it: two nodes of one order failing
+            # at once are healed in parallel, a run each (one per health incident, which
+            # ``provisioning.health.services`` creates under the incident's row lock;
+            # the reservations' exclusion constraint keeps their spares apart).
             models.UniqueConstraint(
                 fields=["order", "kind"],
-                condition=Q(status__in=["pending", "running", "validating"]),
+                condition=Q(status__in=["pending", "running", "validating"]) & ~Q(kind="replace"),
                 name="provisioningrun_one_active_per_order",
             )
         ]
@@ -257,7 +261,12 @@ class NodeStep(models.Model):
     started_at = models.DateTimeField(_("started"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
     # A running step whose lease has passed was left by a dead worker (the reaper's cue).
+    # A long step (validation, the 24-hour burn-in) keeps a short lease that it renews
+    # while it works (``provisioning.runs.leases``); ``lease_holder`` names the execution
+    # that holds it (worker, task id and a nonce: a redelivered copy of the same task is
+    # another holder), and only that holder records the step's outcome.
     lease_until = models.DateTimeField(_("lease until"), null=True, blank=True)
+    lease_holder = models.CharField(_("lease holder"), max_length=200, blank=True)
     expected_s = models.FloatField(_("expected seconds"), default=0.0)
     message = models.TextField(_("message"), blank=True)
     log_excerpt = models.TextField(_("log excerpt"), blank=True)

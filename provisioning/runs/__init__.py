@@ -4,6 +4,7 @@ the ones listed before it):
 - ``plan``: the steps of each kind of run, their time limits and expected durations, the
   canvas's phases and the task names work is handed to;
 - ``drivers``: the node's hardware driver; ``records``: the record moves the others share;
+- ``leases``: a long step's lease, renewed by the step while it works (a heartbeat);
 - ``create``: creating and starting a run (now, or when its release's time has come);
 - ``fabric``: the order's partition key or VLAN; ``failure``: fail, cancel, retry a step;
 - ``spares`` (pure) and ``swaps``: a failed node swapped for a spare;
@@ -39,6 +40,7 @@ from provisioning.runs.delivery import (
 from provisioning.runs.drivers import driver_for, driver_kind
 from provisioning.runs.fabric import fabric_allocate, fabric_release
 from provisioning.runs.failure import run_cancel, run_fail, step_retry
+from provisioning.runs.leases import holder_name
 from provisioning.runs.plan import (
     CLEAN_PHASE_ENDS,
     PROVISION_PHASE_ENDS,
@@ -74,6 +76,7 @@ __all__ = [
     "driver_kind",
     "fabric_allocate",
     "fabric_release",
+    "holder_name",
     "node_send_to_swap",
     "node_swap",
     "order_cancelled_clean",

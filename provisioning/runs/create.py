@@ -33,7 +33,9 @@ def run_create(
     *, order: Order, kind: str = RunKind.PROVISION, nodes: list[Node] | None = None
 ) -> ProvisioningRun:
     """The order's run of ``kind`` with a slot and its steps per node. Idempotent: an
-    active run of that kind (or a delivered provisioning run) is returned as it is."""
+    active run of that kind (or a delivered provisioning run) is returned as it is.
+    Replacement runs are not: an order may have several at once (one per failed node),
+    and their caller keeps each incident to one run (``provisioning.health.services``)."""
     order = Order.objects.select_for_update().get(pk=order.pk)
     existing = (
         ProvisioningRun.objects.filter(order=order, kind=kind)
@@ -42,6 +44,8 @@ def run_create(
             | Q(status=RunStatus.DELIVERED, kind=RunKind.PROVISION)
         )
         .first()
+        if kind != RunKind.REPLACE
+        else None
     )
     if existing is not None:
         return existing

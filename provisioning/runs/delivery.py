@@ -1,13 +1,19 @@
 """Cluster validation once every slot is provisioned, and delivery: accepted nodes go in
-service and the order is ready; rejected ones are swapped and the canvas relaunched."""
+service and the order is ready; rejected ones are swapped and the canvas relaunched.
+
+Validation (with the 24-hour burn-in, longer than the broker's visibility timeout) runs
+under a lease that it renews while it measures (``leases``): a copy of its task that the
+broker hands out again finds the steps held and returns; a holder that died leaves them
+to be taken over, once, when its lease runs out."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.conf import settings
@@ -37,9 +43,16 @@ from provisioning.models import (
     StepStatus,
     ValidationProfile,
 )
+from provisioning.runs import leases
 from provisioning.runs.drivers import driver_for
 from provisioning.runs.failure import run_fail
-from provisioning.runs.plan import EMAIL_TASK, HANDOVER_TASK, LOG_EXCERPT_CHARS, STEP_LIMIT_S
+from provisioning.runs.plan import (
+    EMAIL_TASK,
+    HANDOVER_TASK,
+    LOG_EXCERPT_CHARS,
+    STEP_LEASE_GRACE_S,
+    STEP_LIMIT_S,
+)
 from provisioning.runs.records import run_back_to_running, run_launch, step_move
 from provisioning.runs.swaps import node_swap
 from provisioning.validation import interface
@@ -74,25 +87,77 @@ def run_burn_in_seconds(run: ProvisioningRun) -> int:
 
 
 def validate_limit_s(run: ProvisioningRun) -> int:
-    """The validate step's bound (its lease and its task's limit): the suite's own, plus
-    the burn-in's length where there is one."""
+    """The validate step's bound (its task's time limit, and the furthest its lease is
+    renewed to): the suite's own, plus the burn-in's length where there is one."""
     return STEP_LIMIT_S[StepName.VALIDATE] + run_burn_in_seconds(run)
 
 
 @dataclass
 class _Validation:
-    """What the first phase leaves for the others: the run, its active slots and the
-    validate steps it leased (empty when they were all recorded before)."""
+    """What the first phase leaves for the others: the run, its active slots, the validate
+    steps it leased (empty when they were all recorded before), their holder and the
+    furthest their lease may be renewed to."""
 
     run: ProvisioningRun
     active: list[RunNode]
     todo: list[NodeStep]
+    holder: str
+    until: datetime
 
 
-def _validation_begin(run_id: int, launch: int | None) -> _Validation | str:
+def _validation_lease(
+    run: ProvisioningRun, steps: list[NodeStep], holder: str, now: datetime
+) -> tuple[list[NodeStep], datetime]:
+    """Under the steps' locks: the validate steps this execution takes (pending ones, and
+    running ones whose holder's lease ran out: that holder died, its attempt ends here)
+    with a short lease named for ``holder``; those under another's live lease are left to
+    it. Returns the steps taken and the furthest their lease may be renewed to."""
+    until = now + timedelta(seconds=validate_limit_s(run) + STEP_LEASE_GRACE_S)
+    taken = [step for step in steps if not leases.lease_live(step, now)]
+    for step in taken:
+        if step.status == StepStatus.RUNNING:
+            step_move(
+                step,
+                StepStatus.PENDING,
+                _("The worker running this step was lost."),
+                lease_until=None,
+            )
+    for attempt in sorted({step.attempt for step in taken}):  # one move per attempt
+        lifecycle.transition_many(
+            [step for step in taken if step.attempt == attempt],
+            to=StepStatus.RUNNING,
+            reason=Text("Validation started."),
+            updates={
+                "attempt": attempt + 1,
+                "started_at": now,
+                "finished_at": None,
+                "lease_until": leases.lease_expiry(now, until),
+                "lease_holder": holder,
+                "message": _("Running the validation suite."),
+            },
+            locked=True,
+        )
+    if (
+        taken
+        and run_burn_in_seconds(run)
+        and run.deadline_at
+        and run.deadline_at < until
+        and max(step.attempt for step in taken) <= settings.PORTAL_PROVISIONING_STEP_RETRIES + 1
+    ):
+        # The run's deadline (an hour a node) covers the burn-in that begins now; a burn-in
+        # started again after a lost worker too, as often as a step is retried (a burn-in
+        # that kills its worker each time does not keep the run alive for ever).
+        ProvisioningRun.objects.filter(pk=run.pk).update(deadline_at=until)
+        run.deadline_at = until
+    return taken, until
+
+
+def _validation_begin(run_id: int, launch: int | None, holder: str) -> _Validation | str:
     """Phase 1, under the run's lock: every slot provisioned? Then the run, the order and
-    the nodes move to validating and the pending validate steps are leased. Returns a
-    word ("stopped", "waiting") when there is nothing to validate now."""
+    the nodes move to validating and the validate steps are leased for ``holder``.
+    Returns a word when there is nothing to validate now: "stopped", "waiting" (a slot
+    is not provisioned) or "held" (every step to validate runs under another execution's
+    live lease: a copy of the task, handed out again while a long burn-in runs)."""
     with transaction.atomic():
         run = ProvisioningRun.objects.select_for_update().get(pk=run_id)
         if run.status not in (RunStatus.RUNNING, RunStatus.VALIDATING):
@@ -148,21 +213,18 @@ def _validation_begin(run_id: int, launch: int | None) -> _Validation | str:
             )
         )
         now = timezone.now()
-        pending = [step for step in todo if step.status == StepStatus.PENDING]
-        for attempt in sorted({step.attempt for step in pending}):  # one move per attempt
-            lifecycle.transition_many(
-                [step for step in pending if step.attempt == attempt],
-                to=StepStatus.RUNNING,
-                reason=Text("Validation started."),
-                updates={
-                    "attempt": attempt + 1,
-                    "started_at": now,
-                    "lease_until": now + timedelta(seconds=validate_limit_s(run)),
-                    "message": _("Running the validation suite."),
-                },
-                locked=True,
+        taken, until = _validation_lease(run, todo, holder, now)
+        held = [step for step in todo if step not in taken]
+        if held and not taken:
+            logger.info(
+                "validation of run %s: steps %s are held by %s until %s; nothing to do",
+                run.pk,
+                [step.pk for step in held],
+                ", ".join(sorted({step.lease_holder for step in held})),
+                max(step.lease_until for step in held if step.lease_until).isoformat(),
             )
-    return _Validation(run, active, todo)
+            return "held"
+    return _Validation(run, active, taken, holder, until)
 
 
 def _validation_measure(
@@ -190,6 +252,31 @@ def _validation_measure(
         profile = ValidationProfile.QUICK
     else:
         profile = ValidationProfile.BURN_IN if burn_in_s else ValidationProfile.ACCEPTANCE
+    stored = validation_services.validation_persister(order_id=run.order_id)
+    step_ids = [step.pk for step in state.todo]
+
+    def persist(
+        outcome: interface.ValidationOutcome,
+        targets: Sequence[interface.NodeTarget],
+        profile: str,
+    ) -> int:
+        # A holder whose lease was taken over measured for nothing: its outcome is not
+        # kept (the execution that took the steps over keeps its own).
+        if not leases.steps_held(step_ids, state.holder):
+            logger.warning("validation of run %s: lease lost, outcome not kept", run.pk)
+            return 0
+        return stored(outcome, targets, profile)
+
+    logger.info(
+        "validation of run %s: the agent starts (%s, burn-in %s s) on steps %s, attempt %s,"
+        " holder %s",
+        run.pk,
+        profile,
+        burn_in_s,
+        step_ids,
+        sorted({step.attempt for step in state.todo}),
+        state.holder,
+    )
     try:
         return interface.validate_nodes(
             targets,
@@ -197,7 +284,7 @@ def _validation_measure(
             or validation_services.agent_runner(simulated=simulated, burn_in_seconds=burn_in_s),
             rules=validation_selectors.rules_from_db(),
             profile=profile,
-            persist=validation_services.validation_persister(order_id=run.order_id),
+            persist=persist,
             allow_injected=settings.VALIDATION_ALLOW_INJECTED_FIGURES,
             # each check on the staff run page as it finishes
             progress=validation_services.live_checks_recorder(steps=state.todo),
@@ -214,19 +301,28 @@ def _validation_measure(
 
 def _validation_record(
     state: _Validation, outcome: interface.ValidationOutcome
-) -> list[tuple[RunNode, str]]:
-    """Phase 3, one transaction: each validate step still leased is done (accepted) or
-    failed with the reasons. Returns the rejected slots with why."""
+) -> list[tuple[RunNode, str]] | None:
+    """Phase 3, one transaction: each validate step this execution still holds is done
+    (accepted) or failed with the reasons. Returns the rejected slots with why; None when
+    it holds none of them any more (the reaper or a copy of the task took them over when
+    its lease ran out, or staff moved them)."""
     by_node = {rn.node_id: rn for rn in state.active}
     results = {r.node_id: r for r in outcome.nodes}
     rejected: list[tuple[RunNode, str]] = []
     with transaction.atomic():
         accepted: list[NodeStep] = []
-        for step in (
+        held = list(
             NodeStep.objects.select_for_update(of=("self",))
             .select_related("node")
-            .filter(pk__in=[s.pk for s in state.todo], status=StepStatus.RUNNING)
-        ):
+            .filter(
+                pk__in=[s.pk for s in state.todo],
+                status=StepStatus.RUNNING,
+                lease_holder=state.holder,
+            )
+        )
+        if not held:
+            return None
+        for step in held:
             result = results.get(step.node_id)
             excerpt = json.dumps(result.report if result else {}, default=str)[:LOG_EXCERPT_CHARS]
             if result is not None and result.accepted:
@@ -298,18 +394,32 @@ def _validation_settle(
 
 
 def run_validate(
-    *, run_id: int, launch: int | None = None, runner: interface.NodeRunner | None = None
+    *,
+    run_id: int,
+    launch: int | None = None,
+    runner: interface.NodeRunner | None = None,
+    holder: str | None = None,
 ) -> str:
     """Cluster validation once every slot is provisioned: accepted nodes are kept,
-    rejected ones are swapped and the canvas relaunched for their spares. Returns
-    "stopped", "waiting", "validated", "swapped" or "failed"."""
-    state = _validation_begin(run_id, launch)
+    rejected ones are swapped and the canvas relaunched for their spares. The steps are
+    measured under a lease renewed every fifth of ``PORTAL_PROVISIONING_LEASE_S`` (a
+    thread of this process) and named for ``holder`` (the task's worker and id; one of
+    this process by default). Returns "stopped", "waiting", "held" (another execution
+    holds the steps: nothing done), "validated", "swapped", "failed" or "lost" (this
+    execution's lease was taken over while it measured: nothing recorded)."""
+    state = _validation_begin(run_id, launch, holder or leases.holder_name())
     if isinstance(state, str):
         return state
     if not state.todo:
         return "validated"
-    outcome = _validation_measure(state, runner)
+    with leases.Heartbeat(
+        step_ids=[step.pk for step in state.todo], holder=state.holder, until=state.until
+    ):
+        outcome = _validation_measure(state, runner)
     rejected = _validation_record(state, outcome)
+    if rejected is None:
+        logger.warning("validation of run %s: lease lost, nothing recorded", run_id)
+        return "lost"
     return _validation_settle(state, outcome, rejected)
 
 

@@ -17,7 +17,9 @@ EMAIL_TASK = "provisioning.tasks.provisioning_email"
 HANDOVER_TASK = "provisioning.tasks.replacement_handover"
 
 # Hard bound of each step (s) on real hardware: what a task running it may take, and its
-# lease (with STEP_LEASE_GRACE_S more). PORTAL_PROVISIONING_STEP_LIMIT_SCALE shrinks them
+# lease (with STEP_LEASE_GRACE_S more; validation's lease is shorter and renewed while it
+# runs, up to this bound plus the burn-in: ``leases``, ``delivery.validate_limit_s``).
+# PORTAL_PROVISIONING_STEP_LIMIT_SCALE shrinks them
 # for simulated hardware whose steps take a fraction of real time (never below
 # STEP_LIMIT_FLOOR_S), so that a dead worker's lease runs out in seconds there too; not
 # validation's, whose agent runs for real whatever the driver.

@@ -22,7 +22,9 @@ from provisioning.runs.records import run_launch, step_move
 
 def reaper(*, now: datetime | None = None, stall_s: float | None = None) -> dict[str, int]:
     """Find work a dead worker left: steps running past their lease go back to waiting
-    and their run is relaunched from its last finished step; runs past their deadline
+    and their run is relaunched from its last finished step (a step's lease lasts its
+    limit; validation's, a few minutes renewed by its holder while it measures, runs out
+    soon after the holder died, however long the burn-in); runs past their deadline
     fail; runs with no progress for ``stall_s`` are relaunched (a lost message); nodes
     left in provisioning by an ended run are released."""
     now = now or timezone.now()

@@ -75,6 +75,11 @@ def node_swap(
                 return active_run_node(run, current.slot)
             order = Order.objects.get(pk=run.order_id)
             failed = Node.objects.get(pk=current.node_id)
+            # One spare choice at a time per site and node type, as a booking's placement
+            # and day two's replacements: two swaps at once never pick the same node.
+            inventory_services.placement_lock(
+                site_id=failed.site_id, node_type_ids=[failed.node_type_id]
+            )
             if failed.status not in (NodeStatus.FAULTY, NodeStatus.RETIRED):
                 inventory_services.node_mark_faulty(
                     node=failed, actor=actor, reason=clip(reason, 1000)

@@ -162,13 +162,18 @@ def provisioning_slot_advance(self: Task, run_id: int, slot: int, upto: str, lau
 @shared_task(
     name="provisioning.tasks.provisioning_validate",
     queue=CeleryQueue.PROVISIONING,
+    bind=True,
     **IDEMPOTENT,
     soft_time_limit=runs.STEP_LIMIT_S["validate"],
     time_limit=runs.STEP_LIMIT_S["validate"] + 60,
 )
-def provisioning_validate(run_id: int, launch: int) -> str:
-    """Cluster validation (the chord's body); swaps rejected nodes and relaunches."""
-    return runs.run_validate(run_id=run_id, launch=launch)
+def provisioning_validate(self: Task, run_id: int, launch: int) -> str:
+    """Cluster validation (the chord's body); swaps rejected nodes and relaunches. With
+    the burn-in it outlasts the broker's visibility timeout: it measures under a lease
+    that it renews, named for this worker and task (a copy of this message handed out
+    again returns "held" and is acknowledged; the holder is at work)."""
+    holder = runs.holder_name(self.request.hostname, self.request.id)
+    return runs.run_validate(run_id=run_id, launch=launch, holder=holder)
 
 
 @shared_task(

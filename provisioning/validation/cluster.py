@@ -25,7 +25,9 @@ from typing import Any
 from provisioning.validation.parsers import ParseError, parse_nccl_tests
 from provisioning.validation.rules import CheckOutcome, Measurement
 
-DEFAULT_MESSAGE_BYTES = 8 * 1024**3  # bandwidth-bound; fits twice in any 24 GB+ GPU
+#: Bandwidth-bound. With data checking nccl-tests needs 3 × size + 1 GiB of GPU memory:
+#: 8 GiB fits 32 GB+ cards; ``interface.cluster_message_bytes`` shrinks it for smaller.
+DEFAULT_MESSAGE_BYTES = 8 * 1024**3
 
 
 @dataclass

@@ -18,7 +18,7 @@ from decimal import Decimal
 
 from core.i18n_hook import gettext_noop as N_
 from inventory.gpus import BY_KEY
-from provisioning.validation.rules import BASELINE, GIB, MEDIAN_TOLERANCE, Rule
+from provisioning.validation.rules import BASELINE, GIB, IB_FABRICS, MEDIAN_TOLERANCE, Rule
 
 __all__ = ["DEFAULT_RULES", "NODE_SHAPES", "SOURCE_TEMPLATES"]
 
@@ -49,11 +49,15 @@ _SRC_MEM = N_(
 _SRC_NVB = N_(
     # xgettext:no-python-format
     "nvbandwidth host_to_device/device_to_host_memcpy_ce per GPU, device_to_device_memcpy_"
-    "read_ce per pair: Azure azurehpc-health-checks azure_gpu_bandwidth.nhc with "
-    "conf/nd96isr_h100_v5.conf and "
-    "nd96isr_h200_v5.conf `check_gpu_bw 48 335`, nd96asr_v4.conf (A100 40G) `21 235`, "
-    "nd96amsr_a100_v4.conf (A100 80G) `21 238`, nd40rs_v2.conf (V100) `9`; RTX 3090 24 "
-    "(GUESS: PCIe 4.0 x16); no GPU > 5% below the node median (SuperBench)"
+    "read_ce per pair, every value ≥ the figure (Azure azurehpc-health-checks @0e0a1ac, "
+    "customTests/azure_gpu_bandwidth.nhc `check_gpu_bw H2D P2P`): "
+    "conf/nd96isr_h100_v5.conf:49 and conf/nd96isr_h200_v5.conf:50 `check_gpu_bw 48 335`; "
+    "conf/nd96asr_v4.conf:54 (A100 40G) `check_gpu_bw 21 235`; "
+    "conf/nd96amsr_a100_v4.conf:54 (A100 80G) `check_gpu_bw 21 238`; V100S: "
+    "conf/nc6s_v3.conf:38 `check_gpu_bw 10` (a 1× V100 PCIe card on PCIe 3.0 x16, as the "
+    "V100S is; conf/nd40rs_v2.conf:40, eight V100 SXM2 sharing PCIe switches, has 9 since "
+    "5f53bcc); RTX 3090 24 (GUESS: PCIe 4.0 x16); no GPU > 5% below the node median "
+    "(SuperBench)"
 )
 _SRC_P2P_4 = N_(
     # xgettext:no-python-format
@@ -63,10 +67,11 @@ _SRC_P2P_4 = N_(
 _SRC_AR = N_(
     # xgettext:no-python-format
     "NVLink all-reduce: `all_reduce_perf -b S -e S -g N -c 1`, busbw at the size the rows "
-    "show (lower of in-place and out-of-place); Azure azurehpc-health-checks conf: "
-    "nd96isr_h100_v5 460 at 16G, "
-    "nd96isr_h200_v5 431 at 16G, nd96amsr_a100_v4 (A100 80G) 228 at 16G, nd96asr_v4 "
-    "(A100 40G) 228 at 8G; all 8-GPU figures"
+    "show (lower of in-place and out-of-place); Azure azurehpc-health-checks @0e0a1ac: "
+    "conf/nd96isr_h100_v5.conf:52 `check_nccl_allreduce 460.0 1 16G` (nd96isr_h100_v5 460 "
+    "at 16G), conf/nd96isr_h200_v5.conf:53 `431.0 1 16G`, conf/nd96amsr_a100_v4.conf:57 "
+    "(A100 80G) `228.0 1 16G`, conf/nd96asr_v4.conf:57 (A100 40G) `228.0 1 8G`; all 8-GPU "
+    "figures"
 )
 _SRC_AR_4 = N_(
     # xgettext:no-python-format
@@ -80,20 +85,29 @@ _SRC_WRONG = N_(
 )
 _SRC_IB = N_(
     # xgettext:no-python-format
-    "IB GPUDirect loopback per NIC: `ib_write_bw -s 1M -x 0 -F --report_gbits --use_cuda` "
-    "server and client on the device (Azure azurehpc-health-checks azure_ib_write_bw_gdr.nhc); "
-    "conf "
-    "nd96isr_h100_v5 `check_ib_bw_gdr 380`, nd96isr_h200_v5 `360`, nd96asr_v4 and "
-    "nd96amsr_a100_v4 `180`"
+    "IB GPUDirect loopback per InfiniBand NIC: `ib_write_bw -s 8388608 -x 0 -F "
+    "--report_gbits --use_cuda=i` server and client on the device, BW average in Gb/s "
+    "(Azure azurehpc-health-checks @0e0a1ac customTests/azure_ib_write_bw_gdr.nhc:27-29, "
+    "every NIC at once; Azure runs 5000 iterations after --perform_warm_up, here -D "
+    "seconds, whose 2 s margin is the warm-up); conf/nd96isr_h100_v5.conf:60 "
+    "`check_ib_bw_gdr 380`, conf/nd96isr_h200_v5.conf:61 `check_ib_bw_gdr 360`, "
+    "conf/nd96asr_v4.conf:65 and conf/nd96amsr_a100_v4.conf:65 `check_ib_bw_gdr 180.0` "
+    "(VALIDATION.md's 375 and 185 are these files' 2023 figures: 380 since c674250, 180 "
+    "since d6dde21)"
 )
 _SRC_NIC_COUNT = N_(
     # xgettext:no-python-format
-    "Fabric NICs: the RDMA devices measured by ib_write_bw (`ibstat -l`) at least the "
-    "node type's NIC count; a NIC that is missing (not cabled, not enumerated, driver "
-    "down) is never measured, so the per-NIC figure alone cannot catch it (Azure "
-    "azurehpc-health-checks "
-    "azure_ib_write_bw_gdr.nhc tests only the devices it finds); more devices (a "
-    "front-end or storage NIC) pass"
+    "Fabric NICs on an InfiniBand fabric: the RDMA devices `ibstat` lists with `Link "
+    "layer: InfiniBand` at least the node type's NIC count, each measured by ib_write_bw; "
+    "a NIC that is missing (not cabled, not enumerated, driver down) is never measured, so "
+    "the per-NIC figure alone cannot catch it (Azure azurehpc-health-checks "
+    "azure_ib_write_bw_gdr.nhc tests only the devices it finds: customTests/"
+    "azure_common.nhc:126-150 `determine_IB_devices`, `ibstat -l` kept where ports/1/"
+    "link_layer is InfiniBand, as here). An Ethernet RDMA device "
+    "(a RoCE front-end or storage port, such as a BlueField bond) is not a fabric NIC: "
+    "neither counted nor measured. On RoCE fabrics no NIC count is judged: every port "
+    "there is Ethernet and ibstat cannot tell a fabric port from a front-end one; the "
+    "multi-node all-reduce judges the fabric"
 )
 # xgettext:no-python-format
 _SRC_COUNT = N_("GPU count: equals the node type (Azure azurehpc-health-checks `check_gpu_count`)")
@@ -239,7 +253,7 @@ NODE_SHAPES = (
     ("RTX3090", 1),
     ("V100S", 1),
 )
-_H2D = {"H100": 48, "H200": 48, "A100-80G": 21, "A100-40G": 21, "V100S": 9, "RTX3090": 24}
+_H2D = {"H100": 48, "H200": 48, "A100-80G": 21, "A100-40G": 21, "V100S": 10, "RTX3090": 24}
 _P2P = {("H100", 8): 335, ("H200", 8): 335, ("A100-80G", 8): 238, ("A100-40G", 8): 235}
 #: (model, GPUs) → (busbw GB/s, message size, source)
 _ALLREDUCE = {
@@ -255,8 +269,6 @@ _IB = {
     ("A100-80G", "hdr200"): 180,
     ("A100-40G", "hdr200"): 180,
 }
-#: InfiniBand fabrics (``services.type_fabric`` keys): every NIC is an RDMA device.
-_IB_FABRICS = ("ndr400", "hdr200")
 _ECC_MODELS = ("H100", "H200", "A100-80G", "A100-40G")
 _RING_PER_NIC = (("ndr400", 46), ("hdr200", 24), ("100g", 12))
 
@@ -355,7 +367,7 @@ def _interconnect_rules() -> Iterator[Rule]:
             check="allreduce",
             source=_SRC_WRONG,
         )
-    for fabric in _IB_FABRICS:
+    for fabric in IB_FABRICS:
         yield Rule(
             metric="ib_nic_count",
             gpu_model="*",

@@ -15,6 +15,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from provisioning.validation.default_rules import DEFAULT_RULES
+from provisioning.validation.metrics import METRICS
 from provisioning.validation.rules import (
     BASELINE,
     EXPECTED_BY_CHECK,
@@ -172,11 +173,13 @@ def _evaluate_rule(rule: Rule, m: Measurement, checks: Mapping[str, CheckOutcome
     if baseline is not None and rule.min_variance is not None:
         worst = min(_dec(v) for v in values)
         res.variance = float((worst - baseline) / baseline)
-    per_gpu = isinstance(value, list | tuple)
+    per_item = isinstance(value, list | tuple)
+    nics = _nic_names(rule, m, len(values)) if per_item else None
+    per_gpu = per_item and nics is None
     for idx, (v, (ok, expected)) in enumerate(zip(values, verdicts, strict=True)):
         if ok:
             continue
-        where = f" on GPU {idx}" if per_gpu else ""
+        where = f" on GPU {idx}" if per_gpu else f" on NIC {nics[idx]}" if nics else ""
         res.status = "fail"
         if per_gpu:
             res.flagged_gpus.append(idx)
@@ -186,6 +189,7 @@ def _evaluate_rule(rule: Rule, m: Measurement, checks: Mapping[str, CheckOutcome
                 f"{rule.key}{where}: measured {_fmt(v)}{unit}, expected {expected}{unit}",
                 metric=rule.key,
                 gpu=idx if per_gpu else None,
+                **({"nic": nics[idx]} if nics else {}),
                 measured=v,
                 expected=expected,
                 unit=rule.unit,
@@ -215,6 +219,18 @@ def _evaluate_rule(rule: Rule, m: Measurement, checks: Mapping[str, CheckOutcome
                     )
                 )
     return res
+
+
+def _nic_names(rule: Rule, m: Measurement, count: int) -> list[str] | None:
+    """A per-NIC list's item names (``metrics.METRICS``: ``per="nic"``); None for a
+    per-GPU list. Names missing or of another length: the items' positions."""
+    spec = METRICS.get(rule.metric)
+    if spec is None or spec.per != "nic":
+        return None
+    names = m.metrics.get(spec.names) if spec.names else None
+    if isinstance(names, list) and len(names) == count:
+        return [str(n) for n in names]
+    return [f"#{i}" for i in range(count)]
 
 
 def rules_for(rules: Iterable[Rule], m: Measurement, scope: Scope = "node") -> list[Rule]:

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from provisioning.agent.profiles import nccl_message_bytes
 from provisioning.validation.cluster import (
+    DEFAULT_MESSAGE_BYTES,
     ClusterRun,
     cluster_measurement,
     run_cluster_checks,
@@ -488,6 +490,21 @@ def gpus_per_node(reports: Sequence[dict[str, Any]]) -> int:
     return min(counts) if counts else 0
 
 
+def cluster_message_bytes(measurements: Sequence[Measurement]) -> int | None:
+    """The cluster all-reduce's message size: 8 GiB (bandwidth-bound), or less where it
+    does not fit: nccl-tests' own rule (3 × size + 1 GiB with data checking,
+    ``profiles.nccl_message_bytes``) on the smallest GPU any node reported (24 GB cards
+    run 4 GiB). None when a node reported no GPU memory or nothing fits (fail closed)."""
+    smallest: int | None = None
+    for measurement in measurements:
+        memory = measurement.metrics.get("gpu_memory_mib")
+        if not isinstance(memory, list) or not memory:
+            return None
+        smallest = min(memory) if smallest is None else min(smallest, *memory)
+    size = nccl_message_bytes(smallest)
+    return None if size is None else min(size, DEFAULT_MESSAGE_BYTES)
+
+
 def validate_nodes(
     targets: Sequence[NodeTarget],
     *,
@@ -522,6 +539,7 @@ def validate_nodes(
     rule_list = list(rules) if rules is not None else None
     results: list[NodeResult] = []
     verdicts: list[NodeVerdict] = []
+    measurements: list[Measurement] = []
     sinks = (
         {
             t.node_id: live_sink(t, progress, rule_list, allow_injected=allow_injected)
@@ -547,10 +565,11 @@ def validate_nodes(
                 )
             )
             continue
-        _measurement, verdict = judge_report(
+        measurement, verdict = judge_report(
             report, target, rule_list, allow_injected=allow_injected
         )
         verdicts.append(verdict)
+        measurements.append(measurement)
         results.append(
             NodeResult(
                 target.node_id,
@@ -570,13 +589,17 @@ def validate_nodes(
             cluster_error = f"the cluster check did not run: {exc}"
     elif cluster is None and len(targets) > 1 and all(v.accepted for v in verdicts):
         gpus = gpus_per_node([r.report for r in results])
-        if gpus and len(verdicts) == len(targets) and command_runner is not None:
+        size = cluster_message_bytes(measurements)
+        if gpus and size is None:
+            cluster_error = "the cluster check did not run: no message size fits the GPUs"
+        elif gpus and len(verdicts) == len(targets) and command_runner is not None:
             cluster_runs = run_cluster_checks(
                 targets[0].address or targets[0].hostname,
                 [t.address or t.hostname for t in targets],
                 gpus,
                 command_runner,
                 timeout_s=cluster_timeout_s,
+                message_bytes=size,
             )
             cluster = cluster_measurement(
                 cluster_runs,

@@ -130,8 +130,21 @@ MESSAGES: dict[str, tuple[str, str | None]] = {
         None,
     ),
     "kernel_log_unreadable": (gettext_noop("The kernel log could not be read"), None),
+    "ib_nic_not_measured": (
+        gettext_noop("%(device)s is an InfiniBand NIC of the node but was not measured"),
+        None,
+    ),
 }
 UNKNOWN = gettext_noop("Rejected for the reason “%(code)s”")
+#: The message when the reason names a NIC (a per-NIC figure: ``metrics.METRICS`` per="nic").
+PER_NIC: dict[str, str] = {
+    "below_threshold": gettext_noop(
+        "%(metric)s on NIC %(nic)s: measured %(measured)s, expected %(expected)s"
+    ),
+    "not_equal": gettext_noop(
+        "%(metric)s on NIC %(nic)s: measured %(measured)s, expected %(expected)s"
+    ),
+}
 
 
 def _number(value: Any) -> str:
@@ -176,6 +189,8 @@ def reason_message(reason: Mapping[str, Any] | str) -> str:
         return gettext(UNKNOWN) % {"code": code or "?"}
     plain, per_gpu = found
     template = per_gpu if per_gpu and params.get("gpu") is not None else plain
+    if params.get("nic") is not None and code in PER_NIC:
+        template = PER_NIC[code]
     return gettext(template) % _Missing(_params(code, params))
 
 

@@ -62,6 +62,9 @@ __all__ = [
 ]
 
 GIB = 1024**3
+#: InfiniBand fabrics (``services.type_fabric`` keys): there the fabric NICs are the RDMA
+#: devices whose link layer is InfiniBand (``metrics``: a RoCE front-end port is not one).
+IB_FABRICS = ("ndr400", "hdr200")
 #: ``Rule(equals=BASELINE)`` compares with the (resolved) baseline, e.g. ``gpu_count``.
 BASELINE = "<baseline>"
 #: XIDs that fail a node: Azure azurehpc-health-checks azure_gpu_xid.nhc's list, plus 95.

@@ -103,3 +103,35 @@ def seed_empty_table(model: Any, *, using: str = "default") -> int:
     if model._default_manager.db_manager(using).exists():
         return 0
     return seed_rules(model, using=using)[0]
+
+
+def update_unedited(
+    model: Any,
+    previous: Iterable[tuple[Rule, dict[str, Any]]],
+    *,
+    using: str = "default",
+) -> int:
+    """For a migration that changes a seeded rule's figures or source in place (same
+    natural key): each ``(rule, old)`` pairs the new seed rule with the field values the
+    previous seed stored (``{"source": …, "min_value": …}``). A stored row that still
+    holds every old value (staff did not edit it) gets the new rule's values for those
+    fields; an edited row is left alone. Returns how many rows changed."""
+    manager = model._default_manager.db_manager(using)
+    changed = 0
+    for rule, old in previous:
+        fields = rule_fields(rule)
+        key = {k: fields[k] for k in NATURAL_KEY}
+        row = manager.filter(**key).first()
+        if row is None:
+            continue
+        if any(_stored(getattr(row, name)) != _stored(value) for name, value in old.items()):
+            continue
+        for name in old:
+            setattr(row, name, fields[name])
+        row.save(update_fields=list(old))
+        changed += 1
+    return changed
+
+
+def _stored(value: Any) -> Any:
+    return _dec(value) if isinstance(value, int | float | Decimal) else value

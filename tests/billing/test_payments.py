@@ -28,6 +28,7 @@ from billing.payments import services as payments
 from billing.payments import webhooks
 from billing.quotes import services as qs
 from core.errors import DomainError
+from core.money import money_text as money
 from inventory.models import Reservation, ReservationStatus, Site
 from tests import factories
 
@@ -284,9 +285,12 @@ def test_staff_mark_a_transfer_paid_in_the_back_office(client, demo, no_stripe, 
     assert client.post(changelist, no_date).status_code == 200
     assert Payment.objects.count() == 0
     response = client.post(changelist, {**no_date, "value_date": "2026-12-02"}, follow=True)
-    assert f"which is now paid in full (order {order.number} is confirmed)" in (
-        response.content.decode()
-    )
+    # The amount as the pages write it, on the document as the customer knows it (a
+    # payment request on the mainland: only the tax system issues a 发票).
+    assert (
+        f"{money(invoice.gross_total, invoice.currency)} on payment request {invoice.number}, "
+        f"which is now paid in full (order {order.number} is confirmed)"
+    ) in response.content.decode()
     order.refresh_from_db()
     invoice.refresh_from_db()
     assert order.status == OrderStatus.PAID

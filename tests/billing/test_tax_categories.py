@@ -74,11 +74,13 @@ def test_documents_show_category_rate_and_reason(demo, tmp_path):
     assert "IDC / IT service (信息技术服务) · VAT 6%" in text
     assert "basic telecom (基础电信服务) · VAT 9%" in text
     assert "VAT by what is sold" in text and "VAT (rates per line)" in text
-    assert "the provider operates the servers" in text
+    # Each note names its category once, then says why: the label is not repeated.
+    assert "IDC / IT service (信息技术服务): VAT 6%. The provider operates the servers" in text
+    assert text.count("IDC / IT service (信息技术服务):") == 1
     order = acceptance.quote_accept(quote=quote, user=demo["customer"], name="Li Wei", ip=None)
     invoice = order.invoices.get()
     text = text_of(invoices.render_invoice_pdf(invoice=invoice, language="en"), tmp_path)
-    assert "9%" in text and "6%" in text and "Basic telecom: bandwidth and traffic" in text
+    assert "Basic telecom (基础电信服务): VAT 9%. Bandwidth and traffic." in text
 
 
 def test_rates_are_edited_through_the_price_book_service(demo):

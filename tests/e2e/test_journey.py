@@ -171,7 +171,8 @@ def test_sign_up_configure_pay_by_transfer_and_see_the_order_paid(pages, settle_
 
     summary = customer.locator("main dl.specs").first
     expect(summary).to_contain_text(order.number)
-    expect(summary.locator(".status")).to_have_text("awaiting contract and payment")
+    # A short self-service order: the standard terms (not a contract) and the payment wait.
+    expect(summary.locator(".status")).to_have_text("awaiting terms and payment")
     transfer = customer.locator("#pay-transfer")
     expect(transfer).to_contain_text(invoice.bank_reference)
     expect(transfer).to_contain_text(amount)
@@ -201,21 +202,25 @@ def test_sign_up_configure_pay_by_transfer_and_see_the_order_paid(pages, settle_
     finance.get_by_label("Transfer reference").fill(TRANSFER_REFERENCE)
     finance.get_by_role("button", name="Mark paid").click()
     expect(finance.locator("ul.messagelist")).to_contain_text(
-        f"on invoice {invoice.number}, which is now paid in full "
+        f"{money(invoice.gross_total, invoice.currency)} on payment request {invoice.number}, "
+        "which is now paid in full "
         f"(order {order.number} is confirmed)"
     )
     pages.assert_no_server_errors()
 
     # --- The customer sees the order paid ---------------------------------------------------
     customer.reload()
-    expect(customer.locator("main dl.specs").first.locator(".status")).to_have_text("paid")
+    # Paid: only the standard terms are missing now, and the status says so.
+    expect(customer.locator("main dl.specs").first.locator(".status")).to_have_text(
+        "paid, awaiting terms"
+    )
     expect(customer.locator("main")).to_contain_text("This order is paid.")
     # ...and on the order's own page in their dashboard.
     order_page = reverse_en("dashboard_order", order.number)
     customer.get_by_role("link", name="My account", exact=True).click()
     customer.get_by_role("link", name=order.number, exact=True).first.click()
     assert customer.url.endswith(order_page)
-    expect(customer.locator("h1 .status")).to_have_text("paid")
+    expect(customer.locator("h1 .status")).to_have_text("paid, awaiting terms")
     # Paid, but this short order's standard terms are not accepted yet: the page says so,
     # and provisioning waits for the checkbox.
     expect(customer.locator("#gate")).to_contain_text("the standard terms")
@@ -225,6 +230,7 @@ def test_sign_up_configure_pay_by_transfer_and_see_the_order_paid(pages, settle_
     customer.get_by_label("Full name").fill("Li Wei")
     customer.get_by_role("button", name="Accept the terms").click()
     expect(customer.locator("#gate")).to_have_count(0)
+    expect(customer.locator("h1 .status")).to_have_text("paid")
     expect(customer.locator("#documents")).to_contain_text("Standard terms")
     pages.assert_no_server_errors()
 

@@ -3,10 +3,11 @@ simulated exporters (targets from the portal's service discovery, both behind th
 token), the health rules evaluated by a real Celery worker over Redis against PostgreSQL,
 and a spare provisioned and validated by the same worker.
 
-- XID 79 on one node of a delivered order: detected, cordoned, the customer told with the
-  evidence, a spare of the same type provisioned, validated (quick profile) and handed
-  over within the simulated budget; the failed node faulty with the evidence; the SLA
-  facts hold the swap.
+- XID 79 on one node of a delivered order, and two seconds later on a second one:
+  each detected, cordoned, the customer told with the evidence, a spare of the same type
+  each (never the same one) provisioned, validated (quick profile) and handed over within
+  the simulated budget, the two replacements running at the same time; the failed nodes
+  faulty with the evidence; the SLA facts hold each swap.
 - A transient signal (one correctable ECC error, a short silence) replaces nothing.
 - "Ask me first": nothing moves until the customer approves.
 """
@@ -138,26 +139,32 @@ def scraped(hostnames: list[str]) -> bool:
     return {r.labels["node"] for r in rows} >= set(hostnames)
 
 
+def statuses(incidents) -> list[str]:
+    pks = [i.pk for i in incidents]
+    return list(HealthIncident.objects.filter(pk__in=pks).values_list("status", flat=True))
+
+
 def mails_text(tmp_path) -> str:
     return "\n".join(p.read_text() for p in sorted((tmp_path / "mails").glob("*.log")))
 
 
-def test_noise_then_xid_79_replaced_within_budget_then_ask_me_first_waits(
+def test_noise_then_two_xid_79_replaced_at_once_within_budget_then_ask_me_first_waits(
     demo, prom, settings, tmp_path, client
 ):
-    """One delivered order of two nodes (one delivery keeps the test short): noise acts on
-    nothing; XID 79 on one node is replaced automatically within the budget; with "ask me
-    first" a fault on the other waits until the customer approves."""
+    """One delivered order of three nodes (one delivery keeps the test short): noise acts
+    on nothing; XID 79 on one node, then on a second, are replaced automatically and in
+    parallel within the budget; with "ask me first" a fault on the third waits until the
+    customer approves."""
     settings.CELERY_BROKER_URL = broker = scratch_broker_url()
     worker = Worker(broker, env=env_for(tmp_path, prom), threads=4)
     try:
-        order, booked = paid_order(demo, nodes=2)
+        order, booked = paid_order(demo, nodes=3)
         run = finished_run(order)
         assert run.status == RunStatus.DELIVERED, run.message
         start_rental_now(order)
         hosts = [n.hostname for n in booked]
-        wait_until(lambda: scraped(hosts), timeout=30, message="both nodes scraped")
-        victim, other = booked
+        wait_until(lambda: scraped(hosts), timeout=30, message="every node scraped")
+        victim, second, other = booked
         # Noise: one correctable ECC error, a 2-second silence (two missed scrapes), a
         # short utilisation dip: several evaluations open nothing.
         simulated.fault_inject(node=other, kind="ecc_sbe", gpu=0, value=1)
@@ -168,29 +175,54 @@ def test_noise_then_xid_79_replaced_within_budget_then_ask_me_first_waits(
             time.sleep(1)
         assert not HealthIncident.objects.exists()
 
-        # XID 79 on one GPU of one node, automatic replacement (the default policy).
-        fault = simulated.fault_inject(node=victim, kind="xid", gpu=3, value=79)
+        # XID 79 on one GPU of one node, two seconds later on a second node; automatic
+        # replacement (the default policy).
+        faults = [simulated.fault_inject(node=victim, kind="xid", gpu=3, value=79)]
+        evaluate()
+        time.sleep(2)
+        faults.append(simulated.fault_inject(node=second, kind="xid", gpu=3, value=79))
 
-        def incident():
+        def incidents():
             evaluate()
-            return HealthIncident.objects.filter(node=victim).first()
+            found = list(HealthIncident.objects.filter(node__in=[victim, second]))
+            return found if len(found) == 2 else None
 
-        found = wait_until(incident, timeout=60, interval=1.0, message="the XID 79 incident")
-        assert found.rule == "xid_79" and found.action == "replace"
-        assert found.metric == "DCGM_FI_DEV_XID_ERRORS" and found.value == 79
-        assert found.gpu == "3"
-        assert (found.detected_at - fault.start_at).total_seconds() <= 60
-        done = wait_until(
-            lambda: HealthIncident.objects.filter(
-                pk=found.pk, status=IncidentStatus.REPLACED
-            ).first(),
-            timeout=120,
-            interval=0.5,
-            message=lambda: f"the replacement ({HealthIncident.objects.get(pk=found.pk).status})",
-        )
-        spare_host = NodeSwap.objects.get(order=order).spare_node.hostname
-        wait_until(lambda: spare_host in mails_text(tmp_path), timeout=30, message="the email")
-        check_replaced(order, run, booked, victim, done, tmp_path)
+        found = wait_until(incidents, timeout=60, interval=1.0, message="both XID 79 incidents")
+        by_node = {i.node_id: i for i in found}
+        for failed, fault in zip((victim, second), faults, strict=True):
+            incident = by_node[failed.pk]
+            assert incident.rule == "xid_79" and incident.action == "replace"
+            assert incident.metric == "DCGM_FI_DEV_XID_ERRORS" and incident.value == 79
+            assert incident.gpu == "3"
+            assert (incident.detected_at - fault.start_at).total_seconds() <= 60
+
+        def replaced():
+            rows = list(
+                HealthIncident.objects.filter(
+                    pk__in=[i.pk for i in found], status=IncidentStatus.REPLACED
+                )
+            )
+            return rows if len(rows) == 2 else None
+
+        done = {
+            i.node_id: i
+            for i in wait_until(
+                replaced,
+                timeout=120,
+                interval=0.5,
+                message=lambda: f"both replacements ({statuses(found)})",
+            )
+        }
+        for failed in (victim, second):
+            spare_host = NodeSwap.objects.get(failed_node=failed).spare_node.hostname
+            wait_until(lambda h=spare_host: h in mails_text(tmp_path), timeout=30, message="mail")
+            check_replaced(order, run, booked, failed, done[failed.pk], tmp_path)
+        # Healed at the same time: each its own spare and run, the second started before
+        # the first was handed over.
+        first_run, second_run = (done[n.pk].replacement_run for n in (victim, second))
+        assert first_run != second_run
+        assert done[victim.pk].swap.spare_node != done[second.pk].swap.spare_node
+        assert second_run.started_at < first_run.finished_at, (first_run, second_run)
 
         # "Ask me first": a replace-class fault on the other node waits for the customer.
         ReplacementPolicy.objects.create(order=order, mode="ask", ask_minutes=30)
@@ -206,7 +238,7 @@ def test_noise_then_xid_79_replaced_within_budget_then_ask_me_first_waits(
             time.sleep(1)
         waiting.refresh_from_db()
         assert waiting.status == IncidentStatus.AWAITING and waiting.rule == "row_remap_failure"
-        assert ProvisioningRun.objects.filter(order=order, kind=RunKind.REPLACE).count() == 1
+        assert ProvisioningRun.objects.filter(order=order, kind=RunKind.REPLACE).count() == 2
         other.refresh_from_db()
         assert other.status == NodeStatus.IN_SERVICE
         assert waiting.decide_by > timezone.now() + timedelta(minutes=25)
@@ -235,15 +267,18 @@ def test_noise_then_xid_79_replaced_within_budget_then_ask_me_first_waits(
     # Each replacement opened an urgent support ticket about its node, by itself (the
     # worker ran the support desk's task from provisioning's signal).
     tickets = Ticket.objects.filter(order=order, source="replacement").order_by("pk")
-    assert [(t.node_id, t.priority, t.health_incident.rule) for t in tickets] == [
-        (victim.pk, "urgent", "xid_79"),
-        (other.pk, "urgent", "row_remap_failure"),
-    ]
-    # The delivery kit on the order page names both spares and neither failed node.
+    assert sorted((t.node_id, t.priority, t.health_incident.rule) for t in tickets) == sorted(
+        [
+            (victim.pk, "urgent", "xid_79"),
+            (second.pk, "urgent", "xid_79"),
+            (other.pk, "urgent", "row_remap_failure"),
+        ]
+    )
+    # The delivery kit on the order page names the three spares and no failed node.
     page = client.get(f"/en/account/orders/{order.number}/").content.decode()
     kit = page[page.index('id="kit-hostfile"') : page.index('id="kit-nccl"')]
     spares = [s.spare_node for s in NodeSwap.objects.filter(order=order)]
-    assert len(spares) == 2
+    assert len(set(spares)) == 3
     for spare in spares:
         assert (spare.ip_address or spare.hostname) in kit
     for failed in booked:
@@ -258,14 +293,14 @@ def check_replaced(order, run, booked, victim, done, tmp_path) -> None:
     assert "DCGM_FI_DEV_XID_ERRORS" in reason and "79" in reason
     # The spare: same type, provisioned by a replacement run, validated with the quick
     # profile, in service in the failed node's slot with its access details.
-    swap = NodeSwap.objects.get(order=order)
+    swap = NodeSwap.objects.get(order=order, failed_node=victim)
     spare = swap.spare_node
     assert swap.failed_node == victim and spare.node_type_id == victim.node_type_id
     assert spare not in booked
     spare.refresh_from_db()
     assert spare.status == NodeStatus.IN_SERVICE
-    replacement = ProvisioningRun.objects.get(order=order, kind=RunKind.REPLACE)
-    assert replacement.status == RunStatus.DELIVERED
+    replacement = done.replacement_run
+    assert replacement.kind == RunKind.REPLACE and replacement.status == RunStatus.DELIVERED
     check = ValidationRun.objects.get(order=order, nodes=spare)
     assert check.profile == "quick" and check.status == "passed"
     slot = RunNode.objects.get(run=run, node=spare)
@@ -275,7 +310,7 @@ def check_replaced(order, run, booked, victim, done, tmp_path) -> None:
     # SLA facts: the swap from the fault's time until hand-over, read by billing's sweep.
     assert swap.failed_at == done.observed_at and swap.restored_at is not None
     outages = [o for _code, facts in order_sla_facts(order) for o in facts.outages]
-    assert any(o.kind == "swap" for o in outages)
+    assert any(o.kind == "swap" and o.start == swap.failed_at for o in outages)
     # Within the simulated budget (detection and everything else real, hardware simulated).
     simulated_s = health_selectors.replacement_simulated_seconds(done, time_scale=SCALE)
     assert simulated_s is not None and simulated_s <= BUDGET_S, simulated_s

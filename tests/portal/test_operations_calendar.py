@@ -5,8 +5,9 @@ answers staff with the permission only, in both languages."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -21,7 +22,13 @@ from billing.quotes import services as qs
 from inventory import selectors as inventory_selectors
 from inventory import services as inventory_services
 from inventory.models import Reservation
-from portal.operations import selectors
+from portal.operations import calendar
+from portal.operations.calendar import bars, conflicts
+from portal.operations.calendar.bars import Booking, Frame, Slot, StatusChange
+from portal.operations.calendar.texts import Texts
+from portal.operations.selectors import Owner
+from provisioning.models import HealthIncident, NodeSwap
+from provisioning.models.health import HealthAction, IncidentStatus
 from tests import factories
 from tests.billing.test_contracts import make_order
 from tests.zh_text import TECHNICAL, english_words
@@ -34,9 +41,9 @@ def _window(days: int = 90) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=days)
 
 
-def _queries(**kwargs) -> tuple[int, selectors.Calendar]:
+def _queries(**kwargs) -> tuple[int, calendar.Calendar]:
     with CaptureQueriesContext(connection) as ctx:
-        cal = selectors.calendar_window(**kwargs)
+        cal = calendar.calendar_window(**kwargs)
     return len(ctx.captured_queries), cal
 
 
@@ -110,7 +117,7 @@ def test_conflicts_stand_out_with_order_customer_and_contract_on_hover(demo):
         override_reason="cable cut",
         actor=demo["admin"],
     )
-    cal = selectors.calendar_window(start=start, end=end, site_id=demo["sz"].pk)
+    cal = calendar.calendar_window(start=start, end=end, site_id=demo["sz"].pk)
     rows = {row.hostname: row for row in cal.rows}
     under_faulty = next(b for b in rows[faulty_node.hostname].bars if b.kind == "firm")
     assert "faulty under a firm booking" in under_faulty.conflict
@@ -124,12 +131,115 @@ def test_conflicts_stand_out_with_order_customer_and_contract_on_hover(demo):
     assert order.number in window.conflict
     assert cal.conflicts == 3
     # The customer filter keeps only that customer's nodes.
-    mine = selectors.calendar_window(start=start, end=end, organisation_id=demo["org"].pk)
+    mine = calendar.calendar_window(start=start, end=end, organisation_id=demo["org"].pk)
     assert {r.hostname for r in mine.rows} == {
         faulty_node.hostname,
         firm[1].node.hostname,
         spare.hostname,
     }
+
+
+def test_swaps_show_on_both_nodes_and_an_open_incident_marks_the_firm_booking(demo):
+    now = timezone.now()
+    start, end = now - timedelta(days=1), now + timedelta(days=89)
+    order = make_order(demo, term="month", duration=1)
+    orders.invoice_mark_paid_by_transfer(
+        invoice=order.invoices.get(), reference="T-2", actor=demo["admin"]
+    )
+    firm = list(
+        Reservation.objects.filter(group=order.reservation_group)
+        .select_related("node")
+        .order_by("node__hostname")
+    )
+    sick, failed = firm[0].node, firm[1].node
+    spare = inventory_selectors.free_nodes(
+        site=demo["sz"], node_type=demo["h100"], start_at=order.start_at, end_at=order.end_at
+    ).first()
+    HealthIncident.objects.create(
+        order=order,
+        node=sick,
+        rule="gpu_temperature",
+        action=HealthAction.NOTIFY,
+        status=IncidentStatus.OPEN,
+        metric="DCGM_FI_DEV_GPU_TEMP",
+        value=95.0,
+        observed_at=now,
+    )
+    NodeSwap.objects.create(
+        order=order,
+        failed_node=failed,
+        spare_node=spare,
+        reason="XID 79 " * 20,
+        failed_at=now - timedelta(hours=3),
+    )
+    NodeSwap.objects.create(  # no spare, delivered the moment it failed: a minute long
+        order=order,
+        failed_node=failed,
+        reason="cable",
+        failed_at=now - timedelta(hours=2),
+        restored_at=now - timedelta(hours=2),
+    )
+    cal = calendar.calendar_window(start=start, end=end, site_id=demo["sz"].pk, now=now)
+    rows = {row.hostname: row for row in cal.rows}
+    assert rows[sick.hostname].unhealthy and not rows[failed.hostname].unhealthy
+    under = next(b for b in rows[sick.hostname].bars if b.kind == "firm")
+    assert under.conflict == f"{sick.hostname} is unhealthy under a firm booking"
+    assert rows[sick.hostname].conflicts == [under.conflict]
+    # The open swap runs until now, on the failed node's row and on the spare's.
+    title = f"Swap {failed.hostname} → {spare.hostname}: " + ("XID 79 " * 20)[:80]
+    on_failed = [b for b in rows[failed.hostname].bars if b.kind == "swap"]
+    on_spare = [b for b in rows[spare.hostname].bars if b.kind == "swap"]
+    assert [(b.title, b.end) for b in on_spare] == [(title, now)]
+    assert [b.title for b in on_failed] == [title, f"Swap {failed.hostname} → —: cable"]
+    assert on_failed[1].end - on_failed[1].start == timedelta(minutes=1)
+    # Swaps come last in their rows (the order of the legend), by start.
+    assert rows[failed.hostname].bars[-2:] == on_failed
+    # Another site's page shows none of them.
+    hk = calendar.calendar_window(start=start, end=end, site_id=demo["hk"].pk, now=now)
+    assert not [b for row in hk.rows for b in row.bars if b.kind == "swap"]
+
+
+def _at(hours: float) -> datetime:
+    return datetime(2026, 3, 1, tzinfo=UTC) + timedelta(hours=hours)
+
+
+def test_faulty_periods_come_from_the_node_history_and_the_faulty_nodes_now():
+    changes = [
+        StatusChange(1, "available", "faulty", _at(1)),
+        StatusChange(1, "faulty", "maintenance", _at(3)),
+        StatusChange(1, "maintenance", "faulty", _at(5)),  # faulty again, and still
+        StatusChange(2, "faulty", "available", _at(2)),  # no record of when it went faulty
+    ]
+    periods = bars.faulty_periods(changes, {1: _at(6), 3: _at(4)}, _at(8))
+    assert dict(periods) == {1: [(_at(1), _at(3)), (_at(5), _at(8))], 3: [(_at(4), _at(8))]}
+
+
+def test_a_faulty_bar_reads_open_ended_while_it_lasts_past_the_window():
+    frame = Frame(_at(0), _at(24), _at(12), ZoneInfo("Asia/Shanghai"))
+    with translation.override("en"):
+        texts = Texts.translated()
+    over = bars.faulty_bar(_at(1), _at(3), frame, texts)
+    lasting = bars.faulty_bar(_at(-5), _at(24), frame, texts)
+    assert over is not None and over.title == "Faulty 2026-03-01 09:00 – 2026-03-01 11:00"
+    assert lasting is not None and lasting.title == "Faulty 2026-03-01 03:00 – …"
+    assert (lasting.left, lasting.width) == (0.0, 100.0)
+    assert bars.faulty_bar(_at(24), _at(30), frame, texts) is None
+
+
+def test_maintenance_conflicts_with_an_active_booking_or_its_cleaning_not_an_ended_one():
+    slot = Slot(1, _at(10), _at(12), "fans", None, None)
+    owners = {ref: Owner(ref=ref, kind="order", number=ref[6:]) for ref in ("order:A", "order:B")}
+    owners["order:C"] = Owner(ref="order:C", kind="order", number="C")
+    cleaning_over = Booking(1, 1, _at(0), _at(9), _at(11), "firm", None, "order:A")
+    ended = Booking(2, 1, _at(0), _at(11), _at(12), "ended", None, "order:B")
+    after = Booking(3, 1, _at(12), _at(20), _at(21), "hold", _at(11), "order:C")
+    with translation.override("en"):
+        texts = Texts.translated()
+    rule = conflicts.maintenance_over_bookings
+    assert rule(slot, [cleaning_over, ended, after], owners, texts) == (
+        "Maintenance over the booking of A"
+    )
+    assert rule(slot, [ended, after], owners, texts) == ""
 
 
 def _url(lang="en", **params):

@@ -249,3 +249,38 @@ def test_the_cluster_outputs_are_stored_with_their_sha256(db):
     assert run.cluster_metrics["metrics"]["allreduce_throughput_scaling"] == pytest.approx(
         191.76 / 232.2
     )
+
+
+def test_the_cluster_message_size_fits_the_smallest_gpu_by_nccl_tests_rule():
+    """3 × size + 1 GiB must fit (nccl-tests' memMaxBytes with data checking): 8 GiB on
+    the 40 GB A100s; one node of 24 GB cards brings the whole cluster to 4 GiB (8 GiB
+    would run no row, print -nan and exit 0); no memory figure: the check does not run."""
+    nodes = FakeGpuNodes({16: TWO_NODES, 8: ONE_NODE})
+    validate_nodes(TARGETS, runner=nodes, rules=RULES)
+    assert {c[c.index("-b") + 1] for c in nodes.commands} == {str(8 * 1024**3)}
+
+    class SmallerSecondNode(FakeGpuNodes):
+        def __call__(self, target: NodeTarget, profile: str) -> dict[str, Any]:
+            report = _gpu_report(target.hostname)
+            if target.node_id == 2:
+                report["checks"][0]["raw"] = INVENTORY_CSV.replace("40960 MiB", "24576 MiB")
+            return report
+
+    nodes = SmallerSecondNode({16: TWO_NODES, 8: ONE_NODE})
+    validate_nodes(TARGETS, runner=nodes, rules=RULES)
+    assert {(c[c.index("-b") + 1], c[c.index("-e") + 1]) for c in nodes.commands} == {
+        (str(4 * 1024**3), str(4 * 1024**3))
+    }
+
+    class NoMemoryFigure(FakeGpuNodes):
+        def __call__(self, target: NodeTarget, profile: str) -> dict[str, Any]:
+            report = _gpu_report(target.hostname)
+            report["checks"][0]["raw"] = "index, name, mig.mode.current\n" + "\n".join(
+                f"{i}, NVIDIA A100-SXM4-40GB, Disabled" for i in range(8)
+            )
+            return report
+
+    nodes = NoMemoryFigure({16: TWO_NODES, 8: ONE_NODE})
+    outcome = validate_nodes(TARGETS, runner=nodes, rules=RULES)
+    assert nodes.commands == [] and not outcome.cluster_accepted
+    assert any("no message size fits" in r for r in outcome.cluster_reasons)

@@ -52,3 +52,22 @@ def test_readme_prints_the_table_the_code_has():
     m = re.search(r"<!-- metric-table:start -->\n(.*?)\n<!-- metric-table:end -->", text, re.S)
     assert m, "README has no metric table"
     assert m.group(1) == metric_table_markdown(DEFAULT_RULES)
+
+
+def test_readme_lists_every_check_with_tool_size_source_and_duration():
+    """Every check the agent runs (and the cluster check) has a row in README's table of
+    checks, each cell filled: tool, size run, the rules with their sources, duration; and
+    README says how to run the judge on a file."""
+    from provisioning.agent.checks import CHECKS
+
+    text = README.read_text()
+    head = "| check | tool (command) | size run | what the rules read (source) | duration |"
+    assert head in text
+    table = text.split(head, 1)[1].split("\n\n", 1)[0].strip().splitlines()[1:]
+    rows = {}
+    for line in table:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        assert len(cells) == 5 and all(cells), line
+        rows[re.match(r"`([a-z_0-9]+)`", cells[0]).group(1)] = cells
+    assert set(rows) == {*CHECKS, "cluster"}
+    assert "python manage.py validation_judge --node-type" in text

@@ -14,6 +14,7 @@ import pytest
 from provisioning.validation.parsers import (
     parse_dcgmi,
     parse_ib_write_bw,
+    parse_ibstat,
     parse_nccl_tests,
     parse_nvbandwidth,
     parse_nvidia_smi_csv,
@@ -191,6 +192,9 @@ def test_nccl_nonzero_wrong_fails_but_is_not_damage():
         ("cut before the table", lambda t: t.split("#       size")[0]),
         ("header only", lambda t: t.split("        1024")[0]),
         ("nan average", lambda t: t.replace("84.8558", "nan")),
+        ("+inf busbw", lambda t: t.replace("95.74", "+inf")),
+        ("inf busbw", lambda t: t.replace("95.74", "inf")),
+        ("-nan busbw", lambda t: t.replace("95.74", "-nan")),
         ("garbled number", lambda t: t.replace("95.74", "9x.74")),
         ("garbage", lambda t: "Segmentation fault (core dumped)\n" * 3),
         ("empty", lambda t: ""),
@@ -217,6 +221,7 @@ def test_parsers_never_raise_on_odd_input():
         parse_nvidia_smi_csv,
         parse_nvbandwidth,
         parse_ib_write_bw,
+        parse_ibstat,
     ):
         for bad in (None, b"bytes", 42, "\x00\x01\x02", "{", "| x |", "+---"):
             r = parser(bad)
@@ -512,6 +517,55 @@ def test_nvbandwidth_waived_test():
 )
 def test_nvbandwidth_damaged(label, mutate):
     r = parse_nvbandwidth(mutate(sample("nvbandwidth_all_8xH800_v0.2.txt")))
+    assert r["damaged"] is True and r["ok"] is False, label
+
+
+# ------------------------------------------------------------------------ ibstat
+
+IBSTAT = "ibstat_8xH100_8ib_1eth-bond_gpud.txt"
+
+
+def test_ibstat_8xh100_eight_infiniband_cas_and_an_ethernet_bond():
+    r = parse_ibstat(sample(IBSTAT))
+    assert r["ok"] is True
+    names = [d["name"] for d in r["devices"]]
+    assert names == [f"mlx5_{i}" for i in (0, 1, 4, 5, 6, 7, 8, 9)] + ["mlx5_bond_0"]
+    assert [d["link_layer"] for d in r["devices"]] == ["InfiniBand"] * 8 + ["Ethernet"]
+    bond = r["devices"][-1]
+    assert bond["ca_type"] == "MT41692" and bond["ports"] == [
+        {"port": 1, "state": "Active", "rate": "200", "link_layer": "Ethernet"}
+    ]
+    assert r["devices"][0]["ca_type"] == "MT4129" and r["devices"][0]["ports"][0]["rate"] == "400"
+
+
+def test_ibstat_with_tabs_as_ibstat_prints_them_and_the_sysfs_fallback():
+    tabs = sample(IBSTAT).replace(" " * 16, "\t\t").replace(" " * 8, "\t")
+    assert [d["link_layer"] for d in parse_ibstat(tabs)["devices"]][-2:] == [
+        "InfiniBand",
+        "Ethernet",
+    ]
+    sysfs = (
+        "/sys/class/infiniband/mlx5_0/ports/1/link_layer:InfiniBand\n"
+        "/sys/class/infiniband/mlx5_bond_0/ports/1/link_layer:Ethernet\n"
+    )
+    r = parse_ibstat(sysfs)
+    assert r["ok"] and [(d["name"], d["link_layer"]) for d in r["devices"]] == [
+        ("mlx5_0", "InfiniBand"),
+        ("mlx5_bond_0", "Ethernet"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("label", "mutate"),
+    [
+        ("cut before the last link layer", lambda t: t.rsplit("Link layer", 1)[0]),
+        ("cut after a CA line", lambda t: t.split("CA type: MT41692")[0]),
+        ("unknown link layer", lambda t: t.replace("Link layer: Ethernet", "Link layer: ???")),
+        ("an error instead", lambda t: "ibpanic: [12] main: stat of IB device 'mlx5_0' failed\n"),
+    ],
+)
+def test_ibstat_damaged(label, mutate):
+    r = parse_ibstat(mutate(sample(IBSTAT)))
     assert r["damaged"] is True and r["ok"] is False, label
 
 

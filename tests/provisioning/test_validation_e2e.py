@@ -25,7 +25,7 @@ from django.core.management import call_command
 
 from inventory.models import Fabric, Interconnect
 from tests import factories
-from tests.provisioning.fakegpu.tool import ib_write_bw_script
+from tests.provisioning.fakegpu.tool import ib_write_bw_script, ib_write_bw_slow
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = Path(__file__).resolve().parent / "fakegpu" / "tool.py"
@@ -38,7 +38,11 @@ H200 = {"name": "NVIDIA H200", "memory_mib": 143771, "nvlink_links": 18}
 A100 = {"name": "NVIDIA A100-SXM4-40GB", "memory_mib": 40960, "nvlink_links": 12}
 RTX = {"name": "NVIDIA GeForce RTX 3090", "memory_mib": 24576, "nvlink_links": 0}
 V100S = {"name": "Tesla V100S-PCIE-32GB", "memory_mib": 32768, "nvlink_links": 0}
-IB8 = [f"mlx5_{i}" for i in range(8)]  # the 8 × NDR400 the H100/H200 node types declare
+# the 8 × NDR400 the H100/H200 node types declare: the InfiniBand CAs of the real 8×H100
+# ibstat sample (samples/ibstat_8xH100_8ib_1eth-bond_gpud.txt), whose ninth device is an
+# Ethernet (RoCE) front-end bond
+IB8 = ["mlx5_0", "mlx5_1", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_9"]
+ETH_BOND = ["mlx5_bond_0"]
 
 NODES = {
     # H800 sample's P2P (172 GB/s, 8 NVLinks) × 2.25: an H100/H200's 18 NVLink 4 links.
@@ -146,7 +150,11 @@ def _node_files(tmp_path: Path, node: dict, *, without: tuple[str, ...] = ()) ->
             continue
         path = bin_dir / tool
         if tool == "ib_write_bw":
-            path.write_text(ib_write_bw_script())
+            overrides = tmp_path / "ib_write_bw"
+            overrides.mkdir()
+            for device, gbps in node.get("ib_bw", {}).items():
+                (overrides / f"{device}.txt").write_text(ib_write_bw_slow(device, gbps))
+            path.write_text(ib_write_bw_script(overrides))
         else:
             path.write_text(f'#!/bin/sh\nexec {sys.executable} -I -S {TOOL} {tool} "$@"\n')
         path.chmod(0o755)
@@ -156,11 +164,11 @@ def _node_files(tmp_path: Path, node: dict, *, without: tuple[str, ...] = ()) ->
         "gemm": {
             "tflops": f.get("tflops_list") or [f["tflops"]] * n,
             "dtype": f["dtype"],
-            "max_rel_error": [0.0021] * n,
+            "max_rel_error": f.get("rel_error_list") or [0.0021] * n,
             "fp8_tflops": [f["fp8"]] * n if f["fp8"] else [None] * n,
             "allow_tf32": False,
         },
-        "hbm_gbps": [f["hbm"]] * n,
+        "hbm_gbps": f.get("hbm_list") or [f["hbm"]] * n,
     }
     (tmp_path / "figures.json").write_text(json.dumps(figures))
     (tmp_path / "node.json").write_text(json.dumps(node))
@@ -169,6 +177,7 @@ def _node_files(tmp_path: Path, node: dict, *, without: tuple[str, ...] = ()) ->
         "HOME": str(tmp_path),
         "LANG": "C.UTF-8",
         "FAKE_NODE_SPEC": str(tmp_path / "node.json"),
+        "FAKE_IB_LOG": str(tmp_path / "ib_write_bw.log"),
         "PROVISIONING_AGENT_INJECT_FIGURES": str(tmp_path / "figures.json"),
     }
 
@@ -176,11 +185,11 @@ def _node_files(tmp_path: Path, node: dict, *, without: tuple[str, ...] = ()) ->
 AGENT = [sys.executable, "-m", "provisioning.agent", "--profile", "acceptance", "--device", "cuda"]
 
 
-def run_agent(tmp_path: Path, node: dict, **kw) -> Path:
+def run_agent(tmp_path: Path, node: dict, *, args: tuple[str, ...] = (), **kw) -> Path:
     env = _node_files(tmp_path, node, **kw)
     out = tmp_path / "agent.jsonl"
     proc = subprocess.run(
-        [*AGENT, "--gemm-seconds", "0.1", "--out", str(out)],
+        [*AGENT, "--gemm-seconds", "0.1", "--out", str(out), *args],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -238,6 +247,40 @@ def test_a_healthy_node_of_each_type_sold_is_accepted_at_its_own_message_size(
     assert len(metrics["gpu_temperature_max_c"]) == NODES[kind]["gpus"]
 
 
+def _ib_check(path: Path) -> dict:
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return next(c for c in lines if c.get("type") == "check" and c["name"] == "ib_write_bw")
+
+
+def test_a_front_end_ethernet_rdma_nic_is_neither_counted_nor_measured(node_types, tmp_path):
+    """The real 8×H100 ibstat: eight InfiniBand CAs and a BlueField bond whose link layer
+    is Ethernet (the front-end, RoCE). Accepted; the bond is not a fabric NIC."""
+    node = {**H100_NODE, "ib_devices": IB8, "eth_devices": ETH_BOND}
+    path = run_agent(tmp_path, node)
+    code, judged = judge(node_types["h100"], path)
+    assert code == 0, judged["reasons"]
+    metrics = judged["metrics"]
+    assert metrics["ib_nic_count"] == 8 and metrics["rdma_ethernet_nic_count"] == 1
+    assert len(metrics["ib_write_bw_gbps"]) == 8
+    started = {line.split()[0] for line in (tmp_path / "ib_write_bw.log").read_text().splitlines()}
+    assert started == set(IB8)  # ib_write_bw never ran on mlx5_bond_0
+    check = _ib_check(path)
+    assert check["details"]["devices"] == IB8
+    assert "### device mlx5_bond_0" not in check["raw"]
+    assert "CA 'mlx5_bond_0'" in check["raw"]  # the listing is kept as ibstat printed it
+
+
+def test_seven_infiniband_nics_and_a_front_end_ethernet_one_are_rejected(node_types, tmp_path):
+    """Counting every RDMA device would make 7 + 1 = 8 and pass: the Ethernet one does
+    not count, so the node lacks a fabric NIC."""
+    node = {**H100_NODE, "ib_devices": IB8[:7], "eth_devices": ETH_BOND}
+    code, judged = judge(node_types["h100"], run_agent(tmp_path, node))
+    assert code == 1
+    assert ("below_threshold", "ib_nic_count") in codes(judged), judged["reasons"]
+    reason = next(r for r in judged["reasons"] if r["params"].get("metric") == "ib_nic_count")
+    assert reason["params"]["measured"] == 7
+
+
 # --------------------------------------------------------------------------- rejected
 
 H100_NODE = NODES["h100"]
@@ -248,6 +291,7 @@ REJECTED = {
     "nvlink_one_inactive": ({"nvlink": "one_inactive"}, ("nvlink_inactive", "")),
     "7_of_8_gpus": ({"gpus": 7}, ("not_equal", "gpu_count")),
     "xid_79": ({"xids": [13, 79]}, ("xid_critical", "")),
+    "xid_95_uncontained_ecc": ({"xids": [95]}, ("xid_critical", "")),
     "ecc_uncorrectable": (
         {"ecc": {"5": {"ecc.errors.uncorrected.volatile.sram": 2}}},
         ("ecc_uncorrectable", ""),
@@ -258,14 +302,19 @@ REJECTED = {
         ("missing_metric", "ecc_sram_uncorrectable"),
     ),
     "7_of_8_nics": ({"ib_devices": IB8[:7]}, ("below_threshold", "ib_nic_count")),
+    # one NIC's GPUDirect loopback at 301 Gb/s, under Azure's 380 (a flapping cable, PCIe)
+    "nic_under_threshold": ({"ib_bw": {"mlx5_6": 301.2}}, ("below_threshold", "ib_write_bw_gbps")),
     "remap_over_512": (
         {"ecc": {"2": {"remapped_rows.uncorrectable": 600}}},
         ("below_threshold", "remapped_rows_uncorrectable"),
     ),
     "wrong_values_exit_0": ({"nccl": "wrong"}, ("nccl_wrong_values", "")),
     "minus_nan_no_rows": ({"nccl": "nan_avg"}, ("nccl_no_rows", "")),
-    "plus_inf": ({"nccl": "inf"}, ("not_finite", "")),
+    "inf": ({"nccl": "inf"}, ("not_finite", "")),
+    "plus_inf": ({"nccl": "plus_inf"}, ("not_finite", "")),
     "nan": ({"nccl": "nan"}, ("not_finite", "")),
+    "dcgm_fail": ({"dcgm": "FAIL"}, ("not_equal", "dcgm_fail_count")),
+    "dcgm_skip": ({"dcgm": "SKIP"}, ("not_equal", "dcgm_skip_count")),
     "throttled_gpu": ({"throttle": {"3": "0x0000000000000040"}}, ("gpu_throttled", "")),
     "mig_on": ({"gpu_overrides": {"2": {"mig": "Enabled"}}}, ("mig_enabled", "")),
     "wrong_model": (
@@ -280,6 +329,31 @@ REJECTED = {
         {"figures": {**H100_NODE["figures"], "tflops_list": [800.0] * 7 + [740.0]}},
         ("below_node_median", "gemm_tflops_bf16"),
     ),
+    # GPU 2's product is wrong (a float64 slice disagrees by 30 %): fast is not enough
+    "gemm_wrong_result": (
+        {
+            "figures": {
+                **H100_NODE["figures"],
+                "rel_error_list": [0.0021] * 2 + [0.3] + [0.0021] * 5,
+            }
+        },
+        ("below_threshold", "gemm_rel_error"),
+    ),
+    # GPU 5: above the HBM floor (85 % of 3350 = 2848) but 8 % below the node median
+    "slow_hbm_gpu": (
+        {
+            "figures": {
+                **H100_NODE["figures"],
+                "hbm_list": [3200.0] * 5 + [2950.0] + [3200.0] * 2,
+            }
+        },
+        ("below_node_median", "hbm_bandwidth_gbps"),
+    ),
+    # GPU 3's host copy: 50.9 GB/s, above Azure's 48 but 8 % below the node median
+    "slow_h2d_gpu": (
+        {"nvb_gpu_scale": {"host_to_device_memcpy_ce": {"3": 0.92}}},
+        ("below_node_median", "h2d_bandwidth_gbps"),
+    ),
 }
 
 
@@ -290,6 +364,27 @@ def test_a_broken_h100_node_is_rejected_with_its_own_reason(node_types, tmp_path
     assert code == 1
     assert judged["accepted"] is False
     assert reason in codes(judged), judged["reasons"]
+    if case == "nic_under_threshold":  # the NIC by name, not a GPU by its list position
+        (nic,) = [r for r in judged["reasons"] if r["params"].get("metric") == reason[1]]
+        assert nic["params"]["nic"] == "mlx5_6" and nic["params"].get("gpu") is None
+        assert "on NIC mlx5_6: measured 301.2 Gb/s" in nic["text"]
+    if case.startswith("slow_"):  # the median rule alone: every figure is above its floor
+        assert ("below_threshold", reason[1]) not in codes(judged), judged["reasons"]
+
+
+def test_xid_94_a_contained_ecc_error_is_noted_and_judged_by_the_remap_rules(node_types, tmp_path):
+    """NVIDIA's XID catalogue: 94 is a contained ECC error (the application is killed, the
+    row remapped at the next reset): a note, the row-remap rules judge the memory; with a
+    remap pending the node fails on that rule."""
+    code, judged = judge(node_types["h100"], run_agent(tmp_path, {**H100_NODE, "xids": [94]}))
+    assert code == 0, judged["reasons"]
+    assert [n["code"] for n in judged["notes"]] == ["xid_noted"]
+    assert judged["metrics"]["xid_codes"] == [94]
+    pending = {**H100_NODE, "xids": [94], "ecc": {"1": {"remapped_rows.pending": "Yes"}}}
+    (tmp_path / "pending").mkdir()
+    code, judged = judge(node_types["h100"], run_agent(tmp_path / "pending", pending))
+    assert code == 1
+    assert codes(judged) == {("not_equal", "remapped_rows_pending")}, judged["reasons"]
 
 
 V100S_REJECTED = {
@@ -318,12 +413,28 @@ def test_a_v100s_with_retired_pages_or_no_ecc_data_is_rejected(node_types, tmp_p
         assert ("not_equal", "ecc_off_gpus") in codes(judged)
 
 
+def test_a_figure_is_judged_only_at_the_size_it_holds_at(node_types, tmp_path):
+    """Azure's 460 GB/s holds at 16G: an H100 run at 8G (a size forced by hand) gives a
+    busbw keyed by 8G, which no H100 rule reads, so the 16G figure is not measured."""
+    path = run_agent(tmp_path, H100_NODE, args=("--sizes", "allreduce=8G"))
+    code, judged = judge(node_types["h100"], path)
+    assert judged["metrics"]["allreduce_message_size_bytes"] == 8 * GIB
+    assert "allreduce_busbw_gbps@8589934592" in judged["metrics"]
+    assert code == 1
+    assert ("missing_metric", "allreduce_busbw_gbps@17179869184") in codes(judged)
+
+
 def test_a_missing_tool_fails_the_node_instead_of_being_skipped(node_types, tmp_path):
-    path = run_agent(tmp_path, H100_NODE, without=("nvbandwidth",))
+    """Each missing tool fails its own check (no torch-NCCL fallback for nccl-tests, no
+    skipped DCGM or InfiniBand measurement passing by omission)."""
+    missing = ("nvbandwidth", "all_reduce_perf", "dcgmi", "ib_write_bw")
+    path = run_agent(tmp_path, H100_NODE, without=missing)
     code, judged = judge(node_types["h100"], path)
     assert code == 1
-    reasons = [r for r in judged["reasons"] if r["code"] == "tool_missing"]
-    assert reasons and reasons[0]["params"]["check"] == "nvbandwidth"
+    reasons = {r["params"]["check"]: r["params"] for r in judged["reasons"]
+               if r["code"] == "tool_missing"}  # fmt: skip
+    assert set(reasons) == {"nvbandwidth", "allreduce", "dcgm_diag", "ib_write_bw"}
+    assert "allreduce_busbw_gbps@17179869184" not in judged["metrics"]
 
 
 def test_an_agent_killed_halfway_keeps_what_finished_and_the_verdict_names_the_rest(
@@ -452,6 +563,30 @@ def test_the_report_of_a_gpu_run_states_each_figure_against_its_threshold(
     assert len(n["sustained"]) == 8 and n["sustained"][0]["fp8"] == "1,450"
     text = report.render_acceptance_report(run=run, language="en", swaps=[])
     assert text.startswith(b"%PDF") and b"/ByteRange" in text
+
+
+def test_the_judge_and_a_provisioning_run_give_one_verdict_on_one_document(
+    node_types, tmp_path, settings
+):
+    """The same broken document (XID 79, one NVLink down), judged by the command and by
+    a stored validation run (the code a provisioning run's validate step uses): the same
+    verdict with the same reasons."""
+    from provisioning.validation import services
+    from provisioning.validation.interface import fold_lines
+
+    settings.PORTAL_HARDWARE_DRIVER = "redfish"
+    settings.PORTAL_REDFISH_IN_BAND = ""
+    path = run_agent(tmp_path, {**H100_NODE, "xids": [79], "nvlink": "one_inactive"})
+    code, judged = judge(node_types["h100"], path)
+    node = factories.node(factories.site("SZ"), node_types["h100"], driver="redfish")
+    run = services.validation_run_create(nodes=[node], profile="acceptance", enqueue=False)
+    document = fold_lines(path.read_text())
+    run = services.validation_run_execute(run_id=run.pk, runner=lambda target, profile: document)
+    (result,) = run.results.all()
+    assert code == 1 and run.status == "failed" and result.accepted is False
+    stored = [(r["code"], r["params"].get("metric")) for r in result.reasons]
+    assert stored == [(r["code"], r["params"].get("metric")) for r in judged["reasons"]]
+    assert {"xid_critical", "nvlink_inactive"} <= {c for c, _ in stored}
 
 
 # --------------------------------------------------------------------------- live checks

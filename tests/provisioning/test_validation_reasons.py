@@ -39,9 +39,17 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_every_reason_code_the_code_base_makes_has_a_message():
     made = set()
     names = ("rules", "evaluation", "default_rules", "ssh", "interface", "services", "metrics")
-    paths = [f"provisioning/validation/{name}.py" for name in (*names, "cluster")]
-    for path in (*paths, "provisioning/agent/checks.py", "provisioning/agent/runner.py"):
-        text = (ROOT / path).read_text()
+    paths = []
+    for name in (*names, "cluster"):  # a module, or a package of modules
+        module = ROOT / "provisioning/validation" / f"{name}.py"
+        paths += [module] if module.exists() else sorted((module.parent / name).glob("*.py"))
+    assert len(paths) > len(names) + 1  # metrics and services are packages
+    for path in (
+        *paths,
+        ROOT / "provisioning/agent/checks.py",
+        ROOT / "provisioning/agent/runner.py",
+    ):
+        text = path.read_text()
         made |= set(re.findall(r'_reason\(\s*"([a-z_]+)"', text))
         made |= set(re.findall(r'"reason_code": "([a-z_]+)"', text))
         made |= set(re.findall(r'code="([a-z_]+)"', text))
@@ -165,3 +173,19 @@ def test_rejections_are_shown_translated_in_the_report_and_on_the_pages(
         english = " ".join(pdf_text(fh.read(), tmp_path).split())
     assert "gemm_gflops_cpu: measured 0 GFLOPS, expected > 0 GFLOPS" in english
     assert "No node was swapped." in english
+
+
+def test_a_per_nic_reason_names_the_nic_in_both_languages():
+    reason = {
+        "code": "below_threshold",
+        "params": {"metric": "ib_write_bw_gbps", "gpu": None, "nic": "mlx5_6",
+                   "measured": 301.2, "unit": "Gb/s", "expected": ">= 380"},
+        "text": "",
+    }  # fmt: skip
+    with translation.override("en"):
+        assert reason_message(reason) == (
+            "ib_write_bw_gbps on NIC mlx5_6: measured 301.2 Gb/s, expected >= 380 Gb/s"
+        )
+    with translation.override("zh-hans"):
+        text = reason_message(reason)
+    assert "mlx5_6" in text and "301.2 Gb/s" in text and "NIC" not in text.replace("mlx5", "")

@@ -15,6 +15,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from billing.models import SellerEntity
 from billing.orders import acceptance
 from billing.quotes import services as qs
 from core.errors import DomainError
@@ -363,6 +364,11 @@ def test_the_report_has_the_verdict_tables_charts_swaps_and_hashes(demo, nodes, 
     text = pdf_text(data, tmp_path)
     for expected in (order.number, nodes[0].hostname, "gemm_gflops_cpu", "GEMM low"):
         assert expected in text
+    # the site's seller entity names itself, as on its quotes and contracts
+    seller = SellerEntity.objects.get(site=order.site)
+    flat = " ".join(text.split())
+    name = seller.legal_name if language == "en" else seller.legal_name_zh
+    assert name and (name in flat or name in text.replace("\n", "")), name
     a = run.artifacts.filter(check_name="agent_document").first()
     assert a.sha256 in text.replace(" ", "").replace("\n", "") or a.sha256[:32] in text
     if language == "en":

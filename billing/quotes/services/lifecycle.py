@@ -16,7 +16,7 @@ from accounts.models import Organisation
 from billing.documents.numbers import next_number
 from billing.models import Order, OrderStatus, Quote, QuoteStatus
 from billing.pricing import selectors
-from billing.pricing.periods import end_of_day, site_today
+from billing.pricing.periods import quote_expiry, site_today
 from billing.pricing.terms import acceptance_refusal
 from billing.quotes.services.common import (
     DEFAULT_VALIDITY_DAYS,
@@ -204,12 +204,6 @@ def quote_revise(*, quote: Quote, actor: Actor) -> Quote:
     return revision
 
 
-def quote_expiry(*, site: Site, valid_until: date, start_date: date) -> datetime:
-    """When a sent quote (and its hold) expires: the end of its validity day, but never
-    past the rental's first day."""
-    return end_of_day(site=site, day=min(valid_until, start_date))
-
-
 def quote_send_refusal(quote: Quote, *, now: datetime | None = None) -> str:
     """Why the customer could not accept ``quote`` if it were sent now ("" when they
     could): ``acceptance_refusal`` for its site, start, expiry and the payment methods
@@ -282,7 +276,8 @@ def quote_send(
         raise DomainError(_("The start date has passed; edit the quote first."))
     if quote.valid_until < today:
         raise DomainError(_("The validity date has passed; edit the quote first."))
-    # Open until the end of the validity day, but never past the rental's first day.
+    # Open until the end of the validity day, but never past the last moment accepting
+    # can still meet the start (the site's lead time before it).
     quote.expires_at = quote_expiry(
         site=quote.site, valid_until=quote.valid_until, start_date=quote.start_date
     )

@@ -11,6 +11,7 @@ from accounts import services as account_services
 from accounts import webhooks
 from accounts.models import SshPublicKey, WebhookDelivery, WebhookEndpoint
 from portal.api import serializers as s
+from portal.api import webhook_payloads
 from portal.api.base import ApiView, idempotent, idempotent_when_keyed
 from portal.api.views.common import (
     IDEMPOTENCY,
@@ -199,7 +200,14 @@ class EventTypeList(WebhooksView):
     def get(self, request: Request) -> Response:
         return Response(
             s.EventTypeSerializer(
-                [{"type": k, "description": str(v)} for k, v in webhooks.EVENT_TYPES.items()],
+                [
+                    {
+                        "type": k,
+                        "description": str(v),
+                        "payload_schema": webhook_payloads.schema_ref(k),
+                    }
+                    for k, v in webhooks.EVENT_TYPES.items()
+                ],
                 many=True,
             ).data
         )

@@ -111,30 +111,7 @@ class Estimates(QuotesView):
             "currency": priced.currency,
             "term": str(priced.term.value),
             "duration": priced.duration,
-            "lines": [
-                {
-                    **{
-                        k: getattr(line, k)
-                        for k in (
-                            "code",
-                            "description",
-                            "quantity",
-                            "unit",
-                            "unit_price",
-                            "periods",
-                            "period_unit",
-                            "list_amount",
-                            "net",
-                            "vat",
-                            "gross",
-                            "tax_category",
-                            "note",
-                        )
-                    },
-                    "kind": str(getattr(line.kind, "value", line.kind)),
-                }
-                for line in priced.lines
-            ],
+            "lines": priced.lines,  # PricedLineSerializer reads what it shows
             "list_total": priced.list_total,
             "discount_total": priced.discount_total,
             "net_total": priced.net_total,

@@ -14,8 +14,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.models import Membership
-from core.errors import DomainError
-from inventory.models import Node
 from portal.api import serializers as s
 from portal.api.base import ApiView, idempotent
 from portal.api.problems import Problem
@@ -23,7 +21,6 @@ from portal.api.views.common import IDEMPOTENCY, actor, language, organisation
 from portal.api.views.orders import order_for_request
 from portal.support import selectors, services
 from portal.support.models import Ticket, TicketMessage
-from provisioning.telemetry.prometheus import PrometheusUnavailable
 
 
 class TicketsView(ApiView):
@@ -130,8 +127,10 @@ def _invalid(field: str, message: str) -> Problem:
     )
 
 
-def _target(request: Request, data: dict[str, Any]) -> tuple[Any, Node | None, str, str]:
-    """(order, node, GPU serial, GPU index) the ticket is about, each the organisation's."""
+def _target(request: Request, data: dict[str, Any]) -> selectors.TicketTarget:
+    """What the ticket is about, each the organisation's (``selectors.ticket_target_resolve``,
+    as the support page): a refused input is a field of the problem, a combination that does
+    not hold together a refused rule."""
     order = order_for_request(request, data["order"]) if data.get("order") else None
     node = None
     if data.get("node"):
@@ -140,36 +139,17 @@ def _target(request: Request, data: dict[str, Any]) -> tuple[Any, Node | None, s
         node = selectors.ticket_nodes(order).filter(hostname=data["node"]).first()
         if node is None:
             raise _invalid("node", _("That node does not serve this order."))
-    serial = (data.get("gpu_serial") or "").strip()
-    if not serial:
-        return order, node, "", ""
     try:
-        gpu = selectors.gpu_locate(organisation(request), serial)
-    except selectors.GPUNotFound:
-        raise _invalid(
-            "gpu_serial",
-            _("No GPU with serial %(serial)s reports from your organisation's servers.")
-            % {"serial": serial},
-        ) from None
-    except PrometheusUnavailable:
-        raise _invalid(
-            "gpu_serial",
-            _(
-                "Monitoring does not answer right now, so the serial cannot be looked up: "
-                "choose the node instead and write the serial in the description."
-            ),
-        ) from None
-    if node is not None and node.pk != gpu.node.pk:
-        raise DomainError(
-            _("GPU %(serial)s is in %(host)s, not in %(node)s.")
-            % {"serial": serial, "host": gpu.node.hostname, "node": node.hostname}
+        return selectors.ticket_target_resolve(
+            organisation=organisation(request),
+            order=order,
+            node=node,
+            gpu_serial=data.get("gpu_serial") or "",
         )
-    if order is not None and order.pk != gpu.order.pk:
-        raise DomainError(
-            _("GPU %(serial)s serves order %(order)s.")
-            % {"serial": serial, "order": gpu.order.number}
-        )
-    return gpu.order, gpu.node, serial, gpu.index
+    except selectors.TicketTargetInvalid as exc:
+        if exc.field is None:
+            raise
+        raise _invalid(exc.field, exc.message) from None
 
 
 class TicketList(TicketsView):
@@ -194,7 +174,7 @@ class TicketList(TicketsView):
         body = s.TicketOpenSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        order, node, serial, index = _target(request, data)
+        target = _target(request, data)
         ticket = services.ticket_open(
             organisation=organisation(request),
             actor=actor(request),
@@ -203,10 +183,10 @@ class TicketList(TicketsView):
             category=data["category"],
             priority=data["priority"],
             language=language(),
-            order=order,
-            node=node,
-            gpu_serial=serial,
-            gpu_index=index,
+            order=target.order,
+            node=target.node,
+            gpu_serial=target.gpu_serial,
+            gpu_index=target.gpu_index,
         )
         return Response(
             s.TicketDetailSerializer(ticket_data(_ticket(request, ticket.pk), detail=True)).data,

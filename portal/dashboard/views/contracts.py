@@ -56,6 +56,10 @@ def _page(
             "gate": gate.gate_state(order),
             "typed": typed or {},
             "sign_error": error,
+            # A contract drafted before the legal entity was required cannot be signed.
+            "legal_missing": contract_services.parties_missing(contract)
+            if contract.status == ContractStatus.DRAFTED
+            else [],
         },
         status=status,
     )

@@ -4,7 +4,6 @@ its timeline, booked nodes, provisioning progress, documents and SSH keys."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import ObjectDoesNotExist
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -16,6 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts.decorators import customer_required
 from accounts.models import MemberRole
 from billing.contracts import gate
+from billing.documents.common import issues_payment_requests
 from billing.models import Order
 from billing.orders import services as order_services
 from billing.shop.cancellation import order_cancellable
@@ -60,13 +60,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _issues_fapiao(order: Order) -> bool:
-    try:
-        return order.site.seller.issues_fapiao
-    except ObjectDoesNotExist:  # a site without a seller entity yet
-        return False
-
-
 @customer_required
 @require_GET
 def order_detail(request: HttpRequest, number: str) -> HttpResponse:
@@ -82,7 +75,7 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
             "quote": order.quote,
             "site_timezone": order.site.timezone,
             # Mainland sellers send payment requests (付款通知书), Hong Kong ones invoices.
-            "payment_request": _issues_fapiao(order),
+            "payment_request": issues_payment_requests(order.site),
             "timeline": selectors.order_timeline(order, viewer=request.user),
             "bookings": selectors.bookings(order, reservations),
             "placement": order.quote.placement or {},
@@ -91,6 +84,7 @@ def order_detail(request: HttpRequest, number: str) -> HttpResponse:
             **_progress_context(order),
             "acceptance_runs": selectors.acceptance_runs_for_order(order),
             "gate": gate.gate_state(order),
+            "can_edit_organisation": request.membership.role in BILLING_EDITORS,
             **selectors.order_continuity(order),
             **selectors.order_money(order),
             "access_keys": access_keys,

@@ -16,7 +16,6 @@ from portal.dashboard.views.common import page_language
 from portal.support import selectors, services
 from portal.support.forms import ReplyForm, TicketForm
 from portal.support.models import Ticket
-from provisioning.telemetry.prometheus import PrometheusUnavailable
 
 
 def _ticket_or_404(request: HttpRequest, ticket_id: int) -> Ticket:
@@ -46,24 +45,13 @@ def ticket_new(request: HttpRequest) -> HttpResponse:
     )
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        order = form.orders.get(data["order"]) if data["order"] else None
-        node = form.nodes.get(data["node"]) if data["node"] else None
-        gpu_index = ""
-        serial = data["gpu_serial"].strip()
         try:
-            if serial:
-                gpu = selectors.gpu_locate(organisation, serial)
-                if node is not None and node.pk != gpu.node.pk:
-                    raise DomainError(
-                        _("GPU %(serial)s is in %(host)s, not in %(node)s.")
-                        % {"serial": serial, "host": gpu.node.hostname, "node": node.hostname}
-                    )
-                if order is not None and order.pk != gpu.order.pk:
-                    raise DomainError(
-                        _("GPU %(serial)s serves order %(order)s.")
-                        % {"serial": serial, "order": gpu.order.number}
-                    )
-                order, node, gpu_index = gpu.order, gpu.node, gpu.index
+            target = selectors.ticket_target_resolve(
+                organisation=organisation,
+                order=form.orders.get(data["order"]) if data["order"] else None,
+                node=form.nodes.get(data["node"]) if data["node"] else None,
+                gpu_serial=data["gpu_serial"],
+            )
             ticket = services.ticket_open(
                 organisation=organisation,
                 actor=request.user,
@@ -72,25 +60,13 @@ def ticket_new(request: HttpRequest) -> HttpResponse:
                 category=data["category"],
                 priority=data["priority"],
                 language=page_language(request),
-                order=order,
-                node=node,
-                gpu_serial=serial,
-                gpu_index=gpu_index,
+                order=target.order,
+                node=target.node,
+                gpu_serial=target.gpu_serial,
+                gpu_index=target.gpu_index,
             )
-        except selectors.GPUNotFound:
-            form.add_error(
-                "gpu_serial",
-                _("No GPU with serial %(serial)s reports from your organisation's servers.")
-                % {"serial": serial},
-            )
-        except PrometheusUnavailable:
-            form.add_error(
-                "gpu_serial",
-                _(
-                    "Monitoring does not answer right now, so the serial cannot be looked up: "
-                    "choose the node instead and write the serial in the description."
-                ),
-            )
+        except selectors.TicketTargetInvalid as exc:
+            form.add_error(exc.field, exc.message)
         except DomainError as exc:
             form.add_error(None, str(exc))
         else:

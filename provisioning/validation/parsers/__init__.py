@@ -19,14 +19,14 @@ prints the result as JSON on stdout; exit status 0 when parsed and ok, 1 when th
 complete but shows failures, 2 when the input is damaged or unreadable (with a message on
 stderr). A damaged input never exits 0.
 
-One module per tool (``nccl``, ``dcgmi``, ``smi``, ``nvbandwidth``, ``ib``), what they
-share in ``common``, the command line in ``cli``.
+One module per tool (``nccl``, ``dcgmi``, ``smi``, ``nvbandwidth``, ``ib``: ib_write_bw and
+ibstat), what they share in ``common``, the command line in ``cli``.
 """
 
 from provisioning.validation.parsers.cli import KINDS, main
 from provisioning.validation.parsers.common import ParseError
 from provisioning.validation.parsers.dcgmi import parse_dcgmi
-from provisioning.validation.parsers.ib import parse_ib_write_bw
+from provisioning.validation.parsers.ib import parse_ib_write_bw, parse_ibstat
 from provisioning.validation.parsers.nccl import parse_nccl_tests
 from provisioning.validation.parsers.nvbandwidth import parse_nvbandwidth
 from provisioning.validation.parsers.smi import parse_nvidia_smi_csv
@@ -37,6 +37,7 @@ __all__ = [
     "main",
     "parse_dcgmi",
     "parse_ib_write_bw",
+    "parse_ibstat",
     "parse_nccl_tests",
     "parse_nvbandwidth",
     "parse_nvidia_smi_csv",

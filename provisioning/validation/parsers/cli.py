@@ -10,7 +10,7 @@ from typing import Any
 
 from provisioning.validation.parsers.common import ParseError
 from provisioning.validation.parsers.dcgmi import parse_dcgmi
-from provisioning.validation.parsers.ib import parse_ib_write_bw
+from provisioning.validation.parsers.ib import parse_ib_write_bw, parse_ibstat
 from provisioning.validation.parsers.nccl import parse_nccl_tests
 from provisioning.validation.parsers.nvbandwidth import parse_nvbandwidth
 from provisioning.validation.parsers.smi import parse_nvidia_smi_csv
@@ -21,6 +21,7 @@ KINDS: dict[str, Callable[[str], dict[str, Any]]] = {
     "nvidia-smi-csv": parse_nvidia_smi_csv,
     "nvbandwidth": parse_nvbandwidth,
     "ib-write-bw": parse_ib_write_bw,
+    "ibstat": parse_ibstat,
 }
 
 

@@ -1,4 +1,4 @@
-"""``ib_write_bw`` output."""
+"""``ib_write_bw`` and ``ibstat`` output."""
 
 from __future__ import annotations
 
@@ -89,3 +89,80 @@ def parse_ib_write_bw(text: str) -> dict[str, Any]:
     message size; ``rows``; ``device``; ``link_type``; ``unit_reported``.
     """
     return run_parser("ib-write-bw", _ib_body, text)
+
+
+_CA_RE = re.compile(r"^CA '([^']+)'\s*$")
+_PORT_RE = re.compile(r"^Port (\d+):\s*$")
+_FIELD_RE = re.compile(r"^([A-Za-z][A-Za-z ]*?):\s*(.*?)\s*$")
+# ``grep -H . /sys/class/infiniband/*/ports/*/link_layer`` (the agent's fallback where
+# ibstat is absent): ``/sys/class/infiniband/mlx5_0/ports/1/link_layer:InfiniBand``.
+_SYSFS_RE = re.compile(r"^/sys/class/infiniband/([^/]+)/ports/(\d+)/link_layer:(\S+)$")
+LINK_LAYERS = ("InfiniBand", "Ethernet")
+
+
+def _ibstat_body(text: str, result: dict[str, Any]) -> None:
+    devices: list[dict[str, Any]] = []
+    device: dict[str, Any] | None = None
+    port: dict[str, Any] | None = None
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        if m := _SYSFS_RE.match(line):
+            name, number, layer = m.group(1), int(m.group(2)), m.group(3)
+            if device is None or device["name"] != name:
+                device = {"name": name, "ca_type": None, "ports": []}
+                devices.append(device)
+            device["ports"].append({"port": number, "state": None, "rate": None,
+                                    "link_layer": layer})  # fmt: skip
+            continue
+        if m := _CA_RE.match(line):
+            device = {"name": m.group(1), "ca_type": None, "ports": []}
+            devices.append(device)
+            port = None
+            continue
+        if device is None:
+            raise ParseError(f"line {lineno}: not ibstat output (no CA line first)")
+        if m := _PORT_RE.match(line):
+            port = {"port": int(m.group(1)), "state": None, "rate": None, "link_layer": None}
+            device["ports"].append(port)
+            continue
+        if not (m := _FIELD_RE.match(line)):
+            raise ParseError(f"line {lineno}: unreadable ibstat line {line[:60]!r}")
+        key, value = m.group(1).lower(), m.group(2)
+        if port is None:
+            if key == "ca type":
+                device["ca_type"] = value
+            continue
+        if key == "state":
+            port["state"] = value
+        elif key == "rate":
+            port["rate"] = value
+        elif key == "link layer":
+            port["link_layer"] = value
+    if not devices:
+        raise ParseError("no RDMA device listed")
+    for dev in devices:
+        if not dev["ports"]:
+            raise ParseError(f"{dev['name']}: no port listed (output truncated?)")
+        for p in dev["ports"]:
+            if p["link_layer"] not in LINK_LAYERS:
+                raise ParseError(
+                    f"{dev['name']} port {p['port']}: link layer {p['link_layer']!r} "
+                    "(not InfiniBand or Ethernet; output truncated?)"
+                )
+        # ib_write_bw measures the device's first port (perftest's default ``-i 1``)
+        dev["link_layer"] = dev["ports"][0]["link_layer"]
+    result["devices"] = devices
+
+
+def parse_ibstat(text: str) -> dict[str, Any]:
+    """Parse ``ibstat`` (no arguments: every CA and port), or the ``grep -H .
+    /sys/class/infiniband/*/ports/*/link_layer`` lines the agent writes where ibstat is
+    absent.
+
+    Returns ``devices``: per CA ``name``, ``ca_type``, ``ports`` (``port``, ``state``,
+    ``rate``, ``link_layer``) and ``link_layer`` (its first port's: the port ib_write_bw
+    measures). A port without ``InfiniBand``/``Ethernet`` link layer is damage.
+    """
+    return run_parser("ibstat", _ibstat_body, text)

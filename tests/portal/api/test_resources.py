@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from billing.models import OrderStatus, Quote, QuoteStatus
+from billing.models import Contract, CreditNote, Invoice, Order, OrderStatus, Quote, QuoteStatus
+from portal.api import serializers as s
 from tests.portal.api.conftest import ApiClient
 
 OFFSET = re.compile(r"T\d\d:\d\d:\d\d(\.\d+)?[+-]\d\d:\d\d$")
@@ -41,6 +42,14 @@ def test_estimate_holds_nothing_and_prices_like_the_configure_page(demo, api, co
     assert Quote.objects.count() == before
     assert estimate["currency"] == "CNY" and re.fullmatch(r"\d+\.\d\d", estimate["gross_total"])
     assert estimate["lines"][0]["code"] == demo["h100"].code and estimate["available"]
+    # Each line as the priced line reads: its kind's code, amounts as decimal strings.
+    node = estimate["lines"][0]
+    assert set(node) == {
+        "kind", "code", "description", "quantity", "unit", "unit_price", "periods",
+        "period_unit", "list_amount", "net", "vat", "gross", "tax_category", "note",
+    }  # fmt: skip
+    assert node["kind"] == "node" and node["quantity"] == f"{config['node_count']}.00"
+    assert all(re.fullmatch(r"\d+\.\d\d", node[k]) for k in ("unit_price", "net", "gross"))
 
 
 def test_firm_quote_accept_order_and_bank_transfer(demo, api, config):
@@ -164,3 +173,22 @@ def test_a_keyed_delete_or_put_is_replayed_and_an_unkeyed_one_just_runs(demo, ap
     assert other.status_code == 409 and other.json()["code"] == "idempotency_key_reused"
     plain = api.put(policy, {**body, "ask_minutes": 60}, content_type="application/json")
     assert plain.status_code == 200 and plain.json()["ask_minutes"] == 60
+
+
+def test_each_order_document_names_its_order_and_its_pdf_in_the_api():
+    order = Order(number="O-SZ-2026-000042")
+    invoice = Invoice(number="INV-SZ-2026-000007", order=order, currency="CNY")
+    note = CreditNote(number="CN-SZ-2026-000003", invoice=invoice, order=order, currency="CNY")
+    contract = Contract(number="C-SZ-2026-000005", order=order)
+    answered = {
+        "credit note": s.CreditNoteSerializer(note).data,
+        "contract": s.ContractSerializer(contract, context={"language": "zh-hans"}).data,
+    }
+    assert {kind: (d["order"], d["pdf_url"]) for kind, d in answered.items()} == {
+        "credit note": (order.number, "/api/v1/credit-notes/CN-SZ-2026-000003/pdf/"),
+        "contract": (order.number, "/api/v1/contracts/C-SZ-2026-000005/pdf/"),
+    }
+    assert answered["credit note"]["invoice"] == invoice.number
+    assert (
+        answered["contract"]["signing_url"] == f"/zh-hans/account/orders/{order.number}/contract/"
+    )

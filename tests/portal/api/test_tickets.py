@@ -87,3 +87,21 @@ def test_the_pages_refusals_are_problem_details(demo, api, served, other_org):  
     refused = reader.post("/api/v1/tickets/", base)
     assert refused.status_code == 403 and refused.json()["code"] == "insufficient_scope"
     assert not Ticket.objects.exists()
+
+
+def test_a_gpu_serial_while_monitoring_is_down_is_a_field_error_as_on_the_page(
+    demo,
+    api,
+    served,  # noqa: F811
+    settings,
+):
+    settings.PORTAL_PROMETHEUS_URL = "http://127.0.0.1:9"  # nothing listens there
+    base = {"subject": "GPU errors", "body": "ECC", "category": "hardware"}
+    answer = api.post(
+        "/api/v1/tickets/", {**base, "gpu_serial": "1650123456789"}, HTTP_ACCEPT_LANGUAGE="en"
+    )
+    assert answer.status_code == 400
+    [error] = answer.json()["errors"]
+    assert error["field"] == "gpu_serial"
+    assert error["message"].startswith("Monitoring does not answer right now")
+    assert not Ticket.objects.exists()

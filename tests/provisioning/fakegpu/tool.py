@@ -174,6 +174,7 @@ def nvbandwidth(args: list[str], s: dict) -> int:
     for test in wanted:
         lines = sections[test]
         factor = float(scale.get(test, 1.0))
+        per_gpu = s.get("nvb_gpu_scale", {}).get(test, {})  # {"3": 0.9}: GPU 3's column
         out.append(lines[0])
         out.append(lines[1])
         cols = [f"{i:>10}" for i in range(n)]
@@ -187,11 +188,11 @@ def nvbandwidth(args: list[str], s: dict) -> int:
             if row_index >= n:
                 continue
             cells = []
-            for tok in tokens[1 : n + 1]:
+            for column, tok in enumerate(tokens[1 : n + 1]):
                 if tok == "N/A":
                     cells.append(f"{'N/A':>10}")
                 else:
-                    v = round(float(tok) * factor, 2)
+                    v = round(float(tok) * factor * float(per_gpu.get(str(column), 1.0)), 2)
                     values.append(v)
                     cells.append(f"{v:>10.2f}")
             out.append(f"{row_index:<5}" + "".join(cells))
@@ -226,7 +227,7 @@ def all_reduce_perf(args: list[str], s: dict) -> int:
             algbw = busbw / (2 * (ngpu - 1) / ngpu)
             time_us = size / (algbw * 1e3)
             wrong = "1234" if variant == "wrong" else "0"
-            bw = {"inf": "inf", "nan": "nan"}.get(variant, f"{busbw:.2f}")
+            bw = {"inf": "inf", "plus_inf": "+inf", "nan": "nan"}.get(variant, f"{busbw:.2f}")
             row = (
                 f"{size:>12}  {size // 4:>12}     float     sum      -1  {time_us:7.0f}  "
                 f"{algbw:6.2f}  {bw:>6}  {wrong:>6}  {time_us:7.0f}  {algbw:6.2f}  {bw:>6}  "
@@ -236,7 +237,9 @@ def all_reduce_perf(args: list[str], s: dict) -> int:
         elif line.startswith("# Out of bounds"):
             line = "# Out of bounds values : 1234 FAILED" if variant == "wrong" else line
         elif line.startswith("# Avg bus bandwidth"):
-            avg = {"nan_avg": "-nan", "inf": "inf", "nan": "nan"}.get(variant, f"{busbw:.3f}")
+            avg = {"nan_avg": "-nan", "inf": "inf", "plus_inf": "+inf", "nan": "nan"}.get(
+                variant, f"{busbw:.3f}"
+            )
             line = f"# Avg bus bandwidth    : {avg} "
         out.append(line)
     print("\n".join(out))
@@ -261,6 +264,10 @@ def dcgmi(args: list[str], s: dict) -> int:
         text = re.sub(
             r",?\s*\{\s*\"gpu_ids\" : " + str(i) + r",\s*\"status\" : \"PASS\"\s*\}", "", text
         )
+    if variant := s.get("dcgm"):  # "FAIL" or "SKIP": the third test's result
+        parts = text.split('"status" : "PASS"')
+        text = '"status" : "PASS"'.join(parts[:3]) + f'"status" : "{variant}"'
+        text += '"status" : "PASS"'.join(parts[3:])
     print(text)
     return 0
 
@@ -280,23 +287,64 @@ def dmesg(args: list[str], s: dict) -> int:
     return 0
 
 
+IBSTAT_SAMPLE = "ibstat_8xH100_8ib_1eth-bond_gpud.txt"
+
+
+def _ibstat_blocks() -> dict[str, str]:
+    """The sample's CA blocks by device name (8 InfiniBand ConnectX-7, 1 Ethernet bond)."""
+    blocks = re.split(r"(?m)^(?=CA ')", sample(IBSTAT_SAMPLE))
+    out = {}
+    for block in blocks:
+        if m := re.match(r"CA '([^']+)'", block):
+            out[m.group(1)] = block.rstrip("\n")
+    return out
+
+
 def ibstat(args: list[str], s: dict) -> int:
-    print("\n".join(s.get("ib_devices", [])))
+    """``ibstat`` (every CA) or ``ibstat -l`` (names): the node's ``ib_devices`` (link
+    layer InfiniBand) then its ``eth_devices`` (link layer Ethernet: a RoCE front-end or
+    storage port), each the sample's block of that name, else the sample's first
+    InfiniBand block (``mlx5_0``) or its Ethernet one (``mlx5_bond_0``) renamed."""
+    blocks = _ibstat_blocks()
+    names = [(n, "mlx5_0") for n in s.get("ib_devices", [])]
+    names += [(n, "mlx5_bond_0") for n in s.get("eth_devices", [])]
+    if args[:1] == ["-l"]:
+        print("\n".join(n for n, _ in names))
+        return 0
+    out = []
+    for name, template in names:
+        block = blocks.get(name) or blocks[template].replace(f"CA '{template}'", f"CA '{name}'")
+        out.append(block)
+    if out:
+        print("\n".join(out))
     return 0
 
 
 #: The fake ``ib_write_bw``: the server side (no host argument) waits for nothing and
 #: prints nothing the agent reads; the client side prints the NDR400 sample for its device.
+#: Each start is logged (``device last-argument``) to ``FAKE_IB_LOG`` where set.
 IB_WRITE_BW = """#!/bin/sh
 dev=""; prev=""; last=""
 for a in "$@"; do [ "$prev" = "-d" ] && dev="$a"; prev="$a"; last="$a"; done
+[ -n "$FAKE_IB_LOG" ] && echo "$dev $last" >> "$FAKE_IB_LOG"
 [ "$last" = "localhost" ] || exit 0
+[ -f "{overrides}/$dev.txt" ] && exec cat "{overrides}/$dev.txt"
 exec sed "s/mlx5_0/$dev/" "{sample}"
 """
+IB_SAMPLE = "ib_write_bw_NDR400_mlx5_0.txt"
 
 
-def ib_write_bw_script() -> str:
-    return IB_WRITE_BW.replace("{sample}", str(SAMPLES / "ib_write_bw_NDR400_mlx5_0.txt"))
+def ib_write_bw_script(overrides: Path) -> str:
+    """The script, with ``overrides/DEVICE.txt`` printed instead of the sample where
+    present (:func:`ib_write_bw_slow`)."""
+    script = IB_WRITE_BW.replace("{sample}", str(SAMPLES / IB_SAMPLE))
+    return script.replace("{overrides}", str(overrides))
+
+
+def ib_write_bw_slow(device: str, average_gbps: float) -> str:
+    """The sample's output for ``device`` with its BW average replaced."""
+    text = sample(IB_SAMPLE).replace("mlx5_0", device)
+    return text.replace("392.34", f"{average_gbps:.2f}")
 
 
 TOOLS = {
