@@ -22,12 +22,15 @@ from billing.pricing.periods import site_today
 from billing.quotes import services as quote_services
 from inventory.models import NodeType, Site
 
-DEMO_NOTE = "Two A100 nodes for two quarters, as discussed with your account manager."
+# What sales wrote on the demo quote, to a Chinese customer; seed_demo finds its contract by
+# it (and by the note of earlier demo databases, so re-seeding one adds no second contract).
+DEMO_NOTE = "两台 A100 节点，为期两个季度，按与客户经理商定的方案。"
+_EARLIER_DEMO_NOTES = ("Demo: the signed contract of seed_demo.",)
 
 
 def demo_signed_contract() -> Contract:
     existing = (
-        Contract.objects.filter(quote__notes=DEMO_NOTE)
+        Contract.objects.filter(quote__notes__in=(DEMO_NOTE, *_EARLIER_DEMO_NOTES))
         .filter(Q(status__in=CONTRACT_SIGNED) | Q(status=ContractStatus.CUSTOMER_SIGNED))
         .first()
     )

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any
 
-from . import __version__, gpu, host
+from . import __version__, gpu, host, lifeline
 from .checks import CHECKS, make_settings, planned_checks, run_checks
 from .gpu import INJECT_ENV
 from .profiles import PROFILES
@@ -171,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     if "--out" in argv:
         out = argv[argv.index("--out") + 1] if argv.index("--out") + 1 < len(argv) else None
     writer = LineWriter(sys.stdout, out)
+    lifeline.watch_parent()  # a dead reader (a killed worker) ends the agent and its tools
     try:
         run(argv, writer)
     finally:

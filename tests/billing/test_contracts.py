@@ -18,6 +18,7 @@ from django.utils import timezone
 from billing.contracts import documents as contract_documents
 from billing.contracts import gate, signatures
 from billing.contracts import services as cs
+from billing.demo import contracts as demo_contracts
 from billing.models import (
     Contract,
     ContractStatus,
@@ -284,7 +285,7 @@ def test_seed_demo_prints_a_signed_contract(db, media, settings, capsys):
     again = io.StringIO()
     call_command("seed_demo", stdout=again)
     assert f"signed demo contract: {number}" in again.getvalue()
-    assert Contract.objects.filter(quote__notes__startswith="Demo:").count() == 1
+    assert Contract.objects.filter(quote__notes=demo_contracts.DEMO_NOTE).count() == 1
 
 
 def test_the_customer_signs_in_the_portal(demo, client):

@@ -437,6 +437,59 @@ def test_a_missing_tool_fails_the_node_instead_of_being_skipped(node_types, tmp_
     assert "allreduce_busbw_gbps@17179869184" not in judged["metrics"]
 
 
+_READER = """
+import subprocess, sys
+agent = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         stdin=subprocess.DEVNULL, start_new_session=True)
+print(agent.pid, flush=True)
+agent.stdout.read()
+"""
+
+
+def _alive(pgid: int) -> list[int]:
+    """The processes of a process group that are not zombies."""
+    alive = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            alive.append(int(entry.name))
+    return alive
+
+
+def test_an_agent_whose_reader_was_killed_stops_with_its_tools(tmp_path):
+    """A worker SIGKILLed mid-check cannot kill the agent's group: the agent does it."""
+    env = _node_files(tmp_path, {**H100_NODE, "hang": "dcgmi"})
+    out = tmp_path / "agent.jsonl"
+    reader = subprocess.Popen(  # as LocalRunner reads the agent: a pipe, its own session
+        [sys.executable, "-c", _READER, *AGENT, "--gemm-seconds", "0.1", "--out", str(out)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    agent_pid = int(reader.stdout.readline())
+    try:
+        deadline = time.monotonic() + 60
+        while '"name": "dcgm_diag"' not in (out.read_text() if out.exists() else ""):
+            assert time.monotonic() < deadline, "the agent never reached dcgm_diag"
+            time.sleep(0.05)
+        assert len(_alive(agent_pid)) >= 2  # the agent and its hanging dcgmi
+        reader.kill()
+        reader.wait()
+        deadline = time.monotonic() + 10
+        while _alive(agent_pid):
+            assert time.monotonic() < deadline, f"still running: {_alive(agent_pid)}"
+            time.sleep(0.1)
+    finally:
+        for pid in _alive(agent_pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_an_agent_killed_halfway_keeps_what_finished_and_the_verdict_names_the_rest(
     node_types, tmp_path
 ):
