@@ -9,13 +9,20 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy, ngettext
 
-from core.admin_base import LifecycleEventInline, ReadOnlyAdmin, ReadOnlyInline
+from core.admin_base import (
+    LifecycleEventInline,
+    ReadOnlyAdmin,
+    ReadOnlyInline,
+    SiteTimeZoneMixin,
+)
 from core.errors import DomainError
 from provisioning.models import (
     NodeValidation,
+    ProvisioningRun,
     ValidationArtifact,
     ValidationCheck,
     ValidationNodeResult,
@@ -236,6 +243,32 @@ class NodeValidationAdmin(admin.ModelAdmin):
                 )
                 % {"count": started},
             )
+
+
+@admin.register(ProvisioningRun)
+class ProvisioningRunAdmin(SiteTimeZoneMixin, ReadOnlyAdmin):
+    """The runs of each order (provisioning, cleaning, replacement): the way staff find
+    the run page (``/<lang>/staff/provisioning/runs/<id>/``: steps, retry, swap, cancel)."""
+
+    site_path = "order__site"
+    site_time_fields = ("started_at", "finished_at")
+    list_display = ("number", "order", "kind", "status", "started_at", "finished_at", "run_page")
+    list_display_links = ("number",)
+    list_select_related = ("order", "order__site")
+    list_filter = ("status", "kind", "order__site")
+    search_fields = ("order__number",)
+
+    @admin.display(description=gettext_lazy("number"), ordering="pk")
+    def number(self, obj: ProvisioningRun) -> int:
+        return obj.pk
+
+    @admin.display(description=gettext_lazy("run page"))
+    def run_page(self, obj: ProvisioningRun) -> str:
+        return format_html(
+            '<a href="{}">{}</a>',
+            reverse("provisioning_run", args=[obj.pk]),
+            gettext_lazy("Open the run page"),
+        )
 
 
 # Day two's admin pages (spare pools, incidents, faults, policies, utilisation alerts).

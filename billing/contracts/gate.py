@@ -172,7 +172,7 @@ def order_release_for_provisioning(*, order: Order, actor: Actor = None) -> bool
         basis = (
             Text("contract %(n)s signed", n=state.contract.number)
             if state.contract is not None and state.contract.status in CONTRACT_SIGNED
-            else _("standard terms %(v)s accepted") % {"v": state.terms.version}
+            else Text("standard terms %(v)s accepted", v=state.terms.version)
         )
         try:
             with transaction.atomic():

@@ -110,6 +110,9 @@ PORTAL_TERMS_VERSION = env.str("PORTAL_TERMS_VERSION", default="2026-12")
 PORTAL_RENEWAL_DAYS = env.int("PORTAL_RENEWAL_DAYS", default=30)
 # seed_demo makes one signed contract (two PDF renderings; the test suite turns it off).
 PORTAL_SEED_DEMO_CONTRACT = env.bool("PORTAL_SEED_DEMO_CONTRACT", default=True)
+# seed_demo makes the demo customer an order running now (2 H100 nodes, paid: the worker
+# provisions it; billing/demo/running.py). The test suite turns it off.
+PORTAL_SEED_DEMO_RUNNING_ORDER = env.bool("PORTAL_SEED_DEMO_RUNNING_ORDER", default=True)
 
 # --- Invoices over the term ------------------------------------------------------------
 # Later billing periods are issued this many days before they start.

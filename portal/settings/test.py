@@ -28,6 +28,8 @@ if "postgresql" in DATABASES["default"]["ENGINE"]:  # noqa: F405
     _options["options"] = f"{_options.get('options', '')} -c synchronous_commit=off".strip()
 # seed_demo's signed contract costs two PDF renderings: only the tests that want it.
 PORTAL_SEED_DEMO_CONTRACT = False
+# Nor its running order (a paid order the workers of some tests would provision).
+PORTAL_SEED_DEMO_RUNNING_ORDER = False
 # Argon2 still, at minimal cost: the suite creates many users.
 PASSWORD_HASHERS = [
     "portal.hashers.CheapArgon2PasswordHasher",

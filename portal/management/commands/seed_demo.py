@@ -22,6 +22,9 @@ from billing import demo as billing_demo
 from billing.contracts import signatures
 from billing.demo import DEMO_CUSTOMER_NAME
 from billing.demo import contracts as demo_contracts
+from billing.demo import running as demo_running
+from billing.models import OrderStatus
+from core.errors import DomainError
 from inventory import services
 from inventory.gpus import BY_KEY, GpuFacts
 from inventory.models import (
@@ -311,6 +314,18 @@ class Command(BaseCommand):
         if settings.PORTAL_SEED_DEMO_CONTRACT:
             contract = demo_contracts.demo_signed_contract()
             self.stdout.write(f"signed demo contract: {contract.number}")
+        if settings.PORTAL_SEED_DEMO_RUNNING_ORDER:
+            try:
+                with transaction.atomic():
+                    order = demo_running.demo_running_order()
+            except DomainError as exc:  # e.g. the demo's H100 nodes were all booked since
+                self.stderr.write(f"no running demo order: {exc.message}")
+            else:
+                then = "; the worker provisions it now" if order.status == OrderStatus.PAID else ""
+                self.stdout.write(
+                    f"running demo order: {order.number} ({order.status}{then}): "
+                    f"/zh-hans/account/orders/{order.number}/ (customer)"
+                )
         self.stdout.write(
             self.style.SUCCESS(
                 f"Demo data ready: {Site.objects.count()} sites, {NodeType.objects.count()} "

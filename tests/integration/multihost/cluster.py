@@ -159,6 +159,7 @@ class Cluster:
             "PORTAL_SIGNING_DIR": str(self.net.dir / "signing"),
             "PORTAL_SIGNING_CREATE_DEMO_KEYS": "1",
             "PORTAL_SEED_DEMO_CONTRACT": "0",
+            "PORTAL_SEED_DEMO_RUNNING_ORDER": "0",
             "PORTAL_BASE_URL": self.lb_url,
             "PORTAL_HARDWARE_DRIVER": "simulated",
             "PORTAL_SIMULATED_TIME_SCALE": str(time_scale),
