@@ -138,7 +138,7 @@ def test_partial_payments_keep_every_reference_and_value_date_and_say_what_is_le
     second.refresh_from_db()
     # Honest: not "paid", 212,000 − 100,000 = 112,000.00 still due.
     assert second.status == InvoiceStatus.ISSUED
-    assert "112000.00 CNY still due" in first_part.message()
+    assert "¥112,000.00 still due" in first_part.message()
     assert "paid in full" not in first_part.message()
     for ref, amount, day in (("CMB-B", "12000.00", 26), ("CMB-C", "100000.00", 27)):
         orders.transfer_record(
