@@ -28,6 +28,7 @@ from django.utils import timezone
 from core import jobs
 from inventory.models import Node, NodeEvent, NodeStatus, Reservation
 from portal.support.models import Ticket
+from provisioning.access import order_access
 from provisioning.health import selectors as health_selectors
 from provisioning.models import (
     HealthIncident,
@@ -305,6 +306,9 @@ def check_replaced(order, run, booked, victim, done, tmp_path) -> None:
     assert check.profile == "quick" and check.status == "passed"
     slot = RunNode.objects.get(run=run, node=spare)
     assert slot.state == RunNodeState.ACTIVE and slot.delivered_at and slot.ssh_user
+    # ... and its host keys: the ssh config handed out says StrictHostKeyChecking yes.
+    assert slot.host_keys
+    assert f"{spare.hostname} " in order_access(order).known_hosts
     assert RunNode.objects.get(run=run, node=victim).state == RunNodeState.SWAPPED_OUT
     assert Reservation.objects.filter(node=spare, group=order.reservation_group).exists()
     # SLA facts: the swap from the fault's time until hand-over, read by billing's sweep.
